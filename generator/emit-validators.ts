@@ -1,0 +1,66 @@
+// AJV standalone validators: request bodies and records (no coercion), and query strings (coerced from text).
+import { Ajv } from 'ajv';
+import addFormats from 'ajv-formats';
+import standaloneCode from 'ajv/dist/standalone/index.js';
+import type { ApiModel, FieldModel, ResourceModel } from '../runtime/model.js';
+import { standardFields } from '../runtime/model.js';
+import { fieldSchema, objectSchema, type JsonSchema } from './json-schema.js';
+
+function newAjv(coerce: boolean): Ajv {
+  const ajv = new Ajv({ allErrors: true, strict: false, code: { source: true, esm: false }, coerceTypes: coerce ? 'array' : false });
+  addFormats.default(ajv, ['date-time']);
+  ajv.addFormat('int64', /^-?[0-9]+$/);
+  return ajv;
+}
+
+const aliases = (snake: string, camel: string, s: JsonSchema) => ({ [snake]: s, [camel]: s });
+
+export function listQuerySchema(r: ResourceModel): JsonSchema {
+  const str = { type: 'string' };
+  const properties: Record<string, JsonSchema> = {
+    ...aliases('page_size', 'pageSize', { type: 'integer' }),
+    ...aliases('page_token', 'pageToken', str),
+    ...aliases('order_by', 'orderBy', str),
+    skip: { type: 'integer' },
+    ...aliases('uidp.descendants_of', 'uidp.descendantsOf', str),
+    ...aliases('uidp.children_of', 'uidp.childrenOf', str),
+    ...aliases('uidp.ancestors_of', 'uidp.ancestorsOf', str),
+    ...aliases('uidp.in_root', 'uidp.inRoot', { type: 'boolean' }),
+    'uidp.ids': { type: 'array', items: str },
+  };
+  for (const f of r.filters) {
+    const field: FieldModel = { ...(r.fields[f.field] ?? standardFields[f.field]), repeated: false, outputOnly: false };
+    const s = fieldSchema(field, 'record');
+    properties[f.param] = f.match === 'anyOf' ? { type: 'array', items: s } : s;
+  }
+  return { type: 'object', properties };
+}
+
+export function emitValidators(model: ApiModel): { bodies: string; queries: string } {
+  const bodies = newAjv(false);
+  const queries = newAjv(true);
+  const bodyExports: Record<string, string> = {};
+  const queryExports: Record<string, string> = {};
+  const add = (ajv: Ajv, exports: Record<string, string>, id: string, schema: JsonSchema) => {
+    ajv.addSchema({ ...schema, $id: id });
+    exports[id.replace(/[^A-Za-z0-9]/g, '_')] = id;
+  };
+  for (const r of Object.values(model.resources)) {
+    const all = { ...r.fields };
+    add(bodies, bodyExports, `${r.collection}.record`, objectSchema({ ...standardFields, ...all }, 'record', true));
+    if (r.operations.create) add(bodies, bodyExports, `${r.collection}.create`, objectSchema(all, 'input', true));
+    if (r.operations.update) add(bodies, bodyExports, `${r.collection}.update`, objectSchema(all, 'input', false));
+    for (const s of r.subresources) {
+      if (s.update) add(bodies, bodyExports, `${r.collection}.${s.name}.update`, objectSchema(s.fields, 'input', false));
+    }
+    if (r.operations.list) add(queries, queryExports, `${r.collection}.list`, listQuerySchema(r));
+  }
+  for (const e of model.endpoints) {
+    if (e.body) add(bodies, bodyExports, `${e.domain}.${e.name}.body`, objectSchema(e.body, 'input', true));
+    add(queries, queryExports, `${e.domain}.${e.name}.query`, { type: 'object', properties: Object.fromEntries(Object.entries(e.query).map(([k, f]) => [k, fieldSchema(f, 'record')])), required: Object.entries(e.query).filter(([, f]) => f.required).map(([k]) => k) });
+  }
+  return {
+    bodies: standaloneCode.default(bodies, bodyExports),
+    queries: standaloneCode.default(queries, queryExports),
+  };
+}

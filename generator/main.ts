@@ -1,0 +1,47 @@
+// npm run generate [-- --spec DIR --out DIR]: spec/ -> generated/ (wiped first).
+import { mkdirSync, rmSync, writeFileSync } from 'node:fs';
+import { join, relative } from 'node:path';
+import { parseArgs } from 'node:util';
+import { emitConformanceRules } from './emit-conformance.js';
+import { buildOpenApi } from './emit-openapi.js';
+import { banner, emitEntities, emitModel, emitRouter } from './emit-typescript.js';
+import { emitValidators } from './emit-validators.js';
+import { routesOf } from './routes-table.js';
+import { loadSpec, SpecError } from './spec.js';
+
+const { values } = parseArgs({ options: { spec: { type: 'string', default: 'spec' }, out: { type: 'string', default: 'generated' } } });
+const started = performance.now();
+
+try {
+  const model = loadSpec(values.spec!);
+  const routes = routesOf(model);
+  const openapi = await buildOpenApi(model, routes);
+  const validators = emitValidators(model);
+  const files: Record<string, string> = {
+    'model.ts': emitModel(model),
+    'entities.ts': emitEntities(model),
+    'routes.ts': emitRouter(model, routes),
+    'openapi.json': `${JSON.stringify({ $comment: banner.slice(3), ...openapi }, null, 2)}\n`,
+    'validators/bodies.cjs': `${banner}\n${validators.bodies}\n`,
+    'validators/queries.cjs': `${banner}\n${validators.queries}\n`,
+    'conformance/rules.json': `${JSON.stringify({ $comment: banner.slice(3), rules: emitConformanceRules(model) }, null, 2)}\n`,
+  };
+  const out = values.out!;
+  rmSync(out, { recursive: true, force: true });
+  for (const [name, text] of Object.entries(files)) {
+    mkdirSync(join(out, name, '..'), { recursive: true });
+    writeFileSync(join(out, name), text);
+  }
+  const ms = Math.round(performance.now() - started);
+  console.log(`generated ${Object.keys(files).length} files in ${relative('.', out) || '.'}/ from ${model.domains.length} domains, ` +
+    `${Object.keys(model.resources).length} resources, ${routes.length} routes in ${ms} ms`);
+  for (const name of Object.keys(files)) console.log(`  ${join(out, name)}`);
+} catch (e) {
+  if (e instanceof SpecError) {
+    console.error(`npm run generate: the spec has ${e.problems.length} problem(s); nothing was generated:`);
+    for (const p of e.problems) console.error(`  ${p}`);
+  } else {
+    console.error(`npm run generate failed: ${e instanceof Error ? e.message : String(e)}`);
+  }
+  process.exit(1);
+}

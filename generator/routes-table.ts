@@ -1,0 +1,74 @@
+// Every HTTP route of the model, in match order: the one list both the router and the OpenAPI document use.
+import type { ApiModel, EndpointModel, ResourceModel } from '../runtime/model.js';
+
+export type RouteKind = 'list' | 'get' | 'create' | 'update' | 'delete' | 'subresourceGet' | 'subresourceUpdate' | 'endpoint';
+
+export interface Route {
+  method: 'GET' | 'POST' | 'PATCH' | 'PUT' | 'DELETE';
+  /** OpenAPI-style path, e.g. /registry/v2/repos/{uid} */
+  path: string;
+  /** Anchored regular expression source matching the raw request path. */
+  pattern: string;
+  params: string[];
+  kind: RouteKind;
+  resource?: ResourceModel;
+  subresource?: string;
+  endpoint?: EndpointModel;
+}
+
+/** Turns a template such as repos/{repoUid*}/digests/{digest} into an anchored pattern; {x*} may span segments. */
+export function compileTemplate(prefix: string, template: string): Pick<Route, 'path' | 'pattern' | 'params'> {
+  const params: string[] = [];
+  let pattern = '';
+  let path = '';
+  const full = template ? `${prefix}/${template}` : prefix;
+  for (const part of full.split(/(\{\w+\*?\})/)) {
+    const m = /^\{(\w+)(\*?)\}$/.exec(part);
+    if (m) {
+      params.push(m[1]);
+      pattern += m[2] ? '(.+)' : '([^/]+)';
+      path += `{${m[1]}}`;
+    } else {
+      pattern += part.replace(/[.*+?^${}()|[\]\\/]/g, '\\$&');
+      path += part;
+    }
+  }
+  return { path, pattern: `^${pattern}$`, params };
+}
+
+function specificity(r: Route): number {
+  // Routes with literal text after a multi-segment parameter must be tried before the plain {uid} routes.
+  const wildcard = r.pattern.indexOf('(.+)');
+  if (wildcard < 0) return 0;
+  return r.pattern.length - wildcard > '(.+)$'.length ? 1 : 2;
+}
+
+export function routesOf(model: ApiModel): Route[] {
+  const routes: Route[] = [];
+  for (const e of model.endpoints) {
+    routes.push({ method: e.method, ...compileTemplate(`/${e.domain}/${model.version}`, e.path), kind: 'endpoint', endpoint: e });
+  }
+  for (const r of Object.values(model.resources)) {
+    const base = `/${r.domain}/${model.version}`;
+    const ops = r.operations;
+    if (ops.list) {
+      routes.push({ method: 'GET', ...compileTemplate(base, r.listPath ? r.listPath.replace('{parent}', '{parent*}') : r.path), kind: 'list', resource: r });
+    }
+    for (const s of r.subresources) {
+      routes.push({ method: 'GET', ...compileTemplate(base, `${r.path}/{uid*}/${s.name}`), kind: 'subresourceGet', resource: r, subresource: s.name });
+      if (s.update) routes.push({ method: 'PATCH', ...compileTemplate(base, `${r.path}/{uid*}/${s.name}`), kind: 'subresourceUpdate', resource: r, subresource: s.name });
+    }
+    if (ops.create) {
+      if (r.parent) routes.push({ method: 'POST', ...compileTemplate(base, `${r.path}/{parent*}`), kind: 'create', resource: r });
+      if (!r.parent || r.parentOptional) routes.push({ method: 'POST', ...compileTemplate(base, r.path), kind: 'create', resource: r });
+    }
+    if (ops.get) routes.push({ method: 'GET', ...compileTemplate(base, `${r.path}/{uid*}`), kind: 'get', resource: r });
+    if (ops.update) routes.push({ method: 'PATCH', ...compileTemplate(base, `${r.path}/{uid*}`), kind: 'update', resource: r });
+    if (ops.delete) routes.push({ method: 'DELETE', ...compileTemplate(base, `${r.path}/{uid*}`), kind: 'delete', resource: r });
+  }
+  // Stable order: specificity, then path, then method, so output never depends on declaration accidents.
+  return routes
+    .map((r, i) => ({ r, i }))
+    .sort((a, b) => specificity(a.r) - specificity(b.r) || a.i - b.i)
+    .map(({ r }) => r);
+}

@@ -1,0 +1,14 @@
+// Artifact counts per ecosystem.
+import type { GetArtifactCountRequest, GetArtifactCountResponse, LibrariesHandlers } from '../generated/routes.js';
+
+export const libraries: LibrariesHandlers = {
+  async getArtifactCount(request: GetArtifactCountRequest, context): Promise<GetArtifactCountResponse> {
+    const artifact = context.model.resources.artifacts;
+    const em = context.store.em();
+    const counts: GetArtifactCountResponse['counts'] = [];
+    for (const ecosystem of [...new Set(request.ecosystems)].sort()) {
+      counts.push({ ecosystem, totalCount: String(await em.count(artifact.type, { ecosystem })) });
+    }
+    return { counts };
+  },
+};

@@ -1,0 +1,30 @@
+// Configuration from the environment; a bad value stops start-up with one line saying what to fix.
+import { resolve } from 'node:path';
+
+export interface Config {
+  host: string;
+  port: number;
+  dataDir: string;
+  databaseFile: string;
+  log: boolean;
+}
+
+export class ConfigError extends Error {}
+
+export function readConfig(env: NodeJS.ProcessEnv = process.env): Config {
+  const portText = env.PORT ?? '8080';
+  const port = Number(portText);
+  if (!/^\d+$/.test(portText) || port > 65535) throw new ConfigError(`PORT must be a number from 0 to 65535, got "${portText}"`);
+  const host = env.HOST ?? '127.0.0.1';
+  if (host.trim() === '') throw new ConfigError('HOST must not be empty');
+  const dataDir = resolve(env.DATA_DIR ?? './data');
+  let databaseFile = resolve(dataDir, 'platform.sqlite');
+  if (env.DATABASE_URL) {
+    const m = /^sqlite:(?:\/\/)?(.+)$/.exec(env.DATABASE_URL);
+    if (!m) throw new ConfigError(`DATABASE_URL must look like sqlite:/path/to/file.sqlite, got "${env.DATABASE_URL}"`);
+    databaseFile = resolve(m[1]);
+  }
+  const logText = env.LOG ?? 'on';
+  if (!['on', 'off'].includes(logText)) throw new ConfigError(`LOG must be on or off, got "${logText}"`);
+  return { host, port, dataDir, databaseFile, log: logText === 'on' };
+}

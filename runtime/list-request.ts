@@ -1,0 +1,69 @@
+// The parameters every List takes (AIP-158 plus skip and hierarchy filters), read from a validated query.
+import { invalidArgument } from './errors.js';
+import type { FilterModel, ResourceModel } from './model.js';
+
+export const defaultPageSize = 50;
+export const maxPageSize = 200;
+
+export interface HierarchyFilter {
+  descendantsOf?: string;
+  childrenOf?: string;
+  ancestorsOf?: string;
+  inRoot?: boolean;
+  ids?: string[];
+}
+
+export interface ListRequest {
+  pageSize: number;
+  pageToken?: string;
+  skip: number;
+  order: { key: string; field: string; desc: boolean };
+  hierarchy: HierarchyFilter;
+  filters: { filter: FilterModel; value: unknown }[];
+}
+
+type Query = Record<string, unknown>;
+
+/** Reads a parameter under its snake_case name or its camelCase alias. */
+function param<T>(q: Query, snake: string, camel?: string): T | undefined {
+  return (q[snake] ?? (camel ? q[camel] : undefined)) as T | undefined;
+}
+
+export function parseOrderBy(raw: string | undefined, r: ResourceModel): ListRequest['order'] {
+  if (raw === undefined || raw.trim() === '') {
+    return { key: r.defaultOrder.key, field: r.orderBy[r.defaultOrder.key], desc: r.defaultOrder.desc };
+  }
+  const m = /^\s*([A-Za-z_]+)(?:\s+(asc|desc))?\s*$/i.exec(raw);
+  const field = m ? r.orderBy[m[1]] : undefined;
+  if (!m || !field) {
+    throw invalidArgument([{ field: 'order_by', description: `must be one of ${Object.keys(r.orderBy).join(', ')}, optionally followed by " desc"` }]);
+  }
+  return { key: m[1], field, desc: (m[2] ?? '').toLowerCase() === 'desc' };
+}
+
+export function parseListRequest(q: Query, r: ResourceModel): ListRequest {
+  const pageSize = param<number>(q, 'page_size', 'pageSize');
+  if (pageSize !== undefined && pageSize < 0) throw invalidArgument([{ field: 'page_size', description: 'must not be negative' }]);
+  const skip = param<number>(q, 'skip') ?? 0;
+  if (skip < 0) throw invalidArgument([{ field: 'skip', description: 'must not be negative' }]);
+  const ids = param<string[]>(q, 'uidp.ids')?.flatMap((s) => s.split(',')).filter(Boolean);
+  return {
+    pageSize: pageSize === undefined || pageSize === 0 ? defaultPageSize : Math.min(pageSize, maxPageSize),
+    pageToken: param<string>(q, 'page_token', 'pageToken') || undefined,
+    skip,
+    order: parseOrderBy(param<string>(q, 'order_by', 'orderBy'), r),
+    hierarchy: {
+      descendantsOf: param<string>(q, 'uidp.descendants_of', 'uidp.descendantsOf') || undefined,
+      childrenOf: param<string>(q, 'uidp.children_of', 'uidp.childrenOf') || undefined,
+      ancestorsOf: param<string>(q, 'uidp.ancestors_of', 'uidp.ancestorsOf') || undefined,
+      inRoot: param<boolean>(q, 'uidp.in_root', 'uidp.inRoot') || undefined,
+      ids: ids && ids.length > 0 ? ids : undefined,
+    },
+    filters: r.filters
+      .filter((f) => q[f.param] !== undefined && q[f.param] !== '')
+      .map((f) => ({
+        filter: f,
+        value: f.match === 'anyOf' ? (q[f.param] as unknown[]).flatMap((v) => (typeof v === 'string' ? v.split(',') : [v])) : q[f.param],
+      })),
+  };
+}

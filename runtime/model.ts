@@ -1,0 +1,104 @@
+// The API model: what the generator derives from spec/ and the runtime interprets.
+// generated/model.ts holds one value of type ApiModel; nothing else describes resources.
+
+export type FieldType =
+  | 'string' | 'bool' | 'int32' | 'int64' | 'double' | 'timestamp' | 'duration' | 'enum' | 'object' | 'map';
+
+export interface FieldModel {
+  type: FieldType;
+  repeated?: boolean;
+  required?: boolean;
+  outputOnly?: boolean;
+  inputOnly?: boolean;
+  immutable?: boolean;
+  pattern?: string;
+  minLength?: number;
+  maxLength?: number;
+  minimum?: number;
+  maximum?: number;
+  values?: string[];
+  default?: unknown;
+  fields?: Record<string, FieldModel>;
+  mapValue?: FieldModel;
+  description?: string;
+}
+
+export type FilterMatch = 'exact' | 'anyOf' | 'contains' | 'atLeast' | 'atMost';
+
+export interface FilterModel {
+  param: string;
+  field: string;
+  match: FilterMatch;
+}
+
+export type Capability = string[] | 'none';
+
+export interface OperationModel {
+  capability: Capability;
+  event?: string;
+}
+
+export type StandardOperation = 'list' | 'get' | 'create' | 'update' | 'delete';
+
+export interface SubresourceModel {
+  name: string;
+  type: string;
+  fields: Record<string, FieldModel>;
+  get: OperationModel;
+  update?: OperationModel;
+}
+
+export interface ResourceModel {
+  domain: string;
+  type: string;
+  collection: string;
+  /** URL segment(s) below /<domain>/v2/. */
+  path: string;
+  /** List path with {parent} when the list is nested under its parent. */
+  listPath?: string;
+  parent?: string;
+  parentOptional: boolean;
+  uid: 'generated' | 'parent';
+  onParentDelete: 'restrict' | 'cascade';
+  readOnly: boolean;
+  /** Declared fields, without uid/createTime/updateTime. */
+  fields: Record<string, FieldModel>;
+  filters: FilterModel[];
+  /** order_by name -> field; always includes uid. */
+  orderBy: Record<string, string>;
+  defaultOrder: { key: string; desc: boolean };
+  operations: Partial<Record<StandardOperation, OperationModel>>;
+  subresources: SubresourceModel[];
+  /** Resources whose parent is this one (derived). */
+  children: string[];
+  v1?: { collection: string; fields: Record<string, string> };
+}
+
+export interface EndpointModel {
+  domain: string;
+  name: string;
+  method: 'GET' | 'POST' | 'PATCH' | 'PUT' | 'DELETE';
+  path: string;
+  capability: Capability;
+  scope?: string;
+  query: Record<string, FieldModel>;
+  body?: Record<string, FieldModel>;
+  response: Record<string, FieldModel>;
+  event?: string;
+}
+
+export interface ApiModel {
+  title: string;
+  version: string;
+  service: string;
+  domains: string[];
+  resources: Record<string, ResourceModel>;
+  endpoints: EndpointModel[];
+}
+
+/** Fields every resource has, maintained by the server. */
+export const standardFields: Record<string, FieldModel> = {
+  uid: { type: 'string', outputOnly: true },
+  createTime: { type: 'timestamp', outputOnly: true },
+  updateTime: { type: 'timestamp', outputOnly: true },
+};

@@ -1,0 +1,63 @@
+// Between stored records and JSON: what a request may write and what a response shows.
+import type { FieldModel, ResourceModel } from './model.js';
+
+export type Row = Record<string, unknown>;
+
+/** A value as the client sees it: input-only fields removed, unset fields omitted. */
+function outputValue(value: unknown, f: FieldModel): unknown {
+  if (value === null || value === undefined) return undefined;
+  if (f.repeated && Array.isArray(value)) return value.map((v) => outputValue(v, { ...f, repeated: false }));
+  if (f.type === 'object' && typeof value === 'object') return outputObject(value as Row, f.fields ?? {});
+  if (f.type === 'map' && typeof value === 'object') {
+    return Object.fromEntries(Object.entries(value as Row).map(([k, v]) => [k, outputValue(v, f.mapValue!)]));
+  }
+  if (f.type === 'int64') return String(value);
+  return value;
+}
+
+export function outputObject(row: Row, fields: Record<string, FieldModel>): Row {
+  const out: Row = {};
+  for (const [name, f] of Object.entries(fields)) {
+    if (f.inputOnly) continue;
+    const v = outputValue(row[name], f);
+    if (v !== undefined) out[name] = v;
+  }
+  return out;
+}
+
+/** The JSON form of a stored row. */
+export function toResource(row: Row, r: ResourceModel): Row {
+  return { uid: row.uid, ...outputObject(row, r.fields), createTime: row.createTime, updateTime: row.updateTime };
+}
+
+/** A validated request body reduced to what may be stored: output-only fields dropped, int64 as strings. */
+export function inputObject(body: Row, fields: Record<string, FieldModel>): Row {
+  const out: Row = {};
+  for (const [name, f] of Object.entries(fields)) {
+    if (f.outputOnly || !(name in body) || body[name] === null) continue;
+    out[name] = inputValue(body[name], f);
+  }
+  return out;
+}
+
+function inputValue(value: unknown, f: FieldModel): unknown {
+  if (f.repeated && Array.isArray(value)) return value.map((v) => inputValue(v, { ...f, repeated: false }));
+  if (f.type === 'object') return inputObject(value as Row, f.fields ?? {});
+  if (f.type === 'map') return Object.fromEntries(Object.entries(value as Row).map(([k, v]) => [k, inputValue(v, f.mapValue!)]));
+  if (f.type === 'int64') return String(value);
+  return value;
+}
+
+/** Declared defaults for fields the body leaves out. */
+export function withDefaults(data: Row, fields: Record<string, FieldModel>): Row {
+  const out = { ...data };
+  for (const [name, f] of Object.entries(fields)) {
+    if (out[name] === undefined && f.default !== undefined) out[name] = structuredClone(f.default);
+  }
+  return out;
+}
+
+/** RFC 3339 UTC with millisecond precision. */
+export function now(): string {
+  return new Date().toISOString();
+}

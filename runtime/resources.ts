@@ -1,0 +1,192 @@
+// The one implementation of list, get, create, update and delete, shared by every resource of the model.
+import type { EntityManager } from '@mikro-orm/sqlite';
+import { ApiError, failedPrecondition, invalidArgument, notFound, type PreconditionViolation } from './errors.js';
+import { applyFieldMask, parseFieldMask } from './field-mask.js';
+import type { ListRequest } from './list-request.js';
+import type { ApiModel, ResourceModel } from './model.js';
+import { PageToken, type Cursor } from './page-token.js';
+import { inputObject, now, outputObject, toResource, withDefaults, type Row } from './records.js';
+import type { Store } from './store.js';
+import { ancestorsOf, isUidPath, newChildUid, newRootUid } from './uid.js';
+
+type Where = Record<string, unknown>;
+
+export interface ListResult {
+  items: Row[];
+  nextPageToken: string;
+  totalCount: string;
+  skipped: number;
+}
+
+function checkUid(uid: string, field: string): void {
+  if (!isUidPath(uid)) throw invalidArgument([{ field, description: `"${uid}" is not a uid (40 hex characters, then /16 hex per level)` }]);
+}
+
+function hierarchyWhere(req: ListRequest): Where[] {
+  const h = req.hierarchy;
+  const where: Where[] = [];
+  if (h.descendantsOf) { checkUid(h.descendantsOf, 'uidp.descendants_of'); where.push({ uid: { $like: `${h.descendantsOf}/%` } }); }
+  if (h.childrenOf) { checkUid(h.childrenOf, 'uidp.children_of'); where.push({ parentUid: h.childrenOf }); }
+  if (h.ancestorsOf) { checkUid(h.ancestorsOf, 'uidp.ancestors_of'); where.push({ uid: { $in: ancestorsOf(h.ancestorsOf) } }); }
+  if (h.inRoot) where.push({ parentUid: null });
+  if (h.ids) where.push({ uid: { $in: h.ids } });
+  return where;
+}
+
+function filterWhere(req: ListRequest): Where[] {
+  return req.filters.map(({ filter, value }) => {
+    switch (filter.match) {
+      case 'exact': return { [filter.field]: value };
+      case 'anyOf': return { [filter.field]: { $in: value } };
+      case 'contains': return { [filter.field]: { $like: `%${String(value)}%` } };
+      case 'atLeast': return { [filter.field]: { $gte: value } };
+      case 'atMost': return { [filter.field]: { $lte: value } };
+    }
+  });
+}
+
+/** Rows strictly after the cursor in (field, uid) order; SQLite puts NULLs first ascending, last descending. */
+function afterCursor(field: string, desc: boolean, c: Cursor): Where {
+  const beyond = desc ? '$lt' : '$gt';
+  if (field === 'uid') return { uid: { [beyond]: c.uid } };
+  if (c.key === null) {
+    return desc ? { [field]: null, uid: { $lt: c.uid } } : { $or: [{ [field]: { $ne: null } }, { [field]: null, uid: { $gt: c.uid } }] };
+  }
+  const tie = { [field]: c.key, uid: { [beyond]: c.uid } };
+  return desc
+    ? { $or: [{ [field]: { $lt: c.key } }, { [field]: null }, tie] }
+    : { $or: [{ [field]: { $gt: c.key } }, tie] };
+}
+
+export class Resources {
+  constructor(readonly store: Store, readonly model: ApiModel, readonly pageTokens: PageToken) {}
+
+  /** Lists rows; `scope` adds conditions the caller cannot see past (a nested list's parent, visibility). */
+  async list(r: ResourceModel, req: ListRequest, scope: Where[] = []): Promise<ListResult> {
+    const em = this.store.em();
+    const base: Where[] = [...scope, ...hierarchyWhere(req), ...filterWhere(req)];
+    const digest = PageToken.queryDigest({
+      resource: r.collection, order: `${req.order.field} ${req.order.desc ? 'desc' : 'asc'}`,
+      hierarchy: req.hierarchy, filters: req.filters.map((f) => [f.filter.param, f.value]), scope: JSON.stringify(scope),
+    });
+    let cursor: Cursor | undefined;
+    if (req.pageToken) {
+      const read = this.pageTokens.read(req.pageToken, digest);
+      if (read.status === 'invalid') throw invalidArgument([{ field: 'page_token', description: `invalid page token: ${read.reason}` }]);
+      if (read.status === 'valid') cursor = read.cursor;
+    }
+    const { field, desc } = req.order;
+    const where = { $and: cursor ? [...base, afterCursor(field, desc, cursor)] : base };
+    const direction = desc ? 'desc' : 'asc';
+    // One entity manager runs one query at a time.
+    const rows = await em.find(r.type, where, {
+        orderBy: field === 'uid' ? { uid: direction } : { [field]: direction, uid: direction },
+        limit: req.pageSize + 1, offset: req.skip > 0 ? req.skip : undefined,
+      }) as Row[];
+    const total = await em.count(r.type, { $and: base });
+    const page = rows.slice(0, req.pageSize);
+    const last = page[page.length - 1];
+    const more = rows.length > req.pageSize;
+    return {
+      items: page.map((row) => toResource(row, r)),
+      nextPageToken: more && last ? this.pageTokens.issue(digest, { key: (last[field] ?? null) as Cursor['key'], uid: last.uid as string }) : '',
+      totalCount: String(total),
+      skipped: req.skip,
+    };
+  }
+
+  async get(r: ResourceModel, uid: string): Promise<Row> {
+    return toResource(await this.find(this.store.em(), r, uid), r);
+  }
+
+  async create(r: ResourceModel, parent: string | undefined, body: Row): Promise<Row> {
+    if (parent !== undefined) checkUid(parent, 'parent');
+    const em = this.store.em();
+    return em.transactional(async (tx) => {
+      if (parent !== undefined && r.parent) await this.find(tx, this.model.resources[r.parent], parent);
+      const uid = r.uid === 'parent' ? parent! : parent !== undefined ? newChildUid(parent) : newRootUid();
+      if (r.uid === 'parent' && await tx.count(r.type, { uid }) > 0) {
+        throw new ApiError('ALREADY_EXISTS', `Already exists: ${r.type} ${uid}`);
+      }
+      const time = now();
+      const data = { ...withDefaults(inputObject(body, r.fields), r.fields), uid, parentUid: parent ?? null, createTime: time, updateTime: time };
+      const row = tx.create(r.type, data) as Row;
+      tx.persist(row);
+      return toResource(row, r);
+    });
+  }
+
+  async update(r: ResourceModel, uid: string, body: Row, rawMask: string | undefined): Promise<Row> {
+    const mask = parseFieldMask(rawMask, body, r.fields);
+    const input = inputObject(body, r.fields);
+    return this.store.em().transactional(async (tx) => {
+      const row = await this.find(tx, r, uid);
+      const current = Object.fromEntries(Object.keys(r.fields).map((k) => [k, row[k]]).filter(([, v]) => v !== null && v !== undefined));
+      const next = applyFieldMask(current, input, mask, r.fields);
+      for (const [name, f] of Object.entries(r.fields)) {
+        if (f.immutable && JSON.stringify(next[name]) !== JSON.stringify(current[name])) {
+          throw invalidArgument([{ field: name, description: `${name} cannot be changed after create` }]);
+        }
+        if (f.required && !f.outputOnly && (next[name] === undefined || next[name] === '')) {
+          throw invalidArgument([{ field: name, description: `${name} is required` }]);
+        }
+      }
+      for (const name of Object.keys(r.fields)) row[name] = next[name] ?? null;
+      row.updateTime = now();
+      return toResource(row, r);
+    });
+  }
+
+  async delete(r: ResourceModel, uid: string): Promise<void> {
+    await this.store.em().transactional(async (tx) => {
+      await this.find(tx, r, uid);
+      await this.deleteWithChildren(tx, r, uid);
+    });
+  }
+
+  async getSubresource(r: ResourceModel, name: string, uid: string): Promise<Row> {
+    const s = r.subresources.find((x) => x.name === name)!;
+    const row = await this.find(this.store.em(), r, uid);
+    return { uid, ...outputObject((row[`subresource_${name}`] ?? {}) as Row, s.fields) };
+  }
+
+  async updateSubresource(r: ResourceModel, name: string, uid: string, body: Row, rawMask: string | undefined): Promise<Row> {
+    const s = r.subresources.find((x) => x.name === name)!;
+    const mask = parseFieldMask(rawMask, body, s.fields);
+    return this.store.em().transactional(async (tx) => {
+      const row = await this.find(tx, r, uid);
+      const next = applyFieldMask((row[`subresource_${name}`] ?? {}) as Row, inputObject(body, s.fields), mask, s.fields);
+      row[`subresource_${name}`] = next;
+      row.updateTime = now();
+      return { uid, ...outputObject(next, s.fields) };
+    });
+  }
+
+  private async find(em: EntityManager, r: ResourceModel, uid: string): Promise<Row> {
+    checkUid(uid, 'uid');
+    const row = await em.findOne(r.type, { uid }) as Row | null;
+    if (!row) throw notFound(r.type, uid);
+    return row;
+  }
+
+  /** Restricting children block the delete; cascading children go with their parent. */
+  private async deleteWithChildren(tx: EntityManager, r: ResourceModel, uid: string): Promise<void> {
+    const violations: PreconditionViolation[] = [];
+    for (const childName of r.children) {
+      const child = this.model.resources[childName];
+      if (child.onParentDelete !== 'restrict') continue;
+      const where = child.uid === 'parent' ? { uid } : { parentUid: uid };
+      if (await tx.count(child.type, where) > 0) {
+        violations.push({ type: 'RESOURCE_NOT_EMPTY', subject: uid, description: `cannot delete ${r.type.toLowerCase()} with child ${child.collection}` });
+      }
+    }
+    if (violations.length > 0) throw failedPrecondition(violations);
+    for (const childName of r.children) {
+      const child = this.model.resources[childName];
+      if (child.onParentDelete !== 'cascade') continue;
+      const rows = await tx.find(child.type, { parentUid: uid }, { fields: ['uid'] }) as Row[];
+      for (const row of rows) await this.deleteWithChildren(tx, child, row.uid as string);
+    }
+    await tx.nativeDelete(r.type, { uid });
+  }
+}

@@ -1,0 +1,136 @@
+// Koa middleware for each kind of route: read the request, validate, authorize, run the shared operation.
+import type { Context, Middleware } from 'koa';
+import { invalidArgument } from './errors.js';
+import type { Policy, Principal } from './authorization.js';
+import { parseListRequest } from './list-request.js';
+import type { ApiModel, EndpointModel, ResourceModel } from './model.js';
+import type { Resources } from './resources.js';
+import type { Row } from './records.js';
+import type { Store } from './store.js';
+import { check, type Validators } from './validation.js';
+
+/** What a hand-written handler may use. */
+export interface HandlerContext {
+  principal: Principal;
+  store: Store;
+  resources: Resources;
+  model: ApiModel;
+}
+
+export interface RouteOperations {
+  list(r: ResourceModel, params: string[]): Middleware;
+  get(r: ResourceModel, params: string[]): Middleware;
+  create(r: ResourceModel, params: string[]): Middleware;
+  update(r: ResourceModel, params: string[]): Middleware;
+  delete(r: ResourceModel, params: string[]): Middleware;
+  subresourceGet(r: ResourceModel, name: string): Middleware;
+  subresourceUpdate(r: ResourceModel, name: string): Middleware;
+  endpoint(e: EndpointModel, params: string[], call: (request: Record<string, unknown>, context: HandlerContext) => Promise<unknown>): Middleware;
+}
+
+/** Path parameters from the route's captures; a uid may arrive with its "/" escaped as %2F. */
+function pathParams(ctx: Context, names: string[]): Record<string, string> {
+  const captures = (ctx as Context & { captures?: string[] }).captures ?? [];
+  const out: Record<string, string> = {};
+  names.forEach((name, i) => {
+    try {
+      out[name] = decodeURIComponent(captures[i] ?? '');
+    } catch {
+      throw invalidArgument([{ field: name, description: `${name} is not correctly percent-encoded` }]);
+    }
+  });
+  return out;
+}
+
+/** The query string as a plain object; repeated parameters become arrays. */
+function queryObject(ctx: Context): Record<string, unknown> {
+  return { ...ctx.query };
+}
+
+function body(ctx: Context): Row {
+  const b = (ctx.request as { body?: unknown }).body;
+  if (b === undefined) return {};
+  if (typeof b !== 'object' || b === null || Array.isArray(b)) throw invalidArgument([{ field: '(body)', description: 'the body must be a JSON object' }]);
+  return b as Row;
+}
+
+function updateMask(ctx: Context): string | undefined {
+  const q = ctx.query.update_mask ?? ctx.query.updateMask;
+  return Array.isArray(q) ? q.join(',') : q;
+}
+
+export function createRouteOperations(deps: { model: ApiModel; store: Store; resources: Resources; validators: Validators; policy: Policy }): RouteOperations {
+  const { resources, validators, policy } = deps;
+  const principal = (ctx: Context): Principal => ctx.state.principal as Principal;
+  const validate = (kind: 'body' | 'query', id: string, data: unknown) => {
+    const v = validators[kind](id);
+    if (!v) throw new Error(`no generated validator ${id}: run npm run generate`);
+    check(v, data);
+  };
+  const capability = (r: ResourceModel, op: keyof ResourceModel['operations']) => r.operations[op]!.capability;
+
+  return {
+    list: (r, names) => async (ctx) => {
+      const params = pathParams(ctx, names);
+      const query = queryObject(ctx);
+      validate('query', `${r.collection}.list`, query);
+      const req = parseListRequest(query, r);
+      const scope = params.parent ?? req.hierarchy.childrenOf ?? req.hierarchy.descendantsOf;
+      await policy.requireCapability(principal(ctx), capability(r, 'list'), scope);
+      const result = await resources.list(r, req, params.parent !== undefined ? [{ parentUid: params.parent }] : []);
+      ctx.body = { [r.collection]: result.items, nextPageToken: result.nextPageToken, totalCount: result.totalCount, skipped: result.skipped };
+    },
+    get: (r, names) => async (ctx) => {
+      const { uid } = pathParams(ctx, names);
+      await policy.requireCapability(principal(ctx), capability(r, 'get'), uid);
+      ctx.body = await resources.get(r, uid);
+    },
+    create: (r, names) => async (ctx) => {
+      const { parent } = pathParams(ctx, names);
+      const data = body(ctx);
+      await policy.requireCapability(principal(ctx), capability(r, 'create'), parent);
+      validate('body', `${r.collection}.create`, data);
+      ctx.body = await resources.create(r, parent, data);
+    },
+    update: (r, names) => async (ctx) => {
+      const { uid } = pathParams(ctx, names);
+      const data = body(ctx);
+      await policy.requireCapability(principal(ctx), capability(r, 'update'), uid);
+      validate('body', `${r.collection}.update`, data);
+      ctx.body = await resources.update(r, uid, data, updateMask(ctx));
+    },
+    delete: (r, names) => async (ctx) => {
+      const { uid } = pathParams(ctx, names);
+      await policy.requireCapability(principal(ctx), capability(r, 'delete'), uid);
+      await resources.delete(r, uid);
+      ctx.body = {};
+    },
+    subresourceGet: (r, name) => async (ctx) => {
+      const { uid } = pathParams(ctx, ['uid']);
+      const s = r.subresources.find((x) => x.name === name)!;
+      await policy.requireCapability(principal(ctx), s.get.capability, uid);
+      ctx.body = await resources.getSubresource(r, name, uid);
+    },
+    subresourceUpdate: (r, name) => async (ctx) => {
+      const { uid } = pathParams(ctx, ['uid']);
+      const s = r.subresources.find((x) => x.name === name)!;
+      const data = body(ctx);
+      await policy.requireCapability(principal(ctx), s.update!.capability, uid);
+      validate('body', `${r.collection}.${name}.update`, data);
+      ctx.body = await resources.updateSubresource(r, name, uid, data, updateMask(ctx));
+    },
+    endpoint: (e, names, call) => async (ctx) => {
+      const params = pathParams(ctx, names);
+      const query = queryObject(ctx);
+      await policy.requireCapability(principal(ctx), e.capability, e.scope ? params[e.scope] : undefined);
+      validate('query', `${e.domain}.${e.name}.query`, query);
+      const request: Record<string, unknown> = { ...query, ...params };
+      if (e.body) {
+        const data = body(ctx);
+        validate('body', `${e.domain}.${e.name}.body`, data);
+        request.body = data;
+      }
+      ctx.body = await call(request, { principal: principal(ctx), store: deps.store, resources, model: deps.model });
+    },
+  };
+}

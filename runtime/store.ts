@@ -1,0 +1,33 @@
+// The SQLite database behind every resource, through MikroORM; schema created or updated at open.
+import { MikroORM, type EntityManager } from '@mikro-orm/sqlite';
+import type { EntitySchema } from '@mikro-orm/core';
+
+export interface Store {
+  orm: MikroORM;
+  /** A fresh entity manager for one unit of work. */
+  em(): EntityManager;
+  close(): Promise<void>;
+}
+
+export async function openStore(databaseFile: string, entities: EntitySchema[]): Promise<Store> {
+  const orm = await MikroORM.init({
+    dbName: databaseFile,
+    entities,
+    debug: false,
+    allowGlobalContext: false,
+    // Keep the default single connection: SQLite serializes writers anyway, and one connection means
+    // transactions queue in-process instead of failing with SQLITE_BUSY.
+    pool: { min: 1, max: 1 },
+  });
+  const connection = orm.em.getConnection();
+  await connection.execute('pragma journal_mode = WAL');
+  // Another process (an import while the server runs) waits for the lock instead of failing.
+  await connection.execute('pragma busy_timeout = 10000');
+  await connection.execute('pragma synchronous = NORMAL');
+  await orm.getSchemaGenerator().updateSchema();
+  return {
+    orm,
+    em: () => orm.em.fork(),
+    close: () => orm.close(),
+  };
+}

@@ -1,0 +1,29 @@
+// UID paths: root records have 40 hex characters; a child is "<parent uid>/<16 hex>".
+import { randomBytes } from 'node:crypto';
+
+const uidPath = /^[0-9a-f]{40}(?:\/[0-9a-f]{16})*$/;
+
+export function newRootUid(): string {
+  return randomBytes(20).toString('hex');
+}
+
+export function newChildUid(parent: string): string {
+  return `${parent}/${randomBytes(8).toString('hex')}`;
+}
+
+export function isUidPath(uid: string): boolean {
+  return uidPath.test(uid);
+}
+
+/** The parent of a uid, or undefined for a root uid. */
+export function parentOf(uid: string): string | undefined {
+  const i = uid.lastIndexOf('/');
+  return i < 0 ? undefined : uid.slice(0, i);
+}
+
+/** All strict ancestors, nearest first. */
+export function ancestorsOf(uid: string): string[] {
+  const out: string[] = [];
+  for (let p = parentOf(uid); p !== undefined; p = parentOf(p)) out.push(p);
+  return out;
+}

@@ -1,0 +1,63 @@
+// The generated AJV validators, and their errors as AIP-193 field violations.
+import { createRequire } from 'node:module';
+import { join, resolve } from 'node:path';
+import type { ErrorObject } from 'ajv';
+import { invalidArgument, type FieldViolation } from './errors.js';
+
+export interface CompiledValidator {
+  (data: unknown): boolean;
+  errors?: ErrorObject[] | null;
+}
+
+export interface Validators {
+  body(id: string): CompiledValidator | undefined;
+  query(id: string): CompiledValidator | undefined;
+}
+
+const exportName = (id: string) => id.replace(/[^A-Za-z0-9]/g, '_');
+
+export function loadValidators(generatedDir: string): Validators {
+  const require = createRequire(import.meta.url);
+  const bodies = require(resolve(join(generatedDir, 'validators/bodies.cjs'))) as Record<string, CompiledValidator>;
+  const queries = require(resolve(join(generatedDir, 'validators/queries.cjs'))) as Record<string, CompiledValidator>;
+  return { body: (id) => bodies[exportName(id)], query: (id) => queries[exportName(id)] };
+}
+
+function fieldPath(e: ErrorObject): string {
+  const base = e.instancePath.slice(1).split('/').filter(Boolean).join('.');
+  const child = e.keyword === 'required' ? e.params.missingProperty : e.keyword === 'additionalProperties' ? e.params.additionalProperty : undefined;
+  return [base, child].filter(Boolean).join('.') || '(body)';
+}
+
+function description(e: ErrorObject, field: string): string {
+  switch (e.keyword) {
+    case 'required': return `${field} is required`;
+    case 'additionalProperties': return `${field} is not a known field`;
+    case 'pattern': return `${field} must match "${e.params.pattern}"`;
+    case 'enum': return `${field} must be one of ${(e.params.allowedValues as string[]).join(', ')}`;
+    case 'type': return `${field} must be of type ${[e.params.type].flat().join(' or ')}`;
+    case 'format': return `${field} must be ${e.params.format === 'date-time' ? 'an RFC 3339 timestamp' : `a ${e.params.format}`}`;
+    case 'maxLength': return `${field} must be at most ${e.params.limit} characters`;
+    case 'minLength': return `${field} must be at least ${e.params.limit} characters`;
+    default: return `${field} ${e.message}`;
+  }
+}
+
+export function violationsOf(errors: ErrorObject[], paramNames?: Record<string, string>): FieldViolation[] {
+  const seen = new Set<string>();
+  const out: FieldViolation[] = [];
+  for (const e of errors) {
+    if (e.keyword === 'if') continue;
+    let field = fieldPath(e);
+    if (paramNames?.[field]) field = paramNames[field];
+    const v = { field, description: description(e, field) };
+    const key = `${v.field}\n${v.description}`;
+    if (!seen.has(key)) { seen.add(key); out.push(v); }
+  }
+  return out;
+}
+
+/** Validates data, throwing INVALID_ARGUMENT with one violation per failed field. */
+export function check(validator: CompiledValidator, data: unknown): void {
+  if (!validator(data)) throw invalidArgument(violationsOf(validator.errors ?? []));
+}
