@@ -1,6 +1,7 @@
 // The parameters every List takes (AIP-158 plus skip and hierarchy filters), read from a validated query.
 import { invalidArgument } from './errors.js';
-import type { FilterModel, ResourceModel } from './model.js';
+import { standardFields, type FilterModel, type ResourceModel } from './model.js';
+import { canonicalTimestamp } from './records.js';
 
 export const defaultPageSize = 50;
 export const maxPageSize = 200;
@@ -61,9 +62,10 @@ export function parseListRequest(q: Query, r: ResourceModel): ListRequest {
     },
     filters: r.filters
       .filter((f) => q[f.param] !== undefined && q[f.param] !== '')
-      .map((f) => ({
-        filter: f,
-        value: f.match === 'anyOf' ? (q[f.param] as unknown[]).flatMap((v) => (typeof v === 'string' ? v.split(',') : [v])) : q[f.param],
-      })),
+      .map((f) => {
+        const isTime = (r.fields[f.field] ?? standardFields[f.field]).type === 'timestamp';
+        const value = f.match === 'anyOf' ? (q[f.param] as unknown[]).flatMap((v) => (typeof v === 'string' ? v.split(',') : [v])) : q[f.param];
+        return { filter: f, value: isTime && typeof value === 'string' ? canonicalTimestamp(value) : value };
+      }),
   };
 }

@@ -30,22 +30,31 @@ export function toResource(row: Row, r: ResourceModel): Row {
   return { uid: row.uid, ...outputObject(row, r.fields), createTime: row.createTime, updateTime: row.updateTime };
 }
 
-/** A validated request body reduced to what may be stored: output-only fields dropped, int64 as strings. */
-export function inputObject(body: Row, fields: Record<string, FieldModel>): Row {
+/**
+ * A validated body reduced to what may be stored, int64 as strings. Output-only fields are dropped from
+ * requests and kept from imported records (`source: 'record'`).
+ */
+export function inputObject(body: Row, fields: Record<string, FieldModel>, source: 'request' | 'record' = 'request'): Row {
   const out: Row = {};
   for (const [name, f] of Object.entries(fields)) {
-    if (f.outputOnly || !(name in body) || body[name] === null) continue;
-    out[name] = inputValue(body[name], f);
+    if ((f.outputOnly && source === 'request') || !(name in body) || body[name] === null) continue;
+    out[name] = inputValue(body[name], f, source);
   }
   return out;
 }
 
-function inputValue(value: unknown, f: FieldModel): unknown {
-  if (f.repeated && Array.isArray(value)) return value.map((v) => inputValue(v, { ...f, repeated: false }));
-  if (f.type === 'object') return inputObject(value as Row, f.fields ?? {});
-  if (f.type === 'map') return Object.fromEntries(Object.entries(value as Row).map(([k, v]) => [k, inputValue(v, f.mapValue!)]));
+function inputValue(value: unknown, f: FieldModel, source: 'request' | 'record'): unknown {
+  if (f.repeated && Array.isArray(value)) return value.map((v) => inputValue(v, { ...f, repeated: false }, source));
+  if (f.type === 'object') return inputObject(value as Row, f.fields ?? {}, source);
+  if (f.type === 'map') return Object.fromEntries(Object.entries(value as Row).map(([k, v]) => [k, inputValue(v, f.mapValue!, source)]));
   if (f.type === 'int64') return String(value);
+  if (f.type === 'timestamp') return canonicalTimestamp(value as string);
   return value;
+}
+
+/** Timestamps are stored in one form (UTC, milliseconds) so that text order is time order. */
+export function canonicalTimestamp(value: string): string {
+  return new Date(value).toISOString();
 }
 
 /** Declared defaults for fields the body leaves out. */

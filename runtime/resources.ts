@@ -144,6 +144,30 @@ export class Resources {
     });
   }
 
+  /**
+   * Stores imported records in one transaction: all or nothing. Each record names its parent uid (or none for
+   * root records); createTime/updateTime are kept when given. Records must already be validated.
+   */
+  async importRecords(r: ResourceModel, records: { parent?: string; data: Row }[]): Promise<number> {
+    return this.store.em().transactional(async (tx) => {
+      const parents = new Set<string>();
+      for (const [i, { parent, data }] of records.entries()) {
+        if (parent !== undefined && r.parent && !parents.has(parent)) {
+          checkUid(parent, `record ${i + 1}: parent`);
+          await this.find(tx, this.model.resources[r.parent], parent);
+          parents.add(parent);
+        }
+        const time = now();
+        const uid = r.uid === 'parent' ? parent! : parent !== undefined ? newChildUid(parent) : newRootUid();
+        tx.persist(tx.create(r.type, {
+          ...inputObject(data, r.fields, 'record'), uid, parentUid: parent ?? null,
+          createTime: data.createTime ?? time, updateTime: data.updateTime ?? data.createTime ?? time,
+        }));
+      }
+      return records.length;
+    });
+  }
+
   async getSubresource(r: ResourceModel, name: string, uid: string): Promise<Row> {
     const s = r.subresources.find((x) => x.name === name)!;
     const row = await this.find(this.store.em(), r, uid);

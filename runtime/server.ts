@@ -4,10 +4,11 @@ import { existsSync, mkdirSync, readFileSync, writeFileSync } from 'node:fs';
 import type { AddressInfo } from 'node:net';
 import { join } from 'node:path';
 import type { Server } from 'node:http';
-import { entities } from '../generated/entities.js';
-import { apiModel } from '../generated/model.js';
-import { createRouter } from '../generated/routes.js';
+import { pathToFileURL } from 'node:url';
+import type { EntitySchema } from '@mikro-orm/core';
+import type { createRouter as CreateRouter } from '../generated/routes.js';
 import { handlers } from '../handlers/index.js';
+import type { ApiModel } from './model.js';
 import { openPolicy } from './authorization.js';
 import type { Config } from './config.js';
 import { createApp } from './http.js';
@@ -17,7 +18,27 @@ import { createRouteOperations } from './route-operations.js';
 import { openStore, type Store } from './store.js';
 import { loadValidators } from './validation.js';
 
-const generatedDir = new URL('../generated/', import.meta.url).pathname;
+export const defaultGeneratedDir = new URL('../generated/', import.meta.url).pathname;
+
+export interface GeneratedParts {
+  dir: string;
+  model: ApiModel;
+  entities: EntitySchema[];
+  createRouter: typeof CreateRouter;
+}
+
+/** Loads what npm run generate wrote; another directory serves another spec (tests use this). */
+export async function loadGenerated(dir = defaultGeneratedDir): Promise<GeneratedParts> {
+  const load = async (file: string) => {
+    try {
+      return await import(pathToFileURL(join(dir, file)).href);
+    } catch (e) {
+      throw new Error(`cannot load ${join(dir, file)} (${(e as Error).message}); run npm run generate`);
+    }
+  };
+  const [{ apiModel }, { entities }, { createRouter }] = await Promise.all([load('model.ts'), load('entities.ts'), load('routes.ts')]);
+  return { dir, model: apiModel, entities, createRouter };
+}
 
 /** The server's secret for page tokens, created on first start and kept in the data directory. */
 function pageTokenSecret(dataDir: string): Buffer {
@@ -26,10 +47,10 @@ function pageTokenSecret(dataDir: string): Buffer {
   return Buffer.from(readFileSync(file, 'utf8').trim(), 'hex');
 }
 
-export async function openResources(config: Config): Promise<{ store: Store; resources: Resources }> {
+export async function openResources(config: Config, generated: GeneratedParts): Promise<{ store: Store; resources: Resources }> {
   mkdirSync(config.dataDir, { recursive: true });
-  const store = await openStore(config.databaseFile, entities);
-  return { store, resources: new Resources(store, apiModel, new PageToken(pageTokenSecret(config.dataDir))) };
+  const store = await openStore(config.databaseFile, generated.entities);
+  return { store, resources: new Resources(store, generated.model, new PageToken(pageTokenSecret(config.dataDir))) };
 }
 
 export interface RunningServer {
@@ -37,12 +58,14 @@ export interface RunningServer {
   close(): Promise<void>;
 }
 
-export async function startServer(config: Config): Promise<RunningServer> {
-  const { store, resources } = await openResources(config);
-  const ops = createRouteOperations({ model: apiModel, store, resources, validators: loadValidators(generatedDir), policy: openPolicy });
-  const openapi = JSON.parse(readFileSync(join(generatedDir, 'openapi.json'), 'utf8'));
+export async function startServer(config: Config, generated?: GeneratedParts): Promise<RunningServer> {
+  const parts = generated ?? await loadGenerated();
+  const { model } = parts;
+  const { store, resources } = await openResources(config, parts);
+  const ops = createRouteOperations({ model, store, resources, validators: loadValidators(parts.dir), policy: openPolicy });
+  const openapi = JSON.parse(readFileSync(join(parts.dir, 'openapi.json'), 'utf8'));
   const log = config.log ? (line: Record<string, unknown>) => process.stdout.write(`${JSON.stringify({ time: new Date().toISOString(), ...line })}\n`) : () => {};
-  const app = createApp({ model: apiModel, router: createRouter(ops, handlers), openapi, log });
+  const app = createApp({ model, router: parts.createRouter(ops, handlers), openapi, log });
   const server: Server = await new Promise((resolve, reject) => {
     const s = app.listen(config.port, config.host, () => resolve(s));
     s.once('error', reject);
