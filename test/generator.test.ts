@@ -1,0 +1,109 @@
+// The generator: deterministic output, clear spec errors, and a new resource served from YAML alone.
+import { spawnSync } from 'node:child_process';
+import { cpSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { join, relative } from 'node:path';
+import { test } from 'uvu';
+import * as assert from 'uvu/assert';
+import { loadGenerated } from '../runtime/server.js';
+import { startTestServer } from './support/server.js';
+
+// Generated code imports packages, so scratch output lives inside the project where node_modules resolves.
+const scratchRoot = join(process.cwd(), '.tmp');
+mkdirSync(scratchRoot, { recursive: true });
+const scratch = mkdtempSync(join(scratchRoot, 'generator-'));
+test.after(() => rmSync(scratch, { recursive: true, force: true }));
+
+function generate(spec: string, out: string) {
+  return spawnSync(process.execPath, ['--import', 'tsx', 'generator/main.ts', '--spec', spec, '--out', out], { encoding: 'utf8' });
+}
+
+function files(dir: string): Record<string, string> {
+  const out: Record<string, string> = {};
+  const walk = (d: string) => {
+    for (const e of readdirSync(d, { withFileTypes: true })) {
+      if (e.isDirectory()) walk(join(d, e.name));
+      else out[relative(dir, join(d, e.name))] = readFileSync(join(d, e.name), 'utf8');
+    }
+  };
+  walk(dir);
+  return out;
+}
+
+test('two runs give byte-identical output, each file marked as generated', () => {
+  const a = generate('spec', join(scratch, 'a'));
+  const b = generate('spec', join(scratch, 'b'));
+  assert.is(a.status, 0, a.stderr);
+  assert.is(b.status, 0, b.stderr);
+  assert.match(a.stdout, /generated \d+ files .* from 7 domains, \d+ resources, \d+ routes in \d+ ms/);
+  const fa = files(join(scratch, 'a'));
+  const fb = files(join(scratch, 'b'));
+  assert.equal(Object.keys(fa).sort(), Object.keys(fb).sort());
+  for (const name of Object.keys(fa)) {
+    assert.ok(fa[name] === fb[name], `${name} differs between runs`);
+    assert.match(fa[name].slice(0, 200), /Do not edit/, `${name} starts with a do-not-edit line`);
+  }
+  for (const expected of ['openapi.json', 'model.ts', 'entities.ts', 'routes.ts', 'validators/bodies.cjs', 'validators/queries.cjs']) {
+    assert.ok(expected in fa, `${expected} is generated`);
+  }
+});
+
+test('a wrong spec fails with the file, the path inside it and what is wrong, and generates nothing', () => {
+  const spec = join(scratch, 'bad-spec');
+  cpSync('spec', spec, { recursive: true });
+  writeFileSync(join(spec, 'broken.yaml'), [
+    'domain: broken', 'title: Broken', 'resources:', '  - type: Thing', '    collection: things', '    parent: nowhere',
+    '    fields:', '      name: { type: strin }', '    operations: {}',
+  ].join('\n'));
+  const out = join(scratch, 'bad-out');
+  const r = generate(spec, out);
+  assert.is(r.status, 1);
+  assert.match(r.stderr, /broken\.yaml: \/resources\/0\/fields\/name\/type: must be equal to one of the allowed values/);
+  assert.not.match(r.stderr, /\n\s+at /, 'no stack trace');
+  assert.throws(() => readdirSync(out), 'nothing generated');
+
+  writeFileSync(join(spec, 'broken.yaml'), 'domain: broken\ntitle: Broken\nresources:\n  - type: Thing\n    collection: things\n    parent: nowhere\n    fields: {}\n    operations: {}\n');
+  const r2 = generate(spec, out);
+  assert.is(r2.status, 1);
+  assert.match(r2.stderr, /broken\.yaml: resource things: \/parent: no resource has the collection "nowhere"/);
+
+  writeFileSync(join(spec, 'broken.yaml'), 'domain: broken\n  title: [\n');
+  const r3 = generate(spec, out);
+  assert.is(r3.status, 1);
+  assert.match(r3.stderr, /broken\.yaml: /);
+});
+
+test('a resource added in YAML alone is generated and served', async () => {
+  const spec = join(scratch, 'fixture-spec');
+  cpSync('spec', spec, { recursive: true });
+  cpSync('test/fixtures/widgets.yaml', join(spec, 'gadgets.yaml'));
+  const out = join(scratch, 'fixture-generated');
+  const r = generate(spec, out);
+  assert.is(r.status, 0, r.stderr);
+  const server = await startTestServer(await loadGenerated(out));
+  try {
+    const { body: org } = await server.call('POST', '/iam/v2/groups', { name: 'org' });
+    const created = await server.call('POST', `/gadgets/v2/widgets/${org.uid}`, { name: 'sprocket', size: 12, colour: 'RED', labels: { a: 'b' } });
+    assert.is(created.status, 200, JSON.stringify(created.body));
+    assert.is(created.body.size, '12', 'int64 is rendered as a string');
+    const listed = await server.call('GET', `/gadgets/v2/widgets?uidp.descendants_of=${org.uid}&colour=RED`);
+    assert.equal(listed.body.widgets.map((w: any) => w.name), ['sprocket']);
+    assert.is(listed.body.totalCount, '1');
+    const bad = await server.call('POST', `/gadgets/v2/widgets/${org.uid}`, { name: 'Nope', colour: 'BLUE' });
+    assert.is(bad.status, 400);
+    assert.equal(bad.body.details[1].fieldViolations.map((v: any) => v.field).sort(), ['colour', 'name']);
+    const blocked = await server.call('DELETE', `/iam/v2/groups/${org.uid}`);
+    assert.is(blocked.status, 400, 'the new child kind blocks deleting its group');
+    assert.match(blocked.body.message, /child widgets/);
+    const openapi = await server.call('GET', '/openapi.json');
+    assert.ok(openapi.body.paths['/gadgets/v2/widgets'].get);
+  } finally {
+    await server.stop();
+  }
+});
+
+test('the generated handler interfaces are what the hand-written handlers must implement', () => {
+  const tsc = spawnSync(process.execPath, ['node_modules/typescript/bin/tsc', '--noEmit', '-p', '.'], { encoding: 'utf8' });
+  assert.is(tsc.status, 0, tsc.stdout);
+});
+
+test.run();

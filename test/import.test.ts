@@ -1,0 +1,105 @@
+// npm run import: sample data loads through the generated validators and each read-only endpoint serves it.
+import { readFileSync } from 'node:fs';
+import { test } from 'uvu';
+import * as assert from 'uvu/assert';
+import { runScript } from './support/process.js';
+import { createOrg, startTestServer, type TestServer } from './support/server.js';
+
+let s: TestServer;
+let org: string;
+
+test.before(async () => {
+  s = await startTestServer();
+  org = await createOrg(s);
+  for (const name of ['nginx', 'python']) await s.call('POST', `/registry/v2/repos/${org}`, { name });
+});
+test.after(async () => s.stop());
+
+const importFile = (resource: string, file: string, ...args: string[]) => runScript('scripts/import.ts', [resource, file, ...args], { DATA_DIR: s.dataDir });
+
+test('every sample file imports with a count, while the server runs', async () => {
+  for (const [resource, file] of [
+    ['advisories', 'samples/advisories.json'], ['artifacts', 'samples/artifacts.ndjson'], ['artifactVersions', 'samples/artifactVersions.json'],
+    ['images', 'samples/images.json'], ['documents', 'samples/documents.json'], ['vulnerabilityMetadata', 'samples/vulnerabilityMetadata.json'],
+    ['resolvedVulnsReports', 'samples/resolvedVulnsReports.json'],
+  ]) {
+    const r = await importFile(resource, file);
+    assert.is(r.status, 0, r.stderr);
+    assert.match(r.stdout, new RegExp(`imported \\d+ ${resource}`));
+  }
+});
+
+test('advisories: list with any-of filters, get by uid', async () => {
+  const samples = JSON.parse(readFileSync('samples/advisories.json', 'utf8'));
+  const all = await s.call('GET', `/vulnerabilities/v2/advisories?uidp.descendants_of=${org}`);
+  assert.is(all.body.totalCount, String(samples.length));
+  const ids = [samples[0].advisoryId, samples[1].advisoryId];
+  const some = await s.call('GET', `/vulnerabilities/v2/advisories?advisoryIds=${ids[0]}&advisoryIds=${ids[1]}`);
+  assert.equal(some.body.advisories.map((a: any) => a.advisoryId).sort(), [...ids].sort());
+  const byName = await s.call('GET', `/vulnerabilities/v2/advisories?artifactNames=${samples[0].artifactName}`);
+  assert.ok(byName.body.advisories.every((a: any) => a.artifactName === samples[0].artifactName));
+  const one = await s.call('GET', `/vulnerabilities/v2/advisories/${some.body.advisories[0].uid}`);
+  assert.equal(one.body, some.body.advisories[0]);
+  assert.equal(one.body.aliases, samples.find((a: any) => a.advisoryId === one.body.advisoryId).aliases);
+});
+
+test('libraries: artifacts by ecosystem, versions of one artifact, counts', async () => {
+  const python = await s.call('GET', '/libraries/v2/artifacts?ecosystems=ECOSYSTEM_PYTHON');
+  assert.ok(python.body.artifacts.length > 0);
+  assert.ok(python.body.artifacts.every((a: any) => a.ecosystem === 'ECOSYSTEM_PYTHON'));
+  const names = python.body.artifacts.map((a: any) => a.name);
+  assert.equal(names, [...names].sort(), 'artifacts are ordered by name');
+  const requests = python.body.artifacts.find((a: any) => a.name === 'requests');
+  const versions = await s.call('GET', `/libraries/v2/artifacts/${requests.uid}/versions`);
+  const expected = JSON.parse(readFileSync('samples/artifactVersions.json', 'utf8')).filter((v: any) => v.parent === '$artifact:requests');
+  assert.is(versions.body.totalCount, String(expected.length));
+  assert.ok(versions.body.artifactVersions.every((v: any) => v.name === 'requests'));
+  const count = await s.call('GET', '/libraries/v2/artifacts/count?ecosystems=ECOSYSTEM_PYTHON&ecosystems=ECOSYSTEM_JAVA');
+  const lines = readFileSync('samples/artifacts.ndjson', 'utf8').trim().split('\n').map((l) => JSON.parse(l));
+  assert.equal(count.body.counts, ['ECOSYSTEM_JAVA', 'ECOSYSTEM_PYTHON'].map((e) => ({ ecosystem: e, totalCount: String(lines.filter((l) => l.ecosystem === e).length) })));
+  assert.is((await s.call('GET', '/libraries/v2/artifacts/count')).status, 400, 'ecosystems is required');
+});
+
+test('images: architectures and size of a digest in a repo', async () => {
+  const image = JSON.parse(readFileSync('samples/images.json', 'utf8'))[0];
+  const repo = (await s.call('GET', `/registry/v2/repos?name=${image.parent.split(':')[1]}`)).body.repos[0];
+  const arch = await s.call('GET', `/registry/v2/repos/${repo.uid}/digests/${image.digest}/architectures`);
+  assert.equal(arch.body, { architectures: [...image.architectures].sort() });
+  const size = await s.call('GET', `/registry/v2/repos/${repo.uid}/digests/${image.digest}/size?architecture=${image.architectures[0]}`);
+  assert.equal(size.body, { architecture: image.architectures[0], size: image.sizes[image.architectures[0]] });
+  const missing = await s.call('GET', `/registry/v2/repos/${repo.uid}/digests/sha256:${'0'.repeat(64)}/architectures`);
+  assert.is(missing.status, 404);
+});
+
+test('advisory feed: documents, vulnerability metadata, resolved-vulnerability reports', async () => {
+  const docs = JSON.parse(readFileSync('samples/documents.json', 'utf8'));
+  const d = await s.call('GET', `/advisory/v2/documents?id=${docs[0].id}`);
+  assert.equal(d.body.documents.map((x: any) => x.id), [docs[0].id]);
+  const meta = JSON.parse(readFileSync('samples/vulnerabilityMetadata.json', 'utf8'));
+  const m = await s.call('GET', `/advisory/v2/metadata?ids=${meta[0].id},${meta[1].id}`);
+  assert.equal(m.body.vulnerabilityMetadata.map((x: any) => x.id).sort(), [meta[0].id, meta[1].id].sort());
+  const reports = JSON.parse(readFileSync('samples/resolvedVulnsReports.json', 'utf8'));
+  const dates = reports.map((x: any) => x.date).sort();
+  const r = await s.call('GET', `/advisory/v2/images/resolvedVulns?startTime=${dates[1]}`);
+  assert.equal(r.body.resolvedVulnsReports.map((x: any) => x.date).sort(), dates.slice(1));
+});
+
+test('a bad record fails the whole file with the record and field named', async () => {
+  const before = (await s.call('GET', '/libraries/v2/artifacts')).body.totalCount;
+  const file = `${s.dataDir}/bad.ndjson`;
+  const { writeFileSync } = await import('node:fs');
+  writeFileSync(file, '{"name":"ok-one","ecosystem":"ECOSYSTEM_JAVA"}\n{"name":"bad","ecosystem":"ECOSYSTEM_COBOL"}\n');
+  const r = await importFile('artifacts', file);
+  assert.is(r.status, 1);
+  assert.match(r.stderr, /record 2: ecosystem must be one of/);
+  assert.not.match(r.stderr, /\n\s+at /);
+  assert.is((await s.call('GET', '/libraries/v2/artifacts')).body.totalCount, before, 'nothing imported');
+  const unknown = await importFile('gizmos', file);
+  assert.is(unknown.status, 1);
+  assert.match(unknown.stderr, /usage: npm run import -- <resource> <file>/);
+  const orphan = await importFile('advisories', 'samples/advisories.json', '--parent', `${'a'.repeat(40)}`);
+  assert.is(orphan.status, 1);
+  assert.match(orphan.stderr, /nothing was imported/);
+});
+
+test.run();

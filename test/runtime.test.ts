@@ -1,0 +1,59 @@
+// Runtime units that HTTP tests cannot reach cheaply: token expiry, mask paths, uid paths.
+import { test } from 'uvu';
+import * as assert from 'uvu/assert';
+import { ApiError } from '../runtime/errors.js';
+import { applyFieldMask, parseFieldMask } from '../runtime/field-mask.js';
+import type { FieldModel } from '../runtime/model.js';
+import { PageToken, pageTokenLifetimeMs } from '../runtime/page-token.js';
+import { ancestorsOf, isUidPath, newChildUid, newRootUid, parentOf } from '../runtime/uid.js';
+
+test('a page token older than 3 days restarts the query; a fresh one continues', () => {
+  const tokens = new PageToken(Buffer.alloc(32, 7));
+  const digest = PageToken.queryDigest({ order: 'name asc' });
+  const issued = Date.UTC(2026, 0, 1);
+  const token = tokens.issue(digest, { key: 'b', uid: 'u' }, issued);
+  assert.equal(tokens.read(token, digest, issued + 1000), { status: 'valid', cursor: { key: 'b', uid: 'u' } });
+  assert.equal(tokens.read(token, digest, issued + pageTokenLifetimeMs + 1), { status: 'expired' });
+  assert.is(tokens.read(token, PageToken.queryDigest({ order: 'name desc' }), issued).status, 'invalid');
+  assert.is(new PageToken(Buffer.alloc(32, 8)).read(token, digest, issued).status, 'invalid', 'another server secret');
+});
+
+test('query digests do not depend on key order', () => {
+  assert.is(PageToken.queryDigest({ a: 1, b: 2 }), PageToken.queryDigest({ b: 2, a: 1 }));
+  assert.is.not(PageToken.queryDigest({ a: 1 }), PageToken.queryDigest({ a: 2 }));
+});
+
+const fields: Record<string, FieldModel> = {
+  name: { type: 'string', required: true },
+  description: { type: 'string' },
+  status: { type: 'string', outputOnly: true },
+  oidc: { type: 'object', fields: { issuer: { type: 'string' }, clientSecret: { type: 'string', inputOnly: true } } },
+};
+
+test('field masks: nested paths, clearing, full replacement', () => {
+  const current = { name: 'a', description: 'd', oidc: { issuer: 'i', clientSecret: 's' } };
+  const masked = applyFieldMask(current, { oidc: { issuer: 'j' }, name: 'ignored' }, parseFieldMask('oidc.issuer', {}, fields), fields);
+  assert.equal(masked, { name: 'a', description: 'd', oidc: { issuer: 'j', clientSecret: 's' } });
+  const cleared = applyFieldMask(current, {}, parseFieldMask('description', {}, fields), fields);
+  assert.equal(cleared, { name: 'a', oidc: { issuer: 'i', clientSecret: 's' } });
+  const implied = parseFieldMask(undefined, { description: 'x', status: 'y', other: 1 }, fields);
+  assert.equal(implied, { kind: 'fields', paths: ['description'] });
+  const replaced = applyFieldMask(current, { name: 'b' }, parseFieldMask('*', {}, fields), fields);
+  assert.equal(replaced, { name: 'b' });
+  for (const bad of ['status', 'nope', 'oidc.nope', 'name.x', 'description,*']) {
+    assert.throws(() => parseFieldMask(bad, {}, fields), (e: unknown) => e instanceof ApiError && e.codeName === 'INVALID_ARGUMENT', bad);
+  }
+});
+
+test('uid paths', () => {
+  const root = newRootUid();
+  const child = newChildUid(root);
+  const grandchild = newChildUid(child);
+  assert.ok(isUidPath(root) && isUidPath(child) && isUidPath(grandchild));
+  assert.not.ok(isUidPath(`${root}/`) || isUidPath('ABC') || isUidPath(`${root}/xyz`));
+  assert.is(parentOf(grandchild), child);
+  assert.is(parentOf(root), undefined);
+  assert.equal(ancestorsOf(grandchild), [child, root]);
+});
+
+test.run();

@@ -1,0 +1,45 @@
+// npm start's process: configuration errors, persistence across restarts, clean shutdown on SIGTERM.
+import { mkdtempSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { test } from 'uvu';
+import * as assert from 'uvu/assert';
+import { exitOf, runScript, spawnServer } from './support/process.js';
+
+const dataDir = mkdtempSync(join(tmpdir(), 'platform-api-start-'));
+test.after(() => rmSync(dataDir, { recursive: true, force: true }));
+
+test('bad configuration is refused with one clear line', async () => {
+  for (const [env, message] of [
+    [{ PORT: 'eighty' }, /PORT must be a number/],
+    [{ PORT: '70000' }, /PORT must be a number from 0 to 65535/],
+    [{ DATABASE_URL: 'postgres://x' }, /DATABASE_URL must look like sqlite:/],
+    [{ LOG: 'loud' }, /LOG must be on or off/],
+  ] as const) {
+    const r = await runScript('runtime/main.ts', [], { DATA_DIR: dataDir, ...env });
+    assert.is(r.status, 1);
+    const lines = r.stderr.trim().split('\n').filter((l) => !/npm warn/.test(l));
+    assert.is(lines.length, 1, r.stderr);
+    assert.match(lines[0], message);
+  }
+});
+
+test('data survives a restart and SIGTERM shuts down cleanly', async () => {
+  const first = await spawnServer({ PORT: '0', DATA_DIR: dataDir });
+  const org = await (await fetch(`${first.url}/iam/v2/groups`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: '{"name":"persist"}' })).json();
+  const repo = await (await fetch(`${first.url}/registry/v2/repos/${org.uid}`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: '{"name":"kept"}' })).json();
+  first.child.kill('SIGTERM');
+  assert.is(await exitOf(first.child), 0, first.output());
+  assert.match(first.output(), /SIGTERM/);
+
+  const second = await spawnServer({ PORT: '0', DATA_DIR: dataDir });
+  try {
+    const got = await (await fetch(`${second.url}/registry/v2/repos/${repo.uid}`)).json();
+    assert.equal(got, repo);
+  } finally {
+    second.child.kill('SIGTERM');
+    await exitOf(second.child);
+  }
+});
+
+test.run();

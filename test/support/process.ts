@@ -1,0 +1,44 @@
+// Runs the project's real commands (server, import) as child processes.
+import { spawn, type ChildProcess } from 'node:child_process';
+
+export interface ScriptResult { status: number | null; stdout: string; stderr: string }
+
+/** Runs a script to completion without blocking this process (an in-process server keeps answering). */
+export function runScript(script: string, args: string[], env: Record<string, string>): Promise<ScriptResult> {
+  const child = spawn(process.execPath, ['--import', 'tsx', script, ...args], { env: { ...process.env, ...env } });
+  let stdout = '';
+  let stderr = '';
+  child.stdout.on('data', (d) => { stdout += d; });
+  child.stderr.on('data', (d) => { stderr += d; });
+  return new Promise((resolve) => child.on('close', (status) => resolve({ status, stdout, stderr })));
+}
+
+export interface ServerProcess {
+  child: ChildProcess;
+  url: string;
+  output: () => string;
+}
+
+/** Starts runtime/main.ts and resolves once it prints its listening line. */
+export function spawnServer(env: Record<string, string>): Promise<ServerProcess> {
+  const child = spawn(process.execPath, ['--import', 'tsx', 'runtime/main.ts'], { env: { ...process.env, LOG: 'off', ...env } });
+  let out = '';
+  return new Promise((resolve, reject) => {
+    const timer = setTimeout(() => reject(new Error(`the server did not start: ${out}`)), 20000);
+    const onData = (d: Buffer) => {
+      out += d.toString();
+      const m = /listening on (http:\/\/\S+)/.exec(out);
+      if (m) {
+        clearTimeout(timer);
+        resolve({ child, url: m[1], output: () => out });
+      }
+    };
+    child.stdout.on('data', onData);
+    child.stderr.on('data', onData);
+    child.on('exit', (code) => { clearTimeout(timer); reject(new Error(`the server exited with ${code}: ${out}`)); });
+  });
+}
+
+export function exitOf(child: ChildProcess): Promise<number | null> {
+  return new Promise((resolve) => child.once('exit', (code) => resolve(code)));
+}
