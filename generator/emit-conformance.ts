@@ -1,42 +1,133 @@
-// The conformance rules the spec implies for each resource: stable names the conformance suite runs by.
-import type { ApiModel } from '../runtime/model.js';
+// The conformance plan: for each resource, valid and invalid inputs derived from its fields and the rules
+// that apply to it, named stably so that results can be compared across runs and implementations.
+import type { ConformancePlan, PlannedRule, ResourcePlan } from '../conformance/plan.js';
+import type { ApiModel, FieldModel, ResourceModel } from '../runtime/model.js';
+import { SpecError } from './spec.js';
 
-export interface ConformanceRule {
-  name: string;
-  resource: string;
-  rule: string;
+const candidates = ['conformance', 'conformance-check', 'https://conformance.example/hook', `sha256:${'0'.repeat(64)}`, '000000000000', 'c0nformance'];
+
+/** A valid value for a field: its example, or a simple one that satisfies its declaration. */
+function exampleValue(f: FieldModel, where: string, problems: string[]): unknown {
+  if (f.example !== undefined) {
+    if (f.pattern && (typeof f.example !== 'string' || !new RegExp(f.pattern, 'u').test(f.example))) {
+      problems.push(`${where}: example ${JSON.stringify(f.example)} does not match the pattern`);
+    }
+    return f.example;
+  }
+  const one = (): unknown => {
+    switch (f.type) {
+      case 'string': {
+        const found = candidates.find((c) => (!f.pattern || new RegExp(f.pattern, 'u').test(c)) && c.length >= (f.minLength ?? 0) && c.length <= (f.maxLength ?? Infinity));
+        if (found === undefined) problems.push(`${where}: needs an example (no simple value matches ${f.pattern})`);
+        return found;
+      }
+      case 'bool': return true;
+      case 'int32': case 'double': return f.minimum ?? 1;
+      case 'int64': return '1';
+      case 'timestamp': return '2026-01-01T00:00:00.000Z';
+      case 'duration': return '3600s';
+      case 'enum': return f.values!.find((v) => !v.endsWith('_UNSPECIFIED')) ?? f.values![0];
+      case 'object': return requiredBody(f.fields ?? {}, where, problems);
+      case 'map': return {};
+    }
+  };
+  const v = one();
+  return f.repeated ? [v] : v;
 }
 
-export function emitConformanceRules(model: ApiModel): ConformanceRule[] {
-  const rules: ConformanceRule[] = [];
-  for (const r of Object.values(model.resources)) {
-    const id = `${r.domain}.${r.collection}`;
-    const add = (rule: string) => rules.push({ name: `${id}/${rule}`, resource: r.collection, rule });
-    if (r.operations.create) {
-      add('create/returns-resource');
-      for (const [name, f] of Object.entries(r.fields)) {
-        if (f.required && !f.outputOnly) add(`create/requires-${name}`);
-        if (f.pattern) add(`create/pattern-${name}`);
-        if (f.outputOnly) add(`create/ignores-output-only-${name}`);
-      }
-    }
-    if (r.operations.get) add('get/not-found-has-resource-info');
-    if (r.operations.list) {
-      add('list/envelope');
-      add('list/page-walk-no-gaps');
-      add('list/page-token-bound-to-query');
-      add('list/page-token-tamper-rejected');
-      for (const key of Object.keys(r.orderBy)) add(`list/order-by-${key}`);
-      for (const f of r.filters) add(`list/filter-${f.param}`);
-    }
-    if (r.operations.update) {
-      add('update/no-mask');
-      add('update/mask-ignores-other-fields');
-      add('update/star-replaces');
-      add('update/unknown-mask-rejected');
-    }
-    if (r.operations.delete) add('delete/then-not-found');
-    if (r.children.length > 0 && r.operations.delete) add('delete/refused-when-not-empty');
+function requiredBody(fields: Record<string, FieldModel>, where: string, problems: string[]): Record<string, unknown> {
+  const body: Record<string, unknown> = {};
+  for (const [name, f] of Object.entries(fields)) {
+    if (f.required && !f.outputOnly) body[name] = exampleValue(f, `${where}.${name}`, problems);
   }
+  return body;
+}
+
+function invalidValue(f: FieldModel): unknown {
+  if (f.type === 'enum') return 'NOT_A_DECLARED_VALUE';
+  if (f.type === 'string' && f.pattern) {
+    const re = new RegExp(f.pattern, 'u');
+    return ['Not Valid!', '', ' ', '\u00e9\u00e9'].find((c) => !re.test(c));
+  }
+  return undefined;
+}
+
+const updateValues = ['conformance-updated', 'conformance-other'];
+
+/** A string field an update may set to either update value. */
+function isUpdatable(f: FieldModel): boolean {
+  return f.type === 'string' && !f.repeated && !f.outputOnly && !f.inputOnly && !f.immutable &&
+    updateValues.every((v) => !f.pattern || new RegExp(f.pattern, 'u').test(v));
+}
+
+function plan(r: ResourceModel, model: ApiModel, problems: string[]): ResourcePlan {
+  const where = `spec: resource ${r.collection}`;
+  const createBody = r.operations.create ? requiredBody(r.fields, `${where}: /fields`, problems) : {};
+  // Optional fields first: clearing them is what full replacement must do.
+  const pair = Object.entries(r.fields).filter(([, f]) => isUpdatable(f)).sort(([, a], [, b]) => Number(!!a.required) - Number(!!b.required)).map(([k]) => k);
+  return {
+    id: `${r.domain}.${r.collection}`,
+    type: r.type,
+    collection: r.collection,
+    base: `/${r.domain}/${model.version}/${r.path}`,
+    listPath: r.listPath && `/${r.domain}/${model.version}/${r.listPath}`,
+    parent: r.parent,
+    uidIsParent: r.uid === 'parent',
+    readOnly: r.readOnly,
+    operations: Object.keys(r.operations).sort(),
+    createBody,
+    strings: Object.entries(r.fields).filter(([, f]) => f.type === 'string' && !f.repeated).map(([k]) => k),
+    patterns: Object.fromEntries(Object.entries(r.fields).filter(([, f]) => f.type === 'string' && f.pattern).map(([k, f]) => [k, f.pattern!])),
+    required: Object.entries(r.fields).filter(([, f]) => f.required && !f.outputOnly).map(([k]) => k),
+    invalid: Object.entries(r.fields)
+      .filter(([, f]) => !f.outputOnly && !f.repeated && invalidValue(f) !== undefined)
+      .map(([field, f]) => ({ field, value: invalidValue(f) })),
+    outputOnly: Object.entries(r.fields).filter(([, f]) => f.outputOnly).map(([k]) => k),
+    inputOnly: Object.entries(r.fields).filter(([, f]) => f.inputOnly).map(([k]) => k),
+    update: pair.length >= 2 ? { field: pair[0], value: updateValues[0], other: pair[1], otherValue: updateValues[1] } : undefined,
+    orderBy: Object.fromEntries(Object.entries(r.orderBy).map(([k, field]) => [k, field])),
+    filters: r.filters.filter((f) => f.match === 'exact' || f.match === 'anyOf'),
+    restrictingChildren: r.children.filter((c) => model.resources[c].onParentDelete === 'restrict' && model.resources[c].operations.create),
+  };
+}
+
+function rulesOf(p: ResourcePlan): string[] {
+  const ops = new Set(p.operations);
+  const rules: string[] = [];
+  if (ops.has('create')) {
+    rules.push('create/returns-resource', 'create/ignores-output-only');
+    for (const f of p.required) rules.push(`create/requires-${f}`);
+    for (const v of p.invalid) rules.push(`create/rejects-invalid-${v.field}`);
+  }
+  if (ops.has('get')) rules.push(ops.has('create') ? 'get/returns-created' : 'get/returns-listed', 'get/not-found-has-resource-info');
+  if (ops.has('list')) {
+    rules.push('list/envelope', 'list/page-size-bounds');
+    if (ops.has('create')) {
+      rules.push('list/page-walk-size-1', 'list/page-walk-size-7');
+      for (const key of Object.keys(p.orderBy)) rules.push(`list/order-by-${key}`, `list/order-by-${key}-desc`);
+      rules.push('list/skip', 'list/page-token-bound-to-query', 'list/page-token-tamper-rejected');
+      if (p.parent === 'groups' && !p.uidIsParent) rules.push('list/children-of-vs-descendants-of');
+      for (const f of p.filters) if (p.createBody[f.field] !== undefined || f.field === 'name') rules.push(`list/filter-${f.param}`);
+    }
+  }
+  if (ops.has('update') && ops.has('get')) {
+    rules.push('update/no-mask-changes-present-fields');
+    if (p.update) rules.push('update/mask-ignores-other-fields', 'update/star-replaces');
+    rules.push('update/unknown-mask-rejected');
+  }
+  if (ops.has('delete') && ops.has('get')) rules.push('delete/then-not-found');
+  if (ops.has('delete') && ops.has('create') && p.restrictingChildren.length > 0) rules.push('delete/refused-when-not-empty');
   return rules;
+}
+
+/** Cross-cutting rules, checked once per implementation. */
+export const apiRules = ['api/unknown-route-not-found', 'api/malformed-json-invalid-argument', 'api/error-body-shape'];
+
+export function emitConformancePlan(model: ApiModel): ConformancePlan {
+  const problems: string[] = [];
+  const resources = Object.values(model.resources).map((r) => plan(r, model, problems));
+  if (problems.length > 0) throw new SpecError(problems);
+  const rules: PlannedRule[] = apiRules.map((rule) => ({ name: rule, rule }));
+  for (const p of resources) for (const rule of rulesOf(p)) rules.push({ name: `${p.id}/${rule}`, resource: p.collection, rule });
+  return { version: model.version, resources, rules };
 }

@@ -2,7 +2,7 @@
 import { mkdirSync, rmSync, writeFileSync } from 'node:fs';
 import { join, relative } from 'node:path';
 import { parseArgs } from 'node:util';
-import { emitConformanceRules } from './emit-conformance.js';
+import { emitConformancePlan } from './emit-conformance.js';
 import { buildOpenApi } from './emit-openapi.js';
 import { banner, emitEntities, emitModel, emitRouter } from './emit-typescript.js';
 import { emitValidators } from './emit-validators.js';
@@ -24,7 +24,7 @@ try {
     'openapi.json': `${JSON.stringify({ $comment: banner.slice(3), ...openapi }, null, 2)}\n`,
     'validators/bodies.cjs': `${banner}\n${validators.bodies}\n`,
     'validators/queries.cjs': `${banner}\n${validators.queries}\n`,
-    'conformance/rules.json': `${JSON.stringify({ $comment: banner.slice(3), rules: emitConformanceRules(model) }, null, 2)}\n`,
+    'conformance/plan.json': `${JSON.stringify({ $comment: banner.slice(3), ...emitConformancePlan(model) }, null, 2)}\n`,
   };
   const out = values.out!;
   rmSync(out, { recursive: true, force: true });

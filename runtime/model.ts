@@ -18,6 +18,7 @@ export interface FieldModel {
   maximum?: number;
   values?: string[];
   default?: unknown;
+  example?: unknown;
   fields?: Record<string, FieldModel>;
   mapValue?: FieldModel;
   description?: string;

@@ -1,0 +1,49 @@
+// The conformance plan: what npm run generate derives from spec/ for the suite to run, per resource and rule.
+
+export interface ResourcePlan {
+  /** <domain>.<collection>, the prefix of every rule name of this resource */
+  id: string;
+  type: string;
+  collection: string;
+  /** /<domain>/v2/<path> */
+  base: string;
+  /** a list nested under its parent, with {parent} */
+  listPath?: string;
+  parent?: string;
+  /** a record's uid is its parent's uid: one record per parent */
+  uidIsParent: boolean;
+  readOnly: boolean;
+  operations: string[];
+  /** a valid create body with the required fields */
+  createBody: Record<string, unknown>;
+  /** top-level plain string fields, which the suite varies to make records distinct */
+  strings: string[];
+  /** top-level string fields -> pattern, for making distinct valid values */
+  patterns: Record<string, string>;
+  required: string[];
+  /** values that break a declared pattern or enum */
+  invalid: { field: string; value: unknown }[];
+  outputOnly: string[];
+  /** accepted on input, never returned */
+  inputOnly: string[];
+  /** two updatable fields with fresh values, for the mask rules */
+  update?: { field: string; value: unknown; other: string; otherValue: unknown };
+  /** order_by key -> JSON field */
+  orderBy: Record<string, string>;
+  filters: { param: string; field: string; match: string }[];
+  /** child collections that block deleting a record of this resource */
+  restrictingChildren: string[];
+}
+
+export interface PlannedRule {
+  /** stable, e.g. registry.repos/list/page-token-bound-to-query */
+  name: string;
+  resource?: string;
+  rule: string;
+}
+
+export interface ConformancePlan {
+  version: string;
+  resources: ResourcePlan[];
+  rules: PlannedRule[];
+}

@@ -1,0 +1,357 @@
+// What each rule checks. A rule reads the plan of its resource, creates what it needs under the suite's group
+// through the public API, and fails with what it expected, what came back and the request behind it.
+import type { ConformancePlan, ResourcePlan } from './plan.js';
+import { Client, expect, expectError, expectOk, Skip, type Exchange } from './client.js';
+
+export class Fixture {
+  private counter = 0;
+  private readonly memo = new Map<string, Promise<unknown>>();
+  /** uids the suite created, with their base path, for clean-up in reverse order */
+  readonly created: { base: string; uid: string }[] = [];
+
+  constructor(readonly client: Client, readonly plan: ConformancePlan, readonly root: string) {}
+
+  resource(collection: string): ResourcePlan {
+    const p = this.plan.resources.find((r) => r.collection === collection);
+    if (!p) throw new Skip(`the plan has no resource ${collection}`);
+    return p;
+  }
+
+  once<T>(key: string, make: () => Promise<T>): Promise<T> {
+    if (!this.memo.has(key)) this.memo.set(key, make());
+    return this.memo.get(key) as Promise<T>;
+  }
+
+  /** The create body with string values made distinct, so records differ and sort by their fields. */
+  variant(p: ResourcePlan): Record<string, unknown> {
+    const n = ++this.counter;
+    const body: Record<string, unknown> = structuredClone(p.createBody);
+    for (const [k, v] of Object.entries(body)) {
+      if (typeof v !== 'string' || !p.strings.includes(k)) continue;
+      const pattern = p.patterns[k] ? new RegExp(p.patterns[k], 'u') : undefined;
+      const candidate = `${v}-${String(n).padStart(3, '0')}`;
+      if (!pattern || pattern.test(candidate)) body[k] = candidate;
+    }
+    return body;
+  }
+
+  /** The create path under parent; one-per-parent resources get a new subgroup of it each time. */
+  async createPath(p: ResourcePlan, parent: string | undefined): Promise<string> {
+    if (parent === undefined) return p.base;
+    if (p.uidIsParent) return `${p.base}/${(await this.create(this.resource('groups'), parent)).uid}`;
+    return `${p.base}/${parent}`;
+  }
+
+  async create(p: ResourcePlan, parent: string | undefined, body: Record<string, unknown> = this.variant(p)): Promise<any> {
+    const x = await this.client.call('POST', await this.createPath(p, parent), body);
+    const created = expectOk(x, `create ${p.type}`);
+    expect(typeof created.uid === 'string' && created.uid.length > 0, 'the created resource to have a uid', created, x);
+    this.created.push({ base: p.base, uid: created.uid });
+    return created;
+  }
+
+  /** A new parent for records of p: a subgroup of the suite's group, or a new record of the parent resource. */
+  async freshParent(p: ResourcePlan): Promise<string | undefined> {
+    if (!p.parent) return undefined;
+    if (p.parent === 'groups') return (await this.create(this.resource('groups'), this.root)).uid;
+    const parentPlan = this.resource(p.parent);
+    if (!parentPlan.operations.includes('create')) throw new Skip(`cannot create a ${parentPlan.type} to hold ${p.collection}`);
+    return (await this.create(parentPlan, await this.sharedParent(parentPlan))).uid;
+  }
+
+  sharedParent(p: ResourcePlan): Promise<string | undefined> {
+    if (p.parent === 'groups') return Promise.resolve(this.root);
+    return this.once(`parent:${p.collection}`, () => this.freshParent(p));
+  }
+
+  /** The list URL of the records under a parent. */
+  listUrl(p: ResourcePlan, parent: string | undefined, query: Record<string, string> = {}): string {
+    const q = new URLSearchParams(query);
+    let base = p.base;
+    if (p.listPath && parent !== undefined) base = p.listPath.replace('{parent}', parent);
+    else if (parent !== undefined) q.set(p.uidIsParent ? 'uidp.descendants_of' : 'uidp.children_of', parent);
+    const s = q.toString();
+    return s ? `${base}?${s}` : base;
+  }
+
+  /** Eight records under a parent of their own, for the paging and ordering rules. */
+  walkSet(p: ResourcePlan): Promise<{ parent: string | undefined; records: any[] }> {
+    return this.once(`walk:${p.collection}`, async () => {
+      const parent = await this.freshParent(p);
+      const records = [];
+      for (let i = 0; i < 8; i++) records.push(await this.create(p, parent));
+      return { parent, records };
+    });
+  }
+}
+
+const rfc3339ms = /^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}\.\d{3}Z$/;
+const missingUid = (fx: Fixture) => `${fx.root}/0123456789abcdef`;
+
+function sortKey(record: any, field: string): string {
+  const v = record[field];
+  return v === undefined || v === null ? '' : String(v);
+}
+
+async function walk(fx: Fixture, p: ResourcePlan, parent: string | undefined, query: Record<string, string>): Promise<{ items: any[]; last: Exchange }> {
+  const items: any[] = [];
+  let token = '';
+  let last: Exchange | undefined;
+  for (let page = 0; page < 100; page++) {
+    const q = { ...query };
+    if (token) q.page_token = token;
+    last = await fx.client.call('GET', fx.listUrl(p, parent, q));
+    const body = expectOk(last, `list ${p.collection}`);
+    const pageItems = body[p.collection];
+    expect(Array.isArray(pageItems), `the envelope key "${p.collection}" to hold an array`, body, last);
+    const size = Number(query.page_size ?? 50);
+    expect(pageItems.length <= size, `at most page_size=${size} items`, pageItems.length, last);
+    items.push(...pageItems);
+    token = body.nextPageToken ?? '';
+    if (!token) return { items, last };
+    expect(pageItems.length === size, `a full page of ${size} before a nextPageToken`, pageItems.length, last);
+  }
+  throw new Error('more than 100 pages');
+}
+
+async function checkOrderedWalk(fx: Fixture, p: ResourcePlan, key: string, desc: boolean, size: number) {
+  const { parent, records } = await fx.walkSet(p);
+  const field = key === 'uid' ? 'uid' : p.orderBy[key];
+  const orderBy = desc ? `${key} desc` : key;
+  const { items, last } = await walk(fx, p, parent, { page_size: String(size), order_by: orderBy });
+  const uids = items.map((i) => i.uid);
+  expect(new Set(uids).size === uids.length, `no duplicates walking pages of ${size} (order_by=${orderBy})`, uids, last);
+  const want = records.map((r) => r.uid).sort();
+  expect(JSON.stringify([...uids].sort()) === JSON.stringify(want), `every record exactly once walking pages of ${size} (order_by=${orderBy})`, uids, last);
+  const sorted = [...items].sort((a, b) => {
+    const ka = sortKey(a, field);
+    const kb = sortKey(b, field);
+    return ka < kb ? -1 : ka > kb ? 1 : a.uid < b.uid ? -1 : a.uid > b.uid ? 1 : 0;
+  });
+  if (desc) sorted.reverse();
+  expect(JSON.stringify(uids) === JSON.stringify(sorted.map((i) => i.uid)), `records ordered by ${field}${desc ? ' descending' : ''}, ties by uid, across pages`, items.map((i) => [i[field], i.uid]), last);
+}
+
+/** For a list nested under its parent (artifacts/{parent}/versions), some parent the target already has. */
+async function listParent(fx: Fixture, p: ResourcePlan): Promise<string | undefined> {
+  if (!p.listPath) return undefined;
+  const parentPlan = fx.resource(p.parent!);
+  const up = expectOk(await fx.client.call('GET', `${parentPlan.base}?page_size=1`), `list ${parentPlan.collection}`)[parentPlan.collection]?.[0];
+  if (!up) throw new Skip(`the target has no ${parentPlan.collection} to list ${p.collection} under`);
+  return up.uid;
+}
+
+type RuleFn = (fx: Fixture, p: ResourcePlan, arg: string) => Promise<void>;
+
+/** Rule implementations by rule name; a trailing * takes the rest of the name as its argument. */
+export const resourceRules: Record<string, RuleFn> = {
+  'create/returns-resource': async (fx, p) => {
+    const path = await fx.createPath(p, await fx.sharedParent(p));
+    const parent = path === p.base ? undefined : path.slice(p.base.length + 1);
+    const body = fx.variant(p);
+    const x = await fx.client.call('POST', path, body);
+    const created = expectOk(x, `create ${p.type}`);
+    fx.created.push({ base: p.base, uid: created.uid });
+    if (parent !== undefined && p.uidIsParent) expect(created.uid === parent, `the uid of the parent ${parent}`, created.uid, x);
+    else if (parent !== undefined) expect(typeof created.uid === 'string' && created.uid.startsWith(`${parent}/`), `a uid under the parent ${parent}`, created.uid, x);
+    for (const t of ['createTime', 'updateTime']) {
+      if (created[t] !== undefined) expect(rfc3339ms.test(created[t]), `${t} in RFC 3339 UTC with milliseconds`, created[t], x);
+    }
+    for (const [k, v] of Object.entries(body)) {
+      if (typeof v !== 'object' && !p.inputOnly.includes(k)) expect(JSON.stringify(created[k]) === JSON.stringify(v), `${k} echoed as sent (${JSON.stringify(v)})`, created[k], x);
+    }
+  },
+  'create/ignores-output-only': async (fx, p) => {
+    const body = { ...fx.variant(p), uid: 'ffff', createTime: '2001-01-01T00:00:00.000Z' };
+    const x = await fx.client.call('POST', await fx.createPath(p, await fx.sharedParent(p)), body);
+    const created = expectOk(x, 'create with output-only fields in the body');
+    fx.created.push({ base: p.base, uid: created.uid });
+    expect(created.uid !== 'ffff', 'the server to assign the uid', created.uid, x);
+    expect(created.createTime !== '2001-01-01T00:00:00.000Z', 'the server to set createTime', created.createTime, x);
+  },
+  'create/requires-*': async (fx, p, field) => {
+    const body = fx.variant(p);
+    delete body[field];
+    const x = await fx.client.call('POST', await fx.createPath(p, await fx.sharedParent(p)), body);
+    if (x.status === 200 && x.body?.uid) fx.created.push({ base: p.base, uid: x.body.uid });
+    const b = expectError(x, 3, 'INVALID_ARGUMENT', 'BadRequest');
+    const br = b.details.find((d: any) => d['@type'].endsWith('google.rpc.BadRequest'));
+    expect(br.fieldViolations.some((v: any) => v.field === field || v.field.endsWith(`.${field}`)), `a field violation for ${field}`, br.fieldViolations, x);
+    expect(b.message.startsWith('Invalid argument: '), 'the message "Invalid argument: <field>: <description>"', b.message, x);
+  },
+  'create/rejects-invalid-*': async (fx, p, field) => {
+    const value = p.invalid.find((v) => v.field === field)!.value;
+    const x = await fx.client.call('POST', await fx.createPath(p, await fx.sharedParent(p)), { ...fx.variant(p), [field]: value });
+    if (x.status === 200 && x.body?.uid) fx.created.push({ base: p.base, uid: x.body.uid });
+    const b = expectError(x, 3, 'INVALID_ARGUMENT', 'BadRequest');
+    const br = b.details.find((d: any) => d['@type'].endsWith('google.rpc.BadRequest'));
+    expect(br.fieldViolations.some((v: any) => v.field === field), `a field violation for ${field}`, br.fieldViolations, x);
+  },
+  'get/returns-created': async (fx, p) => {
+    const created = await fx.create(p, await fx.sharedParent(p));
+    const x = await fx.client.call('GET', `${p.base}/${created.uid}`);
+    expect(JSON.stringify(expectOk(x, `get ${p.type}`)) === JSON.stringify(created), 'get to return what create returned', x.body, x);
+  },
+  'get/returns-listed': async (fx, p) => {
+    const list = await fx.client.call('GET', `${p.base}?page_size=1`);
+    const first = expectOk(list, `list ${p.collection}`)[p.collection]?.[0];
+    if (!first) throw new Skip('the target has no records of this resource');
+    const x = await fx.client.call('GET', `${p.base}/${first.uid}`);
+    expect(JSON.stringify(expectOk(x, `get ${p.type}`)) === JSON.stringify(first), 'get to return what list returned', x.body, x);
+  },
+  'get/not-found-has-resource-info': async (fx, p) => {
+    const x = await fx.client.call('GET', `${p.base}/${missingUid(fx)}`);
+    expectError(x, 5, 'NOT_FOUND', 'ResourceInfo');
+  },
+  'list/envelope': async (fx, p) => {
+    const parent = p.operations.includes('create') ? (await fx.walkSet(p)).parent : await listParent(fx, p);
+    const x = await fx.client.call('GET', fx.listUrl(p, parent, { page_size: '2' }));
+    const b = expectOk(x, `list ${p.collection}`);
+    expect(Array.isArray(b[p.collection]), `an array under "${p.collection}"`, b, x);
+    expect(typeof b.totalCount === 'string' && /^\d+$/.test(b.totalCount), 'totalCount as a string holding an integer', b.totalCount, x);
+    expect(typeof b.skipped === 'number', 'skipped as a number', b.skipped, x);
+    expect(b.nextPageToken === undefined || typeof b.nextPageToken === 'string', 'nextPageToken a string or absent', b.nextPageToken, x);
+    if (p.operations.includes('create')) expect(b.totalCount === '8', 'totalCount "8" for the 8 records made for this rule', b.totalCount, x);
+    if (!p.operations.includes('create') && b[p.collection].length === 0) throw new Skip('the target has no records of this resource');
+  },
+  'list/page-size-bounds': async (fx, p) => {
+    const parent = await listParent(fx, p);
+    const big = await fx.client.call('GET', fx.listUrl(p, parent, { page_size: '1000' }));
+    const b = expectOk(big, 'page_size=1000 (more than the maximum)');
+    expect(b[p.collection].length <= 200, 'at most 200 items', b[p.collection].length, big);
+    expectError(await fx.client.call('GET', fx.listUrl(p, parent, { page_size: '-1' })), 3, 'INVALID_ARGUMENT');
+  },
+  'list/page-walk-size-1': (fx, p) => checkOrderedWalk(fx, p, 'uid', false, 1),
+  'list/page-walk-size-7': (fx, p) => checkOrderedWalk(fx, p, 'uid', false, 7),
+  'list/order-by-*': async (fx, p, arg) => {
+    const desc = arg.endsWith('-desc');
+    await checkOrderedWalk(fx, p, desc ? arg.slice(0, -5) : arg, desc, 3);
+  },
+  'list/skip': async (fx, p) => {
+    const { parent } = await fx.walkSet(p);
+    const all = expectOk(await fx.client.call('GET', fx.listUrl(p, parent, { order_by: 'uid' })), 'list')[p.collection].map((i: any) => i.uid);
+    const x = await fx.client.call('GET', fx.listUrl(p, parent, { order_by: 'uid', skip: '3', page_size: '2' }));
+    const b = expectOk(x, 'list with skip=3');
+    expect(JSON.stringify(b[p.collection].map((i: any) => i.uid)) === JSON.stringify(all.slice(3, 5)), 'the 4th and 5th records', b[p.collection].map((i: any) => i.uid), x);
+    expect(b.skipped === 3, 'skipped 3', b.skipped, x);
+    expect(b.totalCount === String(all.length), `totalCount ${all.length} (skip does not change it)`, b.totalCount, x);
+  },
+  'list/page-token-bound-to-query': async (fx, p) => {
+    const { parent } = await fx.walkSet(p);
+    const first = expectOk(await fx.client.call('GET', fx.listUrl(p, parent, { page_size: '2', order_by: 'uid' })), 'first page');
+    expect(!!first.nextPageToken, 'a nextPageToken on a first page of 2 out of 8', first, undefined);
+    const x = await fx.client.call('GET', fx.listUrl(p, parent, { page_size: '2', order_by: 'uid desc', page_token: first.nextPageToken }));
+    expectError(x, 3, 'INVALID_ARGUMENT');
+  },
+  'list/page-token-tamper-rejected': async (fx, p) => {
+    const { parent } = await fx.walkSet(p);
+    const first = expectOk(await fx.client.call('GET', fx.listUrl(p, parent, { page_size: '2', order_by: 'uid' })), 'first page');
+    const token: string = first.nextPageToken;
+    const i = Math.floor(token.length / 2);
+    const tampered = token.slice(0, i) + (token[i] === 'A' ? 'B' : 'A') + token.slice(i + 1);
+    expectError(await fx.client.call('GET', fx.listUrl(p, parent, { page_size: '2', order_by: 'uid', page_token: tampered })), 3, 'INVALID_ARGUMENT');
+  },
+  'list/children-of-vs-descendants-of': async (fx, p) => {
+    const groups = fx.resource('groups');
+    const top = await fx.create(groups, fx.root);
+    const sub = await fx.create(groups, top.uid);
+    const direct = await fx.create(p, top.uid);
+    const deep = await fx.create(p, sub.uid);
+    // Listing groups also shows the subgroup made for this rule.
+    const extra = p.collection === 'groups' ? [sub.uid] : [];
+    const c = await fx.client.call('GET', `${p.base}?uidp.children_of=${top.uid}`);
+    const children = expectOk(c, 'children_of')[p.collection].map((i: any) => i.uid).sort();
+    expect(JSON.stringify(children) === JSON.stringify([direct.uid, ...extra].sort()), 'children_of to return direct children only', children, c);
+    const d = await fx.client.call('GET', `${p.base}?uidp.descendants_of=${top.uid}`);
+    const got = expectOk(d, 'descendants_of')[p.collection].map((i: any) => i.uid).sort();
+    expect(JSON.stringify(got) === JSON.stringify([direct.uid, deep.uid, ...extra].sort()), 'descendants_of to return everything below, not the node itself', got, d);
+  },
+  'list/filter-*': async (fx, p, param) => {
+    const f = p.filters.find((x) => x.param === param)!;
+    const { parent, records } = await fx.walkSet(p);
+    const target = records[3];
+    if (target[f.field] === undefined) throw new Skip(`records made from the plan have no ${f.field}`);
+    const x = await fx.client.call('GET', fx.listUrl(p, parent, { [param]: String(target[f.field]) }));
+    const items = expectOk(x, `list filtered by ${param}`)[p.collection];
+    expect(items.length >= 1 && items.every((i: any) => i[f.field] === target[f.field]), `only records whose ${f.field} is ${JSON.stringify(target[f.field])}`, items.map((i: any) => i[f.field]), x);
+    expect(items.some((i: any) => i.uid === target.uid), `the record ${target.uid}`, items.map((i: any) => i.uid), x);
+  },
+  'update/no-mask-changes-present-fields': async (fx, p) => {
+    const created = await fx.create(p, await fx.sharedParent(p));
+    const field = p.update?.field ?? Object.keys(p.createBody)[0];
+    const value = p.update?.value ?? created[field];
+    const x = await fx.client.call('PATCH', `${p.base}/${created.uid}`, { [field]: value });
+    const b = expectOk(x, `update ${p.type}`);
+    expect(b[field] === value, `${field} to be ${JSON.stringify(value)}`, b[field], x);
+    for (const k of Object.keys(p.createBody)) {
+      if (k !== field) expect(JSON.stringify(b[k]) === JSON.stringify(created[k]), `${k} unchanged`, b[k], x);
+    }
+  },
+  'update/mask-ignores-other-fields': async (fx, p) => {
+    const u = p.update!;
+    const created = await fx.create(p, await fx.sharedParent(p));
+    const x = await fx.client.call('PATCH', `${p.base}/${created.uid}?updateMask=${u.field}`, { [u.field]: u.value, [u.other]: u.otherValue });
+    const b = expectOk(x, `update ${p.type} with updateMask=${u.field}`);
+    expect(b[u.field] === u.value, `${u.field} to be ${JSON.stringify(u.value)}`, b[u.field], x);
+    expect(JSON.stringify(b[u.other]) === JSON.stringify(created[u.other]), `${u.other} outside the mask to stay ${JSON.stringify(created[u.other])}`, b[u.other], x);
+    const again = expectOk(await fx.client.call('GET', `${p.base}/${created.uid}`), 'get after update');
+    expect(JSON.stringify(again) === JSON.stringify(b), 'get to return the updated resource', again, x);
+  },
+  'update/star-replaces': async (fx, p) => {
+    const u = p.update!;
+    const created = await fx.create(p, await fx.sharedParent(p), { ...fx.variant(p), [u.field]: u.value });
+    const body = { ...p.createBody, ...fx.variant(p), [u.other]: u.otherValue };
+    delete body[u.field];
+    const x = await fx.client.call('PATCH', `${p.base}/${created.uid}?updateMask=*`, body);
+    const b = expectOk(x, `update ${p.type} with updateMask=*`);
+    expect(b[u.field] === undefined || b[u.field] === '', `${u.field}, absent from the body, to be reset`, b[u.field], x);
+    expect(b[u.other] === u.otherValue, `${u.other} to be ${JSON.stringify(u.otherValue)}`, b[u.other], x);
+  },
+  'update/unknown-mask-rejected': async (fx, p) => {
+    const created = await fx.create(p, await fx.sharedParent(p));
+    expectError(await fx.client.call('PATCH', `${p.base}/${created.uid}?updateMask=noSuchField`, {}), 3, 'INVALID_ARGUMENT', 'BadRequest');
+  },
+  'delete/then-not-found': async (fx, p) => {
+    const created = await fx.create(p, await fx.freshParent(p));
+    const x = await fx.client.call('DELETE', `${p.base}/${created.uid}`);
+    expect(x.status === 200, 'HTTP 200', `HTTP ${x.status} ${JSON.stringify(x.body)}`, x);
+    expect(x.body === undefined || JSON.stringify(x.body) === '{}', 'an empty body', x.body, x);
+    expectError(await fx.client.call('GET', `${p.base}/${created.uid}`), 5, 'NOT_FOUND', 'ResourceInfo');
+  },
+  'delete/refused-when-not-empty': async (fx, p) => {
+    const child = fx.resource(p.restrictingChildren.find((c) => c !== p.collection) ?? p.restrictingChildren[0]);
+    const holder = await fx.create(p, await fx.sharedParent(p));
+    await fx.create(child, holder.uid);
+    const x = await fx.client.call('DELETE', `${p.base}/${holder.uid}`);
+    const b = expectError(x, 9, 'FAILED_PRECONDITION', 'PreconditionFailure');
+    const pf = b.details.find((d: any) => d['@type'].endsWith('google.rpc.PreconditionFailure'));
+    expect(pf.violations?.some((v: any) => v.type === 'RESOURCE_NOT_EMPTY'), 'a RESOURCE_NOT_EMPTY violation', pf.violations, x);
+    expectOk(await fx.client.call('GET', `${p.base}/${holder.uid}`), 'the refused record to still exist');
+  },
+};
+
+export const apiRuleChecks: Record<string, (fx: Fixture) => Promise<void>> = {
+  'api/unknown-route-not-found': async (fx) => {
+    expectError(await fx.client.call('GET', `/registry/${fx.plan.version}/no-such-collection`), 5, 'NOT_FOUND');
+  },
+  'api/malformed-json-invalid-argument': async (fx) => {
+    const groups = fx.resource('groups');
+    expectError(await fx.client.call('POST', `${groups.base}/${fx.root}`, '{"name":', { 'content-type': 'application/json' }), 3, 'INVALID_ARGUMENT');
+  },
+  'api/error-body-shape': async (fx) => {
+    const groups = fx.resource('groups');
+    const x = await fx.client.call('POST', `${groups.base}/${fx.root}`, {});
+    const b = expectError(x, 3, 'INVALID_ARGUMENT', 'BadRequest');
+    const info = b.details.find((d: any) => d['@type'] === 'type.googleapis.com/google.rpc.ErrorInfo');
+    expect(typeof info.domain === 'string' && info.domain.length > 0, 'ErrorInfo.domain', info, x);
+    expect(!/\bat .+:\d+:\d+|SQLITE|SELECT |INSERT /i.test(JSON.stringify(b)), 'no stack trace or SQL in the body', b, x);
+  },
+};
+
+export function ruleFor(rule: string): { fn: RuleFn; arg: string } | undefined {
+  if (resourceRules[rule]) return { fn: resourceRules[rule], arg: '' };
+  for (const [pattern, fn] of Object.entries(resourceRules)) {
+    if (pattern.endsWith('*') && rule.startsWith(pattern.slice(0, -1))) return { fn, arg: rule.slice(pattern.length - 1) };
+  }
+  return undefined;
+}

@@ -1,0 +1,79 @@
+// npm run conformance -- --base-url URL [--token T | --token-command CMD] [--parent GROUP_UID]
+//   [--filter GLOB]... [--skip-file FILE] [--json FILE] [--plan FILE] [--wait SECONDS]
+// Checks any implementation of the API against the rules generated from spec/.
+import { execSync } from 'node:child_process';
+import { readFileSync, writeFileSync } from 'node:fs';
+import { parseArgs } from 'node:util';
+import { Client } from '../conformance/client.js';
+import type { ConformancePlan } from '../conformance/plan.js';
+import { runConformance } from '../conformance/run.js';
+
+class UsageError extends Error {}
+
+async function waitForTarget(baseUrl: string, seconds: number): Promise<void> {
+  const deadline = Date.now() + seconds * 1000;
+  let last = '';
+  while (Date.now() < deadline) {
+    try {
+      await fetch(`${baseUrl}/ping/v2/ping`, { signal: AbortSignal.timeout(2000) });
+      return;
+    } catch (e) {
+      last = (e as Error).cause instanceof Error ? ((e as Error).cause as Error).message : (e as Error).message;
+      await new Promise((r) => setTimeout(r, 250));
+    }
+  }
+  throw new UsageError(`${baseUrl} did not answer within ${seconds} s (${last}); is the server running?`);
+}
+
+async function main(): Promise<number> {
+  const { values } = parseArgs({
+    options: {
+      'base-url': { type: 'string' }, token: { type: 'string' }, 'token-command': { type: 'string' },
+      parent: { type: 'string' }, filter: { type: 'string', multiple: true }, 'skip-file': { type: 'string' },
+      json: { type: 'string' }, plan: { type: 'string', default: 'generated/conformance/plan.json' }, wait: { type: 'string', default: '30' },
+    },
+  });
+  const baseUrl = values['base-url']?.replace(/\/+$/, '');
+  if (!baseUrl) throw new UsageError('--base-url URL is required, e.g. npm run conformance -- --base-url http://127.0.0.1:8080');
+  if (values.token && values['token-command']) throw new UsageError('give --token or --token-command, not both');
+  let plan: ConformancePlan;
+  try {
+    plan = JSON.parse(readFileSync(values.plan!, 'utf8'));
+  } catch (e) {
+    throw new UsageError(`cannot read the plan ${values.plan}: ${(e as Error).message}; run npm run generate`);
+  }
+  const known = values['skip-file']
+    ? readFileSync(values['skip-file'], 'utf8').split('\n').map((l) => l.replace(/#.*/, '').trim()).filter(Boolean)
+    : [];
+  let token: string | undefined = values.token;
+  const tokenSource = values['token-command']
+    ? async () => (token ??= execSync(values['token-command']!, { encoding: 'utf8' }).trim())
+    : async () => token;
+
+  console.log(`waiting for ${baseUrl}`);
+  await waitForTarget(baseUrl, Number(values.wait));
+  const started = Date.now();
+  const results = await runConformance({
+    client: new Client(baseUrl, tokenSource), plan, parent: values.parent, only: values.filter ?? [], known,
+    progress: (line) => console.log(line),
+  });
+  const failed = results.filter((r) => r.status === 'failed');
+  const passed = results.filter((r) => r.status === 'passed');
+  const skipped = results.filter((r) => r.status === 'skipped');
+  console.log('');
+  for (const f of failed) {
+    console.log(`FAIL ${f.name}`);
+    if (f.expected) console.log(`  expected: ${f.expected}\n  actual:   ${f.actual}\n  request:  ${f.request ?? '(none)'}`);
+    else console.log(`  ${f.reason}`);
+  }
+  if (values.json) {
+    writeFileSync(values.json, `${JSON.stringify({ target: baseUrl, durationMs: Date.now() - started, passed: passed.length, failed: failed.length, skipped: skipped.length, results }, null, 2)}\n`);
+  }
+  console.log(`${passed.length} passed, ${failed.length} failed, ${skipped.length} skipped`);
+  return failed.length > 0 ? 1 : 0;
+}
+
+main().then((code) => process.exit(code), (e) => {
+  console.error(`conformance: ${e instanceof UsageError ? e.message : e instanceof Error ? e.message : String(e)}`);
+  process.exit(2);
+});

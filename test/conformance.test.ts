@@ -1,0 +1,135 @@
+// The conformance suite, run as its CLI: it passes our server, and it catches planted defects by name.
+import { createServer, type Server } from 'node:http';
+import type { AddressInfo } from 'node:net';
+import { readFileSync } from 'node:fs';
+import { join } from 'node:path';
+import { test } from 'uvu';
+import * as assert from 'uvu/assert';
+import { runScript } from './support/process.js';
+import { createOrg, startTestServer, type TestServer } from './support/server.js';
+
+let s: TestServer;
+
+test.before(async () => {
+  s = await startTestServer();
+  const org = await createOrg(s, 'data');
+  for (const [resource, file] of [
+    ['advisories', 'samples/advisories.json'], ['artifacts', 'samples/artifacts.ndjson'], ['artifactVersions', 'samples/artifactVersions.json'],
+    ['documents', 'samples/documents.json'], ['vulnerabilityMetadata', 'samples/vulnerabilityMetadata.json'], ['resolvedVulnsReports', 'samples/resolvedVulnsReports.json'],
+  ]) {
+    const r = await runScript('scripts/import.ts', [resource, file, '--parent', org], { DATA_DIR: s.dataDir });
+    if (r.status !== 0) throw new Error(r.stderr);
+  }
+});
+test.after(async () => s.stop());
+
+interface SuiteRun { status: number | null; stdout: string; report: { passed: number; failed: number; skipped: number; results: { name: string; status: string; expected?: string; request?: string }[] } }
+
+async function runSuite(baseUrl: string, ...args: string[]): Promise<SuiteRun> {
+  const json = join(s.dataDir, `report-${Date.now()}.json`);
+  const r = await runScript('scripts/conformance.ts', ['--base-url', baseUrl, '--json', json, ...args], {});
+  return { status: r.status, stdout: r.stdout + r.stderr, report: JSON.parse(readFileSync(json, 'utf8')) };
+}
+
+test('our server passes the whole suite, and the suite leaves no data behind', async () => {
+  const before = (await s.call('GET', '/iam/v2/groups')).body.totalCount;
+  const run = await runSuite(s.url);
+  assert.is(run.status, 0, run.stdout);
+  assert.is(run.report.failed, 0);
+  assert.ok(run.report.passed > 250, `passed ${run.report.passed}`);
+  assert.match(run.stdout, /^\d+ passed, 0 failed, \d+ skipped$/m);
+  const skipped = run.report.results.filter((r) => r.status === 'skipped').map((r) => r.name);
+  assert.equal(skipped, [], 'the sample data gives every read-only rule something to check');
+  assert.is((await s.call('GET', '/iam/v2/groups')).body.totalCount, before);
+  assert.is((await s.call('GET', '/registry/v2/repos')).body.totalCount, '0');
+});
+
+test('--filter, --parent and --skip-file narrow the run', async () => {
+  const { body: parent } = await s.call('POST', '/iam/v2/groups', { name: 'given' });
+  const skipFile = join(s.dataDir, 'known-failures.txt');
+  (await import('node:fs')).writeFileSync(skipFile, '# known\nregistry.repos/list/skip\n');
+  const run = await runSuite(s.url, '--filter', 'registry.repos/*', '--parent', parent.uid, '--skip-file', skipFile);
+  assert.is(run.status, 0, run.stdout);
+  assert.ok(run.report.results.every((r) => r.name.startsWith('registry.repos/')));
+  assert.equal(run.report.results.filter((r) => r.status === 'skipped').map((r) => r.name), ['registry.repos/list/skip']);
+  assert.is((await s.call('GET', `/registry/v2/repos?uidp.descendants_of=${parent.uid}`)).body.totalCount, '0', 'cleaned up under the given parent');
+  assert.is((await s.call('GET', `/iam/v2/groups/${parent.uid}`)).status, 200, 'the given parent is kept');
+});
+
+test('an unreachable target fails clearly', async () => {
+  const r = await runScript('scripts/conformance.ts', ['--base-url', 'http://127.0.0.1:9', '--wait', '1'], {});
+  assert.is(r.status, 2);
+  assert.match(r.stderr, /did not answer within 1 s/);
+});
+
+type Rewrite = (req: { method: string; url: string; body: string }) => { url?: string; respond?: (status: number, body: any) => { status: number; body: any } };
+
+/** A proxy in front of our server that plants one defect by rewriting requests or responses. */
+async function defectProxy(rewrite: Rewrite): Promise<{ url: string; close: () => Promise<void> }> {
+  const server: Server = createServer(async (req, res) => {
+    const chunks: Buffer[] = [];
+    for await (const c of req) chunks.push(c as Buffer);
+    const body = Buffer.concat(chunks).toString();
+    const plan = rewrite({ method: req.method!, url: req.url!, body });
+    const upstream = await fetch(s.url + (plan.url ?? req.url), {
+      method: req.method, headers: { 'content-type': req.headers['content-type'] ?? 'application/json' }, body: body === '' ? undefined : body,
+    });
+    let status = upstream.status;
+    let out: any = await upstream.text();
+    try { out = JSON.parse(out); } catch { /* not JSON */ }
+    if (plan.respond) ({ status, body: out } = plan.respond(status, out));
+    res.writeHead(status, { 'content-type': 'application/json' });
+    res.end(typeof out === 'string' ? out : JSON.stringify(out));
+  });
+  await new Promise<void>((r) => server.listen(0, '127.0.0.1', r));
+  return { url: `http://127.0.0.1:${(server.address() as AddressInfo).port}`, close: () => new Promise((r) => server.close(() => r())) };
+}
+
+test('planted defects are each reported by the rule they break', async () => {
+  const { body: decoy } = await s.call('POST', '/iam/v2/groups', { name: 'decoy' });
+  const isList = (url: string) => /^\/registry\/v2\/repos\?/.test(url);
+  const defects: { name: string; rewrite: Rewrite; caught: string[] }[] = [
+    {
+      name: 'totalCount as a number',
+      rewrite: () => ({ respond: (status, b) => ({ status, body: b?.totalCount ? { ...b, totalCount: Number(b.totalCount) } : b }) }),
+      caught: ['registry.repos/list/envelope'],
+    },
+    {
+      name: 'off by one at a page boundary',
+      rewrite: ({ url }) => ({ respond: (status, b) => ({ status, body: isList(url) && b?.nextPageToken ? { ...b, repos: b.repos.slice(0, -1) } : b }) }),
+      caught: ['registry.repos/list/page-walk-size-7', 'registry.repos/list/page-walk-size-1'],
+    },
+    {
+      name: 'PATCH ignores the mask',
+      rewrite: ({ method, url }) => (method === 'PATCH' ? { url: url.replace(/[?&]update_?[mM]ask=[^&]*/, '') } : {}),
+      caught: ['registry.repos/update/mask-ignores-other-fields'],
+    },
+    {
+      name: '500 instead of NOT_FOUND',
+      rewrite: () => ({ respond: (status, b) => (status === 404 ? { status: 500, body: { code: 13, message: 'internal', details: [] } } : { status, body: b }) }),
+      caught: ['registry.repos/get/not-found-has-resource-info', 'registry.repos/delete/then-not-found'],
+    },
+    {
+      name: 'the parent ignored on create',
+      rewrite: ({ method, url }) => (method === 'POST' && url.startsWith('/registry/v2/repos/') ? { url: `/registry/v2/repos/${decoy.uid}` } : {}),
+      caught: ['registry.repos/create/returns-resource'],
+    },
+  ];
+  for (const d of defects) {
+    const proxy = await defectProxy(d.rewrite);
+    try {
+      const run = await runSuite(proxy.url, '--filter', 'registry.repos/*');
+      assert.is(run.status, 1, `${d.name}: the suite exits non-zero`);
+      const failed = run.report.results.filter((r) => r.status === 'failed').map((r) => r.name);
+      for (const rule of d.caught) assert.ok(failed.includes(rule), `${d.name}: ${rule} is reported (failed: ${failed.join(', ')})`);
+      const first = run.report.results.find((r) => r.name === d.caught[0])!;
+      assert.ok(first.expected && first.request, `${d.name}: the failure says what was expected and which request`);
+      assert.match(run.stdout, new RegExp(`FAIL ${d.caught[0].replace(/[.*+?^${}()|[\]\\/]/g, '\\$&')}`));
+    } finally {
+      await proxy.close();
+    }
+  }
+  await s.call('DELETE', `/iam/v2/groups/${decoy.uid}`);
+});
+
+test.run();
