@@ -21,6 +21,8 @@ export interface ResourcePlan {
   /** top-level string fields -> pattern, for making distinct valid values */
   patterns: Record<string, string>;
   required: string[];
+  /** fields holding the uid of a record of another resource, which the suite creates first */
+  references: Record<string, string>;
   /** values that break a declared pattern or enum */
   invalid: { field: string; value: unknown }[];
   outputOnly: string[];

@@ -22,12 +22,16 @@ export class Fixture {
     return this.memo.get(key) as Promise<T>;
   }
 
-  /** The create body with string values made distinct, so records differ and sort by their fields. */
-  variant(p: ResourcePlan): Record<string, unknown> {
+  /**
+   * A create body: string values made distinct, so records differ and sort by their fields, and references
+   * pointing at records the suite made for them.
+   */
+  async variant(p: ResourcePlan): Promise<Record<string, unknown>> {
     const n = ++this.counter;
     const body: Record<string, unknown> = structuredClone(p.createBody);
+    for (const [field, collection] of Object.entries(p.references)) body[field] = await this.referenced(collection);
     for (const [k, v] of Object.entries(body)) {
-      if (typeof v !== 'string' || !p.strings.includes(k)) continue;
+      if (typeof v !== 'string' || !p.strings.includes(k) || p.references[k]) continue;
       const pattern = p.patterns[k] ? new RegExp(p.patterns[k], 'u') : undefined;
       const candidate = `${v}-${String(n).padStart(3, '0')}`;
       if (!pattern || pattern.test(candidate)) body[k] = candidate;
@@ -42,7 +46,16 @@ export class Fixture {
     return `${p.base}/${parent}`;
   }
 
-  async create(p: ResourcePlan, parent: string | undefined, body: Record<string, unknown> = this.variant(p)): Promise<any> {
+  /** A record of the collection for references to point at, made once per run. */
+  referenced(collection: string): Promise<string> {
+    return this.once(`ref:${collection}`, async () => {
+      const p = this.resource(collection);
+      return (await this.create(p, await this.sharedParent(p))).uid as string;
+    });
+  }
+
+  async create(p: ResourcePlan, parent: string | undefined, given?: Record<string, unknown>): Promise<any> {
+    const body = given ?? await this.variant(p);
     const x = await this.client.call('POST', await this.createPath(p, parent), body);
     const created = expectOk(x, `create ${p.type}`);
     expect(typeof created.uid === 'string' && created.uid.length > 0, 'the created resource to have a uid', created, x);
@@ -148,7 +161,7 @@ export const resourceRules: Record<string, RuleFn> = {
   'create/returns-resource': async (fx, p) => {
     const path = await fx.createPath(p, await fx.sharedParent(p));
     const parent = path === p.base ? undefined : path.slice(p.base.length + 1);
-    const body = fx.variant(p);
+    const body = await fx.variant(p);
     const x = await fx.client.call('POST', path, body);
     const created = expectOk(x, `create ${p.type}`);
     fx.created.push({ base: p.base, uid: created.uid });
@@ -162,7 +175,7 @@ export const resourceRules: Record<string, RuleFn> = {
     }
   },
   'create/ignores-output-only': async (fx, p) => {
-    const body = { ...fx.variant(p), uid: 'ffff', createTime: '2001-01-01T00:00:00.000Z' };
+    const body = { ...(await fx.variant(p)), uid: 'ffff', createTime: '2001-01-01T00:00:00.000Z' };
     const x = await fx.client.call('POST', await fx.createPath(p, await fx.sharedParent(p)), body);
     const created = expectOk(x, 'create with output-only fields in the body');
     fx.created.push({ base: p.base, uid: created.uid });
@@ -170,7 +183,7 @@ export const resourceRules: Record<string, RuleFn> = {
     expect(created.createTime !== '2001-01-01T00:00:00.000Z', 'the server to set createTime', created.createTime, x);
   },
   'create/requires-*': async (fx, p, field) => {
-    const body = fx.variant(p);
+    const body = await fx.variant(p);
     delete body[field];
     const x = await fx.client.call('POST', await fx.createPath(p, await fx.sharedParent(p)), body);
     if (x.status === 200 && x.body?.uid) fx.created.push({ base: p.base, uid: x.body.uid });
@@ -181,7 +194,7 @@ export const resourceRules: Record<string, RuleFn> = {
   },
   'create/rejects-invalid-*': async (fx, p, field) => {
     const value = p.invalid.find((v) => v.field === field)!.value;
-    const x = await fx.client.call('POST', await fx.createPath(p, await fx.sharedParent(p)), { ...fx.variant(p), [field]: value });
+    const x = await fx.client.call('POST', await fx.createPath(p, await fx.sharedParent(p)), { ...(await fx.variant(p)), [field]: value });
     if (x.status === 200 && x.body?.uid) fx.created.push({ base: p.base, uid: x.body.uid });
     const b = expectError(x, 3, 'INVALID_ARGUMENT', 'BadRequest');
     const br = b.details.find((d: any) => d['@type'].endsWith('google.rpc.BadRequest'));
@@ -299,8 +312,8 @@ export const resourceRules: Record<string, RuleFn> = {
   },
   'update/star-replaces': async (fx, p) => {
     const u = p.update!;
-    const created = await fx.create(p, await fx.sharedParent(p), { ...fx.variant(p), [u.field]: u.value });
-    const body = { ...p.createBody, ...fx.variant(p), [u.other]: u.otherValue };
+    const created = await fx.create(p, await fx.sharedParent(p), { ...(await fx.variant(p)), [u.field]: u.value });
+    const body = { ...p.createBody, ...(await fx.variant(p)), [u.other]: u.otherValue };
     delete body[u.field];
     const x = await fx.client.call('PATCH', `${p.base}/${created.uid}?updateMask=*`, body);
     const b = expectOk(x, `update ${p.type} with updateMask=*`);

@@ -56,7 +56,7 @@ const updateValues = ['conformance-updated', 'conformance-other'];
 
 /** A string field an update may set to either update value. */
 function isUpdatable(f: FieldModel): boolean {
-  return f.type === 'string' && !f.repeated && !f.outputOnly && !f.inputOnly && !f.immutable &&
+  return f.type === 'string' && !f.references && !f.repeated && !f.outputOnly && !f.inputOnly && !f.immutable &&
     updateValues.every((v) => !f.pattern || new RegExp(f.pattern, 'u').test(v));
 }
 
@@ -79,6 +79,7 @@ function plan(r: ResourceModel, model: ApiModel, problems: string[]): ResourcePl
     strings: Object.entries(r.fields).filter(([, f]) => f.type === 'string' && !f.repeated).map(([k]) => k),
     patterns: Object.fromEntries(Object.entries(r.fields).filter(([, f]) => f.type === 'string' && f.pattern).map(([k, f]) => [k, f.pattern!])),
     required: Object.entries(r.fields).filter(([, f]) => f.required && !f.outputOnly).map(([k]) => k),
+    references: Object.fromEntries(Object.entries(r.fields).filter(([, f]) => f.references).map(([k, f]) => [k, f.references!])),
     invalid: Object.entries(r.fields)
       .filter(([, f]) => !f.outputOnly && !f.repeated && invalidValue(f) !== undefined)
       .map(([field, f]) => ({ field, value: invalidValue(f) })),

@@ -1,9 +1,10 @@
 // Reads spec/, validates it against spec.schema.json and cross-references, and derives the ApiModel.
+import { createHash } from 'node:crypto';
 import { readFileSync, readdirSync } from 'node:fs';
 import { join } from 'node:path';
 import { Ajv, type ErrorObject } from 'ajv';
 import { parseDocument } from 'yaml';
-import type { ApiModel, Capability, EndpointModel, FieldModel, ResourceModel } from '../runtime/model.js';
+import type { ApiModel, Capability, CapabilityModel, EndpointModel, FieldModel, ResourceModel } from '../runtime/model.js';
 import { standardFields } from '../runtime/model.js';
 
 /** A spec problem, reported as "file: path: what is wrong". */
@@ -16,7 +17,7 @@ export class SpecError extends Error {
 interface RawOperation { capability: string | string[]; event?: string; path?: string }
 interface RawResource {
   type: string; collection: string; path?: string; description?: string; parent?: string; parentOptional?: boolean;
-  uid?: 'generated' | 'parent'; onParentDelete?: 'restrict' | 'cascade'; readOnly?: boolean;
+  uid?: 'generated' | 'parent'; onParentDelete?: 'restrict' | 'cascade'; readOnly?: boolean; publicRootRecords?: boolean; creatorRole?: string;
   fields: Record<string, FieldModel>; filters?: ResourceModel['filters']; orderBy?: Record<string, string>;
   defaultOrder?: string; operations: Record<string, RawOperation>;
   subresources?: { name: string; type?: string; fields: Record<string, FieldModel>; get: RawOperation; update?: RawOperation }[];
@@ -26,11 +27,19 @@ interface RawEndpoint {
   name: string; method: EndpointModel['method']; path: string; capability: string | string[]; scope?: string;
   query?: Record<string, FieldModel>; body?: Record<string, FieldModel>; response: Record<string, FieldModel>; event?: string;
 }
-interface RawDomain { domain: string; title: string; resources: RawResource[]; endpoints?: RawEndpoint[] }
+type RawCapabilities = Record<string, CapabilityModel & { roles?: string[] }>;
+interface RawDomain { domain: string; title: string; resources: RawResource[]; endpoints?: RawEndpoint[]; capabilities?: RawCapabilities }
+interface RawAccess { capabilities: RawCapabilities; roles: { name: string; description: string; capabilities: string[] }[] }
 
-const schema = JSON.parse(readFileSync(new URL('./spec.schema.json', import.meta.url), 'utf8'));
+const readSchema = (name: string) => JSON.parse(readFileSync(new URL(name, import.meta.url), 'utf8'));
 const ajv = new Ajv({ allErrors: true, strict: false, formats: { regex: isRegex } });
-const validateDomain = ajv.compile<RawDomain>(schema);
+const validateAccess = ajv.compile<RawAccess>(readSchema('./access.schema.json'));
+const validateDomain = ajv.compile<RawDomain>(readSchema('./spec.schema.json'));
+
+/** Built-in roles have the same uid on every server: 40 hex derived from the name. */
+export function builtInRoleUid(name: string): string {
+  return createHash('sha1').update(`built-in role ${name}`).digest('hex');
+}
 
 function isRegex(source: string): boolean {
   try {
@@ -67,6 +76,7 @@ export function loadSpec(specDir: string): ApiModel {
   const problems: string[] = [];
   const files = readdirSync(specDir).filter((f) => /\.ya?ml$/.test(f)).sort();
   const apiFile = files.find((f) => /^api\.ya?ml$/.test(f));
+  const accessFile = files.find((f) => /^access\.ya?ml$/.test(f));
   if (!apiFile) throw new SpecError([`${specDir}: no api.yaml (title, version, service)`]);
   const api = readYaml(join(specDir, apiFile), problems) as { title?: string; version?: string; service?: string } | undefined;
   if (api && (typeof api.title !== 'string' || typeof api.service !== 'string' || !/^[a-z][a-z0-9-]*$/.test(api.service))) {
@@ -75,11 +85,30 @@ export function loadSpec(specDir: string): ApiModel {
 
   const model: ApiModel = {
     title: api?.title ?? '', version: api?.version ?? 'v2', service: api?.service ?? '',
-    domains: [], resources: {}, endpoints: [],
+    domains: [], resources: {}, endpoints: [], capabilities: {}, roles: [],
   };
   const origin = new Map<string, string>();
+  const grants = new Map<string, Set<string>>();
+  const addCapabilities = (caps: RawCapabilities, file: string) => {
+    for (const [name, c] of Object.entries(caps)) {
+      if (model.capabilities[name]) problems.push(`${file}: /capabilities/${name}: is already declared`);
+      model.capabilities[name] = { v1: c.v1, ...(c.deprecated ? { deprecated: true } : {}), ...(c.internal ? { internal: true } : {}) };
+      for (const role of c.roles ?? []) (grants.get(role) ?? grants.set(role, new Set()).get(role)!).add(name);
+    }
+  };
+  let access: RawAccess | undefined;
+  if (!accessFile) problems.push(`${specDir}: no access.yaml (capabilities and built-in roles)`);
+  else {
+    const file = join(specDir, accessFile);
+    const raw = readYaml(file, problems);
+    if (raw !== undefined && !validateAccess(raw)) for (const e of validateAccess.errors ?? []) problems.push(`${file}: ${describe(e)}`);
+    else if (raw !== undefined) {
+      access = raw as RawAccess;
+      addCapabilities(access.capabilities, file);
+    }
+  }
 
-  for (const f of files.filter((f) => f !== apiFile)) {
+  for (const f of files.filter((f) => f !== apiFile && f !== accessFile)) {
     const file = join(specDir, f);
     const raw = readYaml(file, problems);
     if (raw === undefined) continue;
@@ -88,6 +117,7 @@ export function loadSpec(specDir: string): ApiModel {
       continue;
     }
     if (model.domains.includes(raw.domain)) problems.push(`${file}: /domain: "${raw.domain}" is declared twice`);
+    if (raw.capabilities) addCapabilities(raw.capabilities, file);
     model.domains.push(raw.domain);
     raw.resources.forEach((r, i) => {
       const at = `${file}: /resources/${i}`;
@@ -115,6 +145,9 @@ export function loadSpec(specDir: string): ApiModel {
       else parent.children.push(r.collection);
     }
     if (r.uid === 'parent' && !r.parent) problems.push(`${at}: /uid: "parent" needs a parent`);
+    for (const [name, f] of Object.entries(r.fields)) {
+      if (f.references && !model.resources[f.references]) problems.push(`${at}: /fields/${name}/references: no resource has the collection "${f.references}"`);
+    }
   }
   const names = new Map<string, string>();
   for (const e of model.endpoints) {
@@ -125,6 +158,27 @@ export function loadSpec(specDir: string): ApiModel {
     if (e.scope && !params.includes(e.scope)) problems.push(`endpoint ${key}: /scope: "${e.scope}" is not a path parameter of ${e.path}`);
   }
   for (const r of Object.values(model.resources)) r.children.sort();
+
+  for (const role of access?.roles ?? []) {
+    const caps = new Set([...role.capabilities, ...(grants.get(role.name) ?? [])]);
+    for (const c of caps) if (!model.capabilities[c]) problems.push(`access.yaml: role ${role.name}: unknown capability ${c}`);
+    model.roles.push({ uid: builtInRoleUid(role.name), name: role.name, description: role.description, capabilities: [...caps].sort() });
+  }
+  for (const r of Object.values(model.resources)) {
+    if (r.creatorRole && !model.roles.some((x) => x.name === r.creatorRole)) problems.push(`resource ${r.collection}: /creatorRole: no built-in role "${r.creatorRole}"`);
+  }
+  for (const role of grants.keys()) if (!model.roles.some((r) => r.name === role)) problems.push(`a capability is granted to the unknown role "${role}"`);
+  const used: [string, Capability][] = [
+    ...Object.values(model.resources).flatMap((r) => [
+      ...Object.entries(r.operations).map(([op, o]) => [`resource ${r.collection}: /operations/${op}`, o!.capability] as [string, Capability]),
+      ...r.subresources.flatMap((s) => [[`resource ${r.collection}: /subresources/${s.name}/get`, s.get.capability], ...(s.update ? [[`resource ${r.collection}: /subresources/${s.name}/update`, s.update.capability]] : [])] as [string, Capability][]),
+    ]),
+    ...model.endpoints.map((e) => [`endpoint ${e.domain}.${e.name}`, e.capability] as [string, Capability]),
+  ];
+  for (const [where, cap] of used) {
+    if (cap === 'none') continue;
+    for (const c of cap) if (!model.capabilities[c]) problems.push(`${where}: unknown capability ${c} (declare it under capabilities:)`);
+  }
   if (problems.length > 0) throw new SpecError(problems);
   return model;
 }
@@ -170,7 +224,7 @@ function toResource(domain: string, r: RawResource, at: string, problems: string
   return {
     domain, type: r.type, collection: r.collection, path: r.path ?? r.collection, listPath,
     parent: r.parent, parentOptional: r.parentOptional ?? false, uid: r.uid ?? 'generated',
-    onParentDelete: r.onParentDelete ?? 'restrict', readOnly: r.readOnly ?? false,
+    onParentDelete: r.onParentDelete ?? 'restrict', readOnly: r.readOnly ?? false, publicRootRecords: r.publicRootRecords ?? false, creatorRole: r.creatorRole,
     fields: r.fields, filters, orderBy, defaultOrder: { key: orderKey, desc: direction === 'desc' },
     operations: ops,
     subresources: (r.subresources ?? []).map((s) => ({

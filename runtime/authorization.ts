@@ -1,18 +1,78 @@
-// Who is calling, and whether they hold an operation's capability at a scope.
-import type { Capability } from './model.js';
+// Who is calling, and whether they hold an operation's capabilities at a scope. A role binding grants its
+// role's capabilities in its group and every group below.
+import { permissionDenied, unauthenticated } from './errors.js';
+import type { ApiModel, Capability, ResourceModel } from './model.js';
+import type { Row } from './records.js';
+import type { Store } from './store.js';
 
 export interface Principal {
-  /** Identity uid, or undefined for an anonymous caller. */
+  /** Identity uid from a verified token; absent for an anonymous caller. */
   subject?: string;
+  /** Why the presented credentials were refused, if they were. */
+  refused?: string;
 }
 
-/** Decides access. Access control (capabilities from role bindings) replaces the open policy. */
-export interface Policy {
-  /** Throws PERMISSION_DENIED (or UNAUTHENTICATED) unless the principal holds every capability at scope. */
-  requireCapability(principal: Principal, capability: Capability, scope: string | undefined): Promise<void>;
+type Where = Record<string, unknown>;
+
+/** Whether records of r live in the group tree (groups, and everything whose parent chain reaches a group). */
+export function isGroupScoped(model: ApiModel, r: ResourceModel): boolean {
+  return r.collection === 'groups' || (!!r.parent && isGroupScoped(model, model.resources[r.parent]));
 }
 
-/** Every caller may do everything: the server's behaviour before tokens and role bindings exist. */
-export const openPolicy: Policy = {
-  async requireCapability() {},
-};
+/** Where (groups, by uid) the principal holds each capability. */
+interface Grants {
+  groupsHolding(capabilities: string[]): string[];
+}
+
+export class Policy {
+  constructor(private readonly store: Store, private readonly model: ApiModel) {}
+
+  private async grants(subject: string): Promise<Grants> {
+    const em = this.store.em();
+    const bindings = await em.find(this.model.resources.roleBindings.type, { identityUid: subject } as object, { fields: ['parentUid', 'roleUid'] }) as Row[];
+    const roleUids = [...new Set(bindings.map((b) => b.roleUid as string))];
+    const roles = roleUids.length === 0 ? [] : await em.find(this.model.resources.roles.type, { uid: { $in: roleUids } }, { fields: ['uid', 'capabilities'] }) as Row[];
+    const capsOf = new Map(roles.map((r) => [r.uid as string, new Set((r.capabilities as string[] | null) ?? [])]));
+    const byGroup = new Map<string, Set<string>>();
+    for (const b of bindings) {
+      const g = b.parentUid as string;
+      const set = byGroup.get(g) ?? byGroup.set(g, new Set()).get(g)!;
+      for (const c of capsOf.get(b.roleUid as string) ?? []) set.add(c);
+    }
+    return {
+      groupsHolding: (capabilities) => [...byGroup.entries()].filter(([, caps]) => capabilities.every((c) => caps.has(c))).map(([g]) => g),
+    };
+  }
+
+  private subject(principal: Principal): string {
+    if (!principal.subject) throw unauthenticated(principal.refused ?? 'a bearer token is required (Authorization: Bearer <token>)');
+    return principal.subject;
+  }
+
+  /**
+   * Throws unless the principal holds every capability at scope (a uid: bindings at it or above it count),
+   * or, without a scope, at some group. Checked before anything is looked up, so a caller without the
+   * capability learns nothing about whether the resource exists.
+   */
+  async requireCapability(principal: Principal, capability: Capability, scope: string | undefined): Promise<void> {
+    if (capability === 'none') return;
+    const subject = this.subject(principal);
+    const groups = (await this.grants(subject)).groupsHolding(capability);
+    const ok = scope === undefined ? groups.length > 0 : groups.some((g) => scope === g || scope.startsWith(`${g}/`));
+    if (!ok) throw permissionDenied(`${capability.join(' and ')} ${capability.length > 1 ? 'are' : 'is'} required ${scope === undefined ? 'in some group' : `at ${scope}`}`);
+  }
+
+  /**
+   * The conditions that limit a list to what the principal may see, or undefined when it may see nothing.
+   * Records outside the group tree (library artifacts) are visible to anyone holding the capability somewhere.
+   */
+  async visibility(principal: Principal, capability: Capability, r: ResourceModel): Promise<Where[] | undefined> {
+    if (capability === 'none') return [];
+    const groups = (await this.grants(this.subject(principal))).groupsHolding(capability);
+    if (groups.length === 0) return undefined;
+    if (!isGroupScoped(this.model, r)) return [];
+    const anyOf: Where[] = groups.flatMap((g) => [{ uid: g }, { uid: { $like: `${g}/%` } }]);
+    if (r.publicRootRecords) anyOf.push({ parentUid: null });
+    return [{ $or: anyOf }];
+  }
+}

@@ -7,9 +7,19 @@ export interface Config {
   dataDir: string;
   databaseFile: string;
   log: boolean;
+  /** iss of our tokens; undefined: the URL the server listens on */
+  issuerUrl?: string;
+  /** aud of our tokens; undefined: the issuer URL */
+  audience?: string;
 }
 
 export class ConfigError extends Error {}
+
+/** The issuer URL when none is configured: where the server listens. */
+export function defaultIssuer(config: Config): string {
+  const host = config.host.includes(':') ? `[${config.host}]` : config.host;
+  return config.issuerUrl ?? `http://${host}:${config.port}`;
+}
 
 export function readConfig(env: NodeJS.ProcessEnv = process.env): Config {
   const portText = env.PORT ?? '8080';
@@ -26,5 +36,7 @@ export function readConfig(env: NodeJS.ProcessEnv = process.env): Config {
   }
   const logText = env.LOG ?? 'on';
   if (!['on', 'off'].includes(logText)) throw new ConfigError(`LOG must be on or off, got "${logText}"`);
-  return { host, port, dataDir, databaseFile, log: logText === 'on' };
+  const issuerUrl = env.ISSUER_URL?.replace(/\/+$/, '');
+  if (issuerUrl !== undefined && !/^https?:\/\/[^/\s]+(\/\S*)?$/.test(issuerUrl)) throw new ConfigError(`ISSUER_URL must be an http(s) URL, got "${env.ISSUER_URL}"`);
+  return { host, port, dataDir, databaseFile, log: logText === 'on', issuerUrl, audience: env.TOKEN_AUDIENCE || undefined };
 }

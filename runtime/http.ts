@@ -5,6 +5,7 @@ import type Router from '@koa/router';
 import { ApiError, internal } from './errors.js';
 import type { Principal } from './authorization.js';
 import { jsonBody } from './json-body.js';
+import type { TokenIssuer } from './issuer.js';
 import type { ApiModel } from './model.js';
 
 export interface AppOptions {
@@ -12,9 +13,10 @@ export interface AppOptions {
   router: Router;
   openapi: unknown;
   log: (line: Record<string, unknown>) => void;
+  issuer: () => TokenIssuer;
 }
 
-export function createApp({ model, router, openapi, log }: AppOptions): Koa {
+export function createApp({ model, router, openapi, log, issuer }: AppOptions): Koa {
   const app = new Koa();
   const domains = new Set(model.domains);
   const errorDomain = (path: string) => {
@@ -43,15 +45,36 @@ export function createApp({ model, router, openapi, log }: AppOptions): Koa {
 
   app.use(jsonBody());
 
+  // Authenticate: a verified bearer token names the caller. Whether a caller is needed is the route's
+  // business (its capability), so refused credentials are kept for the authorize step to report.
   app.use(async (ctx, next) => {
-    // Tokens are not checked yet: every caller is anonymous until access control lands.
-    ctx.state.principal = {} satisfies Principal;
+    const header = ctx.get('authorization');
+    const principal: Principal = {};
+    if (header) {
+      const m = /^Bearer\s+(\S+)\s*$/i.exec(header);
+      if (!m) principal.refused = 'the Authorization header must be "Bearer <token>"';
+      else {
+        try {
+          principal.subject = await issuer().verify(m[1]);
+        } catch (e) {
+          if (!(e instanceof ApiError)) throw e;
+          principal.refused = e.message.replace(/^Unauthenticated: /, '');
+        }
+      }
+    }
+    ctx.state.principal = principal;
     await next();
   });
 
+  const documents: Record<string, () => unknown> = {
+    '/openapi.json': () => openapi,
+    '/.well-known/openid-configuration': () => issuer().discovery(),
+    '/.well-known/jwks.json': () => issuer().jwks(),
+  };
   app.use(async (ctx, next) => {
-    if (ctx.method === 'GET' && ctx.path === '/openapi.json') {
-      ctx.body = openapi;
+    const document = ctx.method === 'GET' ? documents[ctx.path] : undefined;
+    if (document) {
+      ctx.body = document();
       return;
     }
     await next();

@@ -21,6 +21,10 @@ export interface FieldModel {
   example?: unknown;
   fields?: Record<string, FieldModel>;
   mapValue?: FieldModel;
+  /** collection of the record this field's value is the uid of */
+  references?: string;
+  /** the field names a role this record grants: the caller must hold all its capabilities where it applies */
+  grantsRole?: boolean;
   description?: string;
 }
 
@@ -62,6 +66,9 @@ export interface ResourceModel {
   uid: 'generated' | 'parent';
   onParentDelete: 'restrict' | 'cascade';
   readOnly: boolean;
+  publicRootRecords: boolean;
+  /** built-in role the creator of a root record is bound to in it */
+  creatorRole?: string;
   /** Declared fields, without uid/createTime/updateTime. */
   fields: Record<string, FieldModel>;
   filters: FilterModel[];
@@ -88,6 +95,19 @@ export interface EndpointModel {
   event?: string;
 }
 
+export interface CapabilityModel {
+  v1: string;
+  deprecated?: boolean;
+  internal?: boolean;
+}
+
+export interface BuiltInRole {
+  uid: string;
+  name: string;
+  description: string;
+  capabilities: string[];
+}
+
 export interface ApiModel {
   title: string;
   version: string;
@@ -95,6 +115,9 @@ export interface ApiModel {
   domains: string[];
   resources: Record<string, ResourceModel>;
   endpoints: EndpointModel[];
+  /** v2 enum name -> v1 form */
+  capabilities: Record<string, CapabilityModel>;
+  roles: BuiltInRole[];
 }
 
 /** Fields every resource has, maintained by the server. */

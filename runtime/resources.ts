@@ -59,7 +59,29 @@ function afterCursor(field: string, desc: boolean, c: Cursor): Where {
 }
 
 export class Resources {
-  constructor(readonly store: Store, readonly model: ApiModel, readonly pageTokens: PageToken) {}
+  /** Records the spec declares (built-in roles): listed and read, never changed through the API. */
+  private readonly managed: Set<string>;
+
+  constructor(readonly store: Store, readonly model: ApiModel, readonly pageTokens: PageToken) {
+    this.managed = new Set(model.roles.map((r) => r.uid));
+  }
+
+  private refuseManaged(r: ResourceModel, uid: string): void {
+    if (this.managed.has(uid)) {
+      throw failedPrecondition([{ type: 'MANAGED_RESOURCE', subject: uid, description: `built-in ${r.type.toLowerCase()} ${uid} cannot be changed or deleted` }]);
+    }
+  }
+
+  /** Fields that name another record must name one that exists. */
+  private async checkReferences(tx: EntityManager, r: ResourceModel, data: Row): Promise<void> {
+    for (const [name, f] of Object.entries(r.fields)) {
+      if (!f.references || data[name] === undefined || data[name] === null) continue;
+      const target = this.model.resources[f.references];
+      if (await tx.count(target.type, { uid: data[name] }) === 0) {
+        throw invalidArgument([{ field: name, description: `${name}: no ${target.type.toLowerCase()} ${String(data[name])}` }]);
+      }
+    }
+  }
 
   /** Lists rows; `scope` adds conditions the caller cannot see past (a nested list's parent, visibility). */
   async list(r: ResourceModel, req: ListRequest, scope: Where[] = []): Promise<ListResult> {
@@ -99,7 +121,8 @@ export class Resources {
     return toResource(await this.find(this.store.em(), r, uid), r);
   }
 
-  async create(r: ResourceModel, parent: string | undefined, body: Row): Promise<Row> {
+  /** Creates a record; a root record of a resource with a creatorRole binds its creator to that role in it. */
+  async create(r: ResourceModel, parent: string | undefined, body: Row, creator?: string): Promise<Row> {
     if (parent !== undefined) checkUid(parent, 'parent');
     const em = this.store.em();
     return em.transactional(async (tx) => {
@@ -110,8 +133,15 @@ export class Resources {
       }
       const time = now();
       const data = { ...withDefaults(inputObject(body, r.fields), r.fields), uid, parentUid: parent ?? null, createTime: time, updateTime: time };
+      await this.checkReferences(tx, r, data);
       const row = tx.create(r.type, data) as Row;
       tx.persist(row);
+      const role = r.creatorRole && parent === undefined && creator ? this.model.roles.find((x) => x.name === r.creatorRole) : undefined;
+      if (role) {
+        tx.persist(tx.create(this.model.resources.roleBindings.type, {
+          uid: newChildUid(uid), parentUid: uid, identityUid: creator, roleUid: role.uid, createTime: time, updateTime: time,
+        }));
+      }
       return toResource(row, r);
     });
   }
@@ -121,6 +151,7 @@ export class Resources {
     const input = inputObject(body, r.fields);
     return this.store.em().transactional(async (tx) => {
       const row = await this.find(tx, r, uid);
+      this.refuseManaged(r, uid);
       const current = Object.fromEntries(Object.keys(r.fields).map((k) => [k, row[k]]).filter(([, v]) => v !== null && v !== undefined));
       const next = applyFieldMask(current, input, mask, r.fields);
       for (const [name, f] of Object.entries(r.fields)) {
@@ -131,6 +162,7 @@ export class Resources {
           throw invalidArgument([{ field: name, description: `${name} is required` }]);
         }
       }
+      await this.checkReferences(tx, r, next);
       for (const name of Object.keys(r.fields)) row[name] = next[name] ?? null;
       row.updateTime = now();
       return toResource(row, r);
@@ -140,6 +172,7 @@ export class Resources {
   async delete(r: ResourceModel, uid: string): Promise<void> {
     await this.store.em().transactional(async (tx) => {
       await this.find(tx, r, uid);
+      this.refuseManaged(r, uid);
       await this.deleteWithChildren(tx, r, uid);
     });
   }
@@ -202,6 +235,13 @@ export class Resources {
       const where = child.uid === 'parent' ? { uid } : { parentUid: uid };
       if (await tx.count(child.type, where) > 0) {
         violations.push({ type: 'RESOURCE_NOT_EMPTY', subject: uid, description: `cannot delete ${r.type.toLowerCase()} with child ${child.collection}` });
+      }
+    }
+    for (const other of Object.values(this.model.resources)) {
+      for (const [name, f] of Object.entries(other.fields)) {
+        if (f.references === r.collection && await tx.count(other.type, { [name]: uid }) > 0) {
+          violations.push({ type: 'RESOURCE_IN_USE', subject: uid, description: `cannot delete ${r.type.toLowerCase()} still referenced by ${other.collection}` });
+        }
       }
     }
     if (violations.length > 0) throw failedPrecondition(violations);

@@ -1,7 +1,8 @@
 // Koa middleware for each kind of route: read the request, validate, authorize, run the shared operation.
 import type { Context, Middleware } from 'koa';
 import { invalidArgument } from './errors.js';
-import type { Policy, Principal } from './authorization.js';
+import { isUidPath, parentOf } from './uid.js';
+import { isGroupScoped, type Policy, type Principal } from './authorization.js';
 import { parseListRequest } from './list-request.js';
 import type { ApiModel, EndpointModel, ResourceModel } from './model.js';
 import type { Resources } from './resources.js';
@@ -38,6 +39,10 @@ function pathParams(ctx: Context, names: string[]): Record<string, string> {
     } catch {
       throw invalidArgument([{ field: name, description: `${name} is not correctly percent-encoded` }]);
     }
+    // A malformed uid is refused before authorization: it names nothing, so refusing it reveals nothing.
+    if ((name === 'uid' || name === 'parent') && !isUidPath(out[name])) {
+      throw invalidArgument([{ field: name, description: `"${out[name]}" is not a uid (40 hex characters, then /16 hex per level)` }]);
+    }
   });
   return out;
 }
@@ -68,6 +73,19 @@ export function createRouteOperations(deps: { model: ApiModel; store: Store; res
     check(v, data);
   };
   const capability = (r: ResourceModel, op: keyof ResourceModel['operations']) => r.operations[op]!.capability;
+  /** The uid a capability is checked at; undefined means "in some group" (root records outside any group). */
+  const scopeOf = (r: ResourceModel, uid: string | undefined) =>
+    uid === undefined || !isGroupScoped(deps.model, r) || (r.publicRootRecords && !uid.includes('/')) ? undefined : uid;
+
+  /** No escalation: a record that grants a role needs a caller who already holds that role's capabilities there. */
+  const requireGrantable = async (ctx: Context, r: ResourceModel, data: Row, scope: string | undefined) => {
+    for (const [name, f] of Object.entries(r.fields)) {
+      if (!f.grantsRole || typeof data[name] !== 'string') continue;
+      const role = await deps.store.em().findOne(deps.model.resources.roles.type, { uid: data[name] }, { fields: ['capabilities'] }) as Row | null;
+      const caps = (role?.capabilities as string[] | null) ?? [];
+      if (caps.length > 0) await policy.requireCapability(principal(ctx), caps, scope);
+    }
+  };
 
   return {
     list: (r, names) => async (ctx) => {
@@ -75,47 +93,52 @@ export function createRouteOperations(deps: { model: ApiModel; store: Store; res
       const query = queryObject(ctx);
       validate('query', `${r.collection}.list`, query);
       const req = parseListRequest(query, r);
-      const scope = params.parent ?? req.hierarchy.childrenOf ?? req.hierarchy.descendantsOf;
-      await policy.requireCapability(principal(ctx), capability(r, 'list'), scope);
-      const result = await resources.list(r, req, params.parent !== undefined ? [{ parentUid: params.parent }] : []);
+      const visible = await policy.visibility(principal(ctx), capability(r, 'list'), r);
+      if (!visible) {
+        ctx.body = { [r.collection]: [], nextPageToken: '', totalCount: '0', skipped: req.skip };
+        return;
+      }
+      const result = await resources.list(r, req, [...visible, ...(params.parent !== undefined ? [{ parentUid: params.parent }] : [])]);
       ctx.body = { [r.collection]: result.items, nextPageToken: result.nextPageToken, totalCount: result.totalCount, skipped: result.skipped };
     },
     get: (r, names) => async (ctx) => {
       const { uid } = pathParams(ctx, names);
-      await policy.requireCapability(principal(ctx), capability(r, 'get'), uid);
+      await policy.requireCapability(principal(ctx), capability(r, 'get'), scopeOf(r, uid));
       ctx.body = await resources.get(r, uid);
     },
     create: (r, names) => async (ctx) => {
       const { parent } = pathParams(ctx, names);
       const data = body(ctx);
-      await policy.requireCapability(principal(ctx), capability(r, 'create'), parent);
+      await policy.requireCapability(principal(ctx), capability(r, 'create'), scopeOf(r, parent));
       validate('body', `${r.collection}.create`, data);
-      ctx.body = await resources.create(r, parent, data);
+      await requireGrantable(ctx, r, data, scopeOf(r, parent));
+      ctx.body = await resources.create(r, parent, data, principal(ctx).subject);
     },
     update: (r, names) => async (ctx) => {
       const { uid } = pathParams(ctx, names);
       const data = body(ctx);
-      await policy.requireCapability(principal(ctx), capability(r, 'update'), uid);
+      await policy.requireCapability(principal(ctx), capability(r, 'update'), scopeOf(r, uid));
       validate('body', `${r.collection}.update`, data);
+      await requireGrantable(ctx, r, data, scopeOf(r, parentOf(uid)));
       ctx.body = await resources.update(r, uid, data, updateMask(ctx));
     },
     delete: (r, names) => async (ctx) => {
       const { uid } = pathParams(ctx, names);
-      await policy.requireCapability(principal(ctx), capability(r, 'delete'), uid);
+      await policy.requireCapability(principal(ctx), capability(r, 'delete'), scopeOf(r, uid));
       await resources.delete(r, uid);
       ctx.body = {};
     },
     subresourceGet: (r, name) => async (ctx) => {
       const { uid } = pathParams(ctx, ['uid']);
       const s = r.subresources.find((x) => x.name === name)!;
-      await policy.requireCapability(principal(ctx), s.get.capability, uid);
+      await policy.requireCapability(principal(ctx), s.get.capability, scopeOf(r, uid));
       ctx.body = await resources.getSubresource(r, name, uid);
     },
     subresourceUpdate: (r, name) => async (ctx) => {
       const { uid } = pathParams(ctx, ['uid']);
       const s = r.subresources.find((x) => x.name === name)!;
       const data = body(ctx);
-      await policy.requireCapability(principal(ctx), s.update!.capability, uid);
+      await policy.requireCapability(principal(ctx), s.update!.capability, scopeOf(r, uid));
       validate('body', `${r.collection}.${name}.update`, data);
       ctx.body = await resources.updateSubresource(r, name, uid, data, updateMask(ctx));
     },

@@ -9,9 +9,11 @@ import type { EntitySchema } from '@mikro-orm/core';
 import type { createRouter as CreateRouter } from '../generated/routes.js';
 import { handlers } from '../handlers/index.js';
 import type { ApiModel } from './model.js';
-import { openPolicy } from './authorization.js';
-import type { Config } from './config.js';
+import { Policy } from './authorization.js';
+import { ensureBootstrap } from './bootstrap.js';
+import { defaultIssuer, type Config } from './config.js';
 import { createApp } from './http.js';
+import { TokenIssuer } from './issuer.js';
 import { PageToken } from './page-token.js';
 import { Resources } from './resources.js';
 import { createRouteOperations } from './route-operations.js';
@@ -55,6 +57,7 @@ export async function openResources(config: Config, generated: GeneratedParts): 
 
 export interface RunningServer {
   url: string;
+  issuer: TokenIssuer;
   close(): Promise<void>;
 }
 
@@ -62,18 +65,24 @@ export async function startServer(config: Config, generated?: GeneratedParts): P
   const parts = generated ?? await loadGenerated();
   const { model } = parts;
   const { store, resources } = await openResources(config, parts);
-  const ops = createRouteOperations({ model, store, resources, validators: loadValidators(parts.dir), policy: openPolicy });
+  await ensureBootstrap(store, model, config.dataDir);
+  const ops = createRouteOperations({ model, store, resources, validators: loadValidators(parts.dir), policy: new Policy(store, model) });
   const openapi = JSON.parse(readFileSync(join(parts.dir, 'openapi.json'), 'utf8'));
   const log = config.log ? (line: Record<string, unknown>) => process.stdout.write(`${JSON.stringify({ time: new Date().toISOString(), ...line })}\n`) : () => {};
-  const app = createApp({ model, router: parts.createRouter(ops, handlers), openapi, log });
+  let issuer: TokenIssuer | undefined;
+  const app = createApp({ model, router: parts.createRouter(ops, handlers), openapi, log, issuer: () => issuer! });
   const server: Server = await new Promise((resolve, reject) => {
     const s = app.listen(config.port, config.host, () => resolve(s));
     s.once('error', reject);
   });
   const { port } = server.address() as AddressInfo;
-  const host = config.host.includes(':') ? `[${config.host}]` : config.host;
+  // With PORT=0 the issuer URL is known only once listening.
+  const url = defaultIssuer({ ...config, port, issuerUrl: undefined });
+  const iss = config.issuerUrl ?? url;
+  issuer = await TokenIssuer.open(config.dataDir, iss, config.audience ?? iss);
   return {
-    url: `http://${host}:${port}`,
+    url,
+    issuer,
     close: async () => {
       await new Promise<void>((resolve) => { server.close(() => resolve()); server.closeIdleConnections(); });
       await store.close();

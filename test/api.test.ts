@@ -74,8 +74,10 @@ test('a missing resource is NOT_FOUND with ResourceInfo; a missing parent too', 
   assertError(r, 404, 5, 'NOT_FOUND');
   const info = r.body.details.find((d: any) => d['@type'] === 'type.googleapis.com/google.rpc.ResourceInfo');
   assert.is(info.resourceName, `${org}/0123456789abcdef`);
-  const noParent = await s.call('POST', `/registry/v2/repos/${'f'.repeat(40)}`, { name: 'x' });
+  const noParent = await s.call('POST', `/registry/v2/repos/${org}/0123456789abcdef`, { name: 'x' });
   assertError(noParent, 404, 5, 'NOT_FOUND');
+  const elsewhere = await s.call('POST', `/registry/v2/repos/${'f'.repeat(40)}`, { name: 'x' });
+  assertError(elsewhere, 403, 7, 'PERMISSION_DENIED');
   const badUid = await s.call('GET', '/registry/v2/repos/not-a-uid');
   assertError(badUid, 400, 3, 'INVALID_ARGUMENT');
 });
@@ -111,12 +113,15 @@ test('immutable fields cannot change; restating them is fine', async () => {
   assert.match(tag.body.uid, new RegExp(`^${repo.uid}/[0-9a-f]{16}$`));
   const { body: group } = await s.call('POST', `/iam/v2/groups/${org}`, { name: 'immutable' });
   const { body: role } = await s.call('POST', `/iam/v2/roles/${org}`, { name: 'r', capabilities: ['CAP_REPO_LIST'] });
-  const { body: binding } = await s.call('POST', `/iam/v2/roleBindings/${group.uid}`, { identityUid: 'id-1', roleUid: role.uid });
-  assert.is(binding.identityUid, 'id-1');
-  assertError(await s.call('PATCH', `/iam/v2/roleBindings/${binding.uid}`, { identityUid: 'id-2' }), 400, 3, 'INVALID_ARGUMENT');
-  const same = await s.call('PATCH', `/iam/v2/roleBindings/${binding.uid}`, { identityUid: 'id-1', roleUid: 'other' });
+  const { body: other } = await s.call('POST', `/iam/v2/roles/${org}`, { name: 'other', capabilities: ['CAP_TAG_LIST'] });
+  const { body: id1 } = await s.call('POST', `/iam/v2/identities/${org}`, { name: 'one' });
+  const { body: id2 } = await s.call('POST', `/iam/v2/identities/${org}`, { name: 'two' });
+  const { body: binding } = await s.call('POST', `/iam/v2/roleBindings/${group.uid}`, { identityUid: id1.uid, roleUid: role.uid });
+  assert.is(binding.identityUid, id1.uid);
+  assertError(await s.call('PATCH', `/iam/v2/roleBindings/${binding.uid}`, { identityUid: id2.uid }), 400, 3, 'INVALID_ARGUMENT');
+  const same = await s.call('PATCH', `/iam/v2/roleBindings/${binding.uid}`, { identityUid: id1.uid, roleUid: other.uid });
   assert.is(same.status, 200, JSON.stringify(same.body));
-  assert.is(same.body.roleUid, 'other');
+  assert.is(same.body.roleUid, other.uid);
 });
 
 test('list walks pages of 1 and 7 with no gaps, no duplicates, stable order, in every order and desc', async () => {

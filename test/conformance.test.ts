@@ -27,7 +27,7 @@ interface SuiteRun { status: number | null; stdout: string; report: { passed: nu
 
 async function runSuite(baseUrl: string, ...args: string[]): Promise<SuiteRun> {
   const json = join(s.dataDir, `report-${Date.now()}.json`);
-  const r = await runScript('scripts/conformance.ts', ['--base-url', baseUrl, '--json', json, ...args], {});
+  const r = await runScript('scripts/conformance.ts', ['--base-url', baseUrl, '--token', s.token, '--json', json, ...args], {});
   return { status: r.status, stdout: r.stdout + r.stderr, report: JSON.parse(readFileSync(json, 'utf8')) };
 }
 
@@ -72,7 +72,9 @@ async function defectProxy(rewrite: Rewrite): Promise<{ url: string; close: () =
     const body = Buffer.concat(chunks).toString();
     const plan = rewrite({ method: req.method!, url: req.url!, body });
     const upstream = await fetch(s.url + (plan.url ?? req.url), {
-      method: req.method, headers: { 'content-type': req.headers['content-type'] ?? 'application/json' }, body: body === '' ? undefined : body,
+      method: req.method,
+      headers: { 'content-type': req.headers['content-type'] ?? 'application/json', authorization: req.headers.authorization ?? '' },
+      body: body === '' ? undefined : body,
     });
     let status = upstream.status;
     let out: any = await upstream.text();

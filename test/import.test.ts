@@ -23,7 +23,7 @@ test('every sample file imports with a count, while the server runs', async () =
     ['images', 'samples/images.json'], ['documents', 'samples/documents.json'], ['vulnerabilityMetadata', 'samples/vulnerabilityMetadata.json'],
     ['resolvedVulnsReports', 'samples/resolvedVulnsReports.json'],
   ]) {
-    const r = await importFile(resource, file);
+    const r = await importFile(resource, file, '--parent', org);
     assert.is(r.status, 0, r.stderr);
     assert.match(r.stdout, new RegExp(`imported \\d+ ${resource}`));
   }

@@ -24,17 +24,26 @@ test('bad configuration is refused with one clear line', async () => {
   }
 });
 
-test('data survives a restart and SIGTERM shuts down cleanly', async () => {
-  const first = await spawnServer({ PORT: '0', DATA_DIR: dataDir });
-  const org = await (await fetch(`${first.url}/iam/v2/groups`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: '{"name":"persist"}' })).json();
-  const repo = await (await fetch(`${first.url}/registry/v2/repos/${org.uid}`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: '{"name":"kept"}' })).json();
+const env = { PORT: '0', DATA_DIR: dataDir, ISSUER_URL: 'http://issuer.test' };
+
+test('data survives a restart and SIGTERM shuts down cleanly; npm run token works with or without the server', async () => {
+  const first = await spawnServer(env);
+  const minted = await runScript('scripts/token.ts', [], env);
+  assert.is(minted.status, 0, minted.stderr);
+  assert.match(minted.stdout, /^[\w-]+\.[\w-]+\.[\w-]+\n$/, 'stdout is the token alone');
+  const headers = { 'content-type': 'application/json', authorization: `Bearer ${minted.stdout.trim()}` };
+  const org = await (await fetch(`${first.url}/iam/v2/groups`, { method: 'POST', headers, body: '{"name":"persist"}' })).json();
+  const repo = await (await fetch(`${first.url}/registry/v2/repos/${org.uid}`, { method: 'POST', headers, body: '{"name":"kept"}' })).json();
+  assert.ok(repo.uid, JSON.stringify(repo));
   first.child.kill('SIGTERM');
   assert.is(await exitOf(first.child), 0, first.output());
   assert.match(first.output(), /SIGTERM/);
 
-  const second = await spawnServer({ PORT: '0', DATA_DIR: dataDir });
+  const offline = await runScript('scripts/token.ts', [], env);
+  assert.is(offline.status, 0, offline.stderr);
+  const second = await spawnServer(env);
   try {
-    const got = await (await fetch(`${second.url}/registry/v2/repos/${repo.uid}`)).json();
+    const got = await (await fetch(`${second.url}/registry/v2/repos/${repo.uid}`, { headers: { authorization: `Bearer ${offline.stdout.trim()}` } })).json();
     assert.equal(got, repo);
   } finally {
     second.child.kill('SIGTERM');

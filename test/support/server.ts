@@ -3,6 +3,7 @@ import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { readConfig } from '../../runtime/config.js';
+import { readBootstrap, type Bootstrap } from '../../runtime/bootstrap.js';
 import { startServer, type GeneratedParts, type RunningServer } from '../../runtime/server.js';
 
 export interface Reply {
@@ -14,6 +15,12 @@ export interface Reply {
 export interface TestServer {
   url: string;
   dataDir: string;
+  /** a token of the owner made on first start */
+  token: string;
+  bootstrap: Bootstrap;
+  /** A really signed token of this server for any subject. */
+  mint(subject: string): Promise<string>;
+  /** A request as the owner, unless headers set another authorization (or none: '') */
   call(method: string, path: string, body?: unknown, headers?: Record<string, string>): Promise<Reply>;
   stop(): Promise<void>;
 }
@@ -21,11 +28,18 @@ export interface TestServer {
 export async function startTestServer(generated?: GeneratedParts): Promise<TestServer> {
   const dataDir = mkdtempSync(join(tmpdir(), 'platform-api-test-'));
   const server: RunningServer = await startServer(readConfig({ PORT: '0', HOST: '127.0.0.1', DATA_DIR: dataDir, LOG: 'off' }), generated);
+  const bootstrap = readBootstrap(dataDir)!;
+  const token = (await server.issuer.mint(bootstrap.owner)).token;
   return {
     url: server.url,
     dataDir,
+    token,
+    bootstrap,
+    mint: async (subject) => (await server.issuer.mint(subject)).token,
     async call(method, path, body, headers = {}) {
-      const init: RequestInit = { method, headers: { ...headers } };
+      const h: Record<string, string> = { authorization: `Bearer ${token}`, ...headers };
+      if (h.authorization === '') delete h.authorization;
+      const init: RequestInit = { method, headers: h };
       if (body !== undefined) {
         init.body = typeof body === 'string' ? body : JSON.stringify(body);
         (init.headers as Record<string, string>)['content-type'] ??= 'application/json';

@@ -1,0 +1,46 @@
+// First start: the built-in roles as root records, and on an empty database one organization with an owner.
+import { existsSync, readFileSync, writeFileSync } from 'node:fs';
+import { join } from 'node:path';
+import type { ApiModel } from './model.js';
+import { now, type Row } from './records.js';
+import type { Store } from './store.js';
+import { newChildUid, newRootUid } from './uid.js';
+
+export interface Bootstrap {
+  organization: string;
+  owner: string;
+}
+
+const fileOf = (dataDir: string) => join(dataDir, 'bootstrap.json');
+
+export function readBootstrap(dataDir: string): Bootstrap | undefined {
+  const file = fileOf(dataDir);
+  return existsSync(file) ? JSON.parse(readFileSync(file, 'utf8')) as Bootstrap : undefined;
+}
+
+/** Idempotent: built-in roles follow the spec on every start; the organization is made only once. */
+export async function ensureBootstrap(store: Store, model: ApiModel, dataDir: string): Promise<Bootstrap> {
+  const { groups, identities, roles, roleBindings } = model.resources;
+  return store.em().transactional(async (tx) => {
+    const time = now();
+    for (const role of model.roles) {
+      const row = await tx.findOne(roles.type, { uid: role.uid }) as Row | null;
+      const fields = { name: role.name, description: role.description, capabilities: role.capabilities };
+      if (row) Object.assign(row, fields);
+      else tx.persist(tx.create(roles.type, { uid: role.uid, parentUid: null, createTime: time, updateTime: time, ...fields }));
+    }
+    const existing = readBootstrap(dataDir);
+    if (existing) return existing;
+    const organization = newRootUid();
+    const owner = newRootUid();
+    const ownerRole = model.roles.find((r) => r.name === 'owner');
+    if (!ownerRole) throw new Error('the spec declares no built-in role "owner"');
+    tx.persist(tx.create(groups.type, { uid: organization, parentUid: null, name: 'default', description: 'Created on first start', createTime: time, updateTime: time }));
+    tx.persist(tx.create(identities.type, { uid: owner, parentUid: null, name: 'owner', description: 'Created on first start; get a token with npm run -s token', createTime: time, updateTime: time }));
+    tx.persist(tx.create(roleBindings.type, { uid: newChildUid(organization), parentUid: organization, identityUid: owner, roleUid: ownerRole.uid, createTime: time, updateTime: time }));
+    await tx.flush();
+    const result = { organization, owner };
+    writeFileSync(fileOf(dataDir), `${JSON.stringify(result, null, 2)}\n`, { flag: 'wx' });
+    return result;
+  });
+}

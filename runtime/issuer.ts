@@ -1,0 +1,112 @@
+// The server as its own OIDC issuer: ES256 signing keys kept in the data directory, tokens, JWKS, discovery.
+import { randomBytes } from 'node:crypto';
+import { existsSync, readFileSync, renameSync, statSync, writeFileSync } from 'node:fs';
+import { join } from 'node:path';
+import { createLocalJWKSet, errors, exportJWK, generateKeyPair, importJWK, jwtVerify, SignJWT, type JWK } from 'jose';
+import { unauthenticated } from './errors.js';
+
+/** Tokens last at most this long. */
+export const maxTokenSeconds = 3600;
+
+interface StoredKey { kid: string; createdAt: string; privateJwk: JWK; publicJwk: JWK }
+
+async function newKey(): Promise<StoredKey> {
+  const { privateKey, publicKey } = await generateKeyPair('ES256', { extractable: true });
+  const kid = randomBytes(8).toString('hex');
+  return {
+    kid, createdAt: new Date().toISOString(),
+    privateJwk: { ...(await exportJWK(privateKey)), kid, alg: 'ES256', use: 'sig' },
+    publicJwk: { ...(await exportJWK(publicKey)), kid, alg: 'ES256', use: 'sig' },
+  };
+}
+
+export class TokenIssuer {
+  private keys: StoredKey[] = [];
+  private loadedAt = 0;
+
+  private constructor(private readonly file: string, readonly issuer: string, readonly audience: string) {}
+
+  /** Opens the key file of dataDir, creating the first key if there is none. */
+  static async open(dataDir: string, issuer: string, audience: string): Promise<TokenIssuer> {
+    const t = new TokenIssuer(join(dataDir, 'signing-keys.json'), issuer, audience);
+    if (!existsSync(t.file)) {
+      try {
+        writeFileSync(t.file, JSON.stringify([await newKey()], null, 2), { mode: 0o600, flag: 'wx' });
+      } catch (e) {
+        // Another process (the token CLI, a second server) created it first: use theirs.
+        if ((e as NodeJS.ErrnoException).code !== 'EEXIST') throw e;
+      }
+    }
+    t.reload();
+    return t;
+  }
+
+  /** Picks up keys rotated by another process; a stat per call, a read only when the file changed. */
+  private reload(): void {
+    const m = statSync(this.file).mtimeMs;
+    if (m === this.loadedAt) return;
+    this.keys = JSON.parse(readFileSync(this.file, 'utf8')) as StoredKey[];
+    this.loadedAt = m;
+  }
+
+  /** Adds a new signing key. Older keys stay published until every token they signed has expired. */
+  async rotate(now = Date.now()): Promise<string> {
+    this.reload();
+    const key = await newKey();
+    const keep = this.keys.filter((k, i) => {
+      const successor = this.keys[i + 1];
+      return !successor || now - Date.parse(successor.createdAt) < maxTokenSeconds * 1000;
+    });
+    const tmp = `${this.file}.${process.pid}.tmp`;
+    writeFileSync(tmp, JSON.stringify([...keep, key], null, 2), { mode: 0o600 });
+    renameSync(tmp, this.file);
+    this.reload();
+    return key.kid;
+  }
+
+  jwks(): { keys: JWK[] } {
+    this.reload();
+    return { keys: this.keys.map((k) => k.publicJwk) };
+  }
+
+  discovery(): Record<string, unknown> {
+    return {
+      issuer: this.issuer,
+      jwks_uri: `${this.issuer}/.well-known/jwks.json`,
+      token_endpoint: `${this.issuer}/sts/exchange`,
+      response_types_supported: ['id_token'],
+      subject_types_supported: ['public'],
+      id_token_signing_alg_values_supported: ['ES256'],
+    };
+  }
+
+  async mint(subject: string, ttlSeconds = maxTokenSeconds, audience = this.audience): Promise<{ token: string; expiry: string }> {
+    this.reload();
+    const key = this.keys[this.keys.length - 1];
+    const now = Math.floor(Date.now() / 1000);
+    const exp = now + Math.min(ttlSeconds, maxTokenSeconds);
+    const token = await new SignJWT({})
+      .setProtectedHeader({ alg: 'ES256', kid: key.kid, typ: 'JWT' })
+      .setIssuer(this.issuer).setSubject(subject).setAudience(audience)
+      .setIssuedAt(now).setExpirationTime(exp)
+      .sign(await importJWK(key.privateJwk, 'ES256'));
+    return { token, expiry: new Date(exp * 1000).toISOString() };
+  }
+
+  /** The subject of a valid token of ours; UNAUTHENTICATED saying what is wrong otherwise. */
+  async verify(token: string): Promise<string> {
+    try {
+      const { payload } = await jwtVerify(token, createLocalJWKSet(this.jwks()), { issuer: this.issuer, audience: this.audience, algorithms: ['ES256'] });
+      if (typeof payload.sub !== 'string' || payload.sub === '') throw unauthenticated('the token has no subject');
+      if (payload.exp === undefined) throw unauthenticated('the token has no expiry');
+      return payload.sub;
+    } catch (e) {
+      if (e instanceof errors.JWTExpired) throw unauthenticated('the token has expired');
+      if (e instanceof errors.JWTClaimValidationFailed) throw unauthenticated(`the token's ${e.claim} claim is not accepted here`);
+      if (e instanceof errors.JWSSignatureVerificationFailed) throw unauthenticated('the token signature does not verify');
+      if (e instanceof errors.JWKSNoMatchingKey) throw unauthenticated('the token was not signed by a key of this server');
+      if (e instanceof errors.JOSEError) throw unauthenticated('the token is malformed');
+      throw e;
+    }
+  }
+}

@@ -1,0 +1,38 @@
+// npm run -s token [-- --identity UID] [--ttl SECONDS]: prints a token (and nothing else) for the owner made on
+// first start, or for any identity. Reads DATA_DIR; works whether or not the server runs.
+import { parseArgs } from 'node:util';
+import { readBootstrap } from '../runtime/bootstrap.js';
+import { ConfigError, defaultIssuer, readConfig } from '../runtime/config.js';
+import { TokenIssuer, maxTokenSeconds } from '../runtime/issuer.js';
+import { loadGenerated, openResources } from '../runtime/server.js';
+
+class TokenError extends Error {}
+
+async function main(): Promise<void> {
+  const { values } = parseArgs({ options: { identity: { type: 'string' }, ttl: { type: 'string', default: String(maxTokenSeconds) } } });
+  const config = readConfig();
+  const ttl = Number(values.ttl);
+  if (!Number.isInteger(ttl) || ttl <= 0 || ttl > maxTokenSeconds) throw new TokenError(`--ttl must be 1 to ${maxTokenSeconds} seconds`);
+  let subject = values.identity;
+  if (subject === undefined) {
+    const bootstrap = readBootstrap(config.dataDir);
+    if (!bootstrap) throw new TokenError(`no server has started with DATA_DIR=${config.dataDir} yet: run npm start once, or pass --identity UID`);
+    subject = bootstrap.owner;
+  } else {
+    const generated = await loadGenerated();
+    const { store } = await openResources({ ...config, log: false }, generated);
+    try {
+      const found = await store.em().count(generated.model.resources.identities.type, { uid: subject });
+      if (found === 0) throw new TokenError(`no identity ${subject} in ${config.databaseFile}`);
+    } finally {
+      await store.close();
+    }
+  }
+  const issuer = await TokenIssuer.open(config.dataDir, defaultIssuer(config), config.audience ?? defaultIssuer(config));
+  process.stdout.write(`${(await issuer.mint(subject, ttl)).token}\n`);
+}
+
+main().catch((e) => {
+  console.error(`token: ${e instanceof TokenError || e instanceof ConfigError ? e.message : e instanceof Error ? e.message : String(e)}`);
+  process.exit(1);
+});

@@ -1,0 +1,211 @@
+// Access control over real HTTP with really signed tokens: who may do what where, and the 401 cases.
+import { SignJWT, generateKeyPair } from 'jose';
+import { test } from 'uvu';
+import * as assert from 'uvu/assert';
+import { startTestServer, type Reply, type TestServer } from './support/server.js';
+
+let s: TestServer;
+let org: string;
+const roleUid: Record<string, string> = {};
+const token: Record<string, string> = {};
+let team: string;
+let otherTeam: string;
+
+const as = (who: string) => ({ authorization: who === 'nobody' ? '' : `Bearer ${token[who]}` });
+
+async function identity(parent: string, name: string): Promise<string> {
+  const r = await s.call('POST', `/iam/v2/identities/${parent}`, { name });
+  assert.is(r.status, 200, JSON.stringify(r.body));
+  return r.body.uid;
+}
+
+async function bind(group: string, identityUid: string, role: string) {
+  const r = await s.call('POST', `/iam/v2/roleBindings/${group}`, { identityUid, roleUid: roleUid[role] });
+  assert.is(r.status, 200, JSON.stringify(r.body));
+}
+
+test.before(async () => {
+  s = await startTestServer();
+  org = s.bootstrap.organization;
+  const roles = await s.call('GET', '/iam/v2/roles?page_size=200');
+  for (const r of roles.body.roles) roleUid[r.name] = r.uid;
+  team = (await s.call('POST', `/iam/v2/groups/${org}`, { name: 'team' })).body.uid;
+  otherTeam = (await s.call('POST', `/iam/v2/groups/${org}`, { name: 'other team' })).body.uid;
+  for (const [who, role, where] of [['editor', 'editor', org], ['viewer', 'viewer', org], ['teamOwner', 'owner', team]] as const) {
+    const id = await identity(who === 'teamOwner' ? team : org, who.toLowerCase());
+    await bind(where, id, role);
+    token[who] = await s.mint(id);
+  }
+  token.unbound = await s.mint(await identity(org, 'unbound'));
+  token.owner = s.token;
+});
+test.after(async () => s.stop());
+
+function expectCode(r: Reply, status: number, code: number, what: string) {
+  assert.is(r.status, status, `${what}: ${JSON.stringify(r.body)}`);
+  assert.is(r.body.code, code, what);
+  assert.is(r.body.details.filter((d: any) => d['@type'] === 'type.googleapis.com/google.rpc.ErrorInfo').length, 1);
+}
+
+test('built-in roles are root records, listed to everyone who may list roles, and cannot change', async () => {
+  for (const name of ['owner', 'editor', 'viewer', 'registry.pull', 'registry.push']) assert.match(roleUid[name] ?? '', /^[0-9a-f]{40}$/, name);
+  const viewerList = await s.call('GET', '/iam/v2/roles?page_size=200', undefined, as('viewer'));
+  assert.ok(viewerList.body.roles.some((r: any) => r.name === 'owner'));
+  const owner = viewerList.body.roles.find((r: any) => r.name === 'owner');
+  assert.ok(owner.capabilities.includes('CAP_IAM_ROLE_BINDINGS_CREATE'));
+  assert.ok(!viewerList.body.roles.find((r: any) => r.name === 'viewer').capabilities.includes('CAP_REPO_CREATE'));
+  const got = await s.call('GET', `/iam/v2/roles/${roleUid.viewer}`, undefined, as('viewer'));
+  assert.is(got.status, 200, JSON.stringify(got.body));
+  expectCode(await s.call('DELETE', `/iam/v2/roles/${roleUid.viewer}`), 400, 9, 'deleting a built-in role');
+  expectCode(await s.call('PATCH', `/iam/v2/roles/${roleUid.viewer}`, { description: 'mine' }), 400, 9, 'editing a built-in role');
+});
+
+test('custom roles need a capability and cannot be deleted while bound', async () => {
+  expectCode(await s.call('POST', `/iam/v2/roles/${org}`, { name: 'empty', capabilities: [] }), 400, 3, 'a role without capabilities');
+  const role = (await s.call('POST', `/iam/v2/roles/${org}`, { name: 'puller', capabilities: ['CAP_REPO_LIST'] })).body;
+  const id = await identity(org, 'bound');
+  const binding = (await s.call('POST', `/iam/v2/roleBindings/${org}`, { identityUid: id, roleUid: role.uid })).body;
+  const refused = await s.call('DELETE', `/iam/v2/roles/${role.uid}`);
+  expectCode(refused, 400, 9, 'deleting a bound role');
+  assert.match(refused.body.message, /still referenced by roleBindings/);
+  assert.is((await s.call('DELETE', `/iam/v2/roleBindings/${binding.uid}`)).status, 200);
+  assert.is((await s.call('DELETE', `/iam/v2/roles/${role.uid}`)).status, 200);
+  expectCode(await s.call('POST', `/iam/v2/roleBindings/${org}`, { identityUid: id, roleUid: 'f'.repeat(40) }), 400, 3, 'a binding to no role');
+});
+
+test('permission matrix: create, get, list, update, delete of repos and groups', async () => {
+  const repo = (await s.call('POST', `/registry/v2/repos/${team}`, { name: 'matrix' })).body;
+  const cases: [string, string, string, unknown, number][] = [
+    // who, method, path, body, expected status
+    ['editor', 'POST', `/registry/v2/repos/${team}`, { name: 'by-editor' }, 200],
+    ['viewer', 'POST', `/registry/v2/repos/${team}`, { name: 'by-viewer' }, 403],
+    ['teamOwner', 'POST', `/registry/v2/repos/${team}`, { name: 'by-team-owner' }, 200],
+    ['teamOwner', 'POST', `/registry/v2/repos/${otherTeam}`, { name: 'elsewhere' }, 403],
+    ['teamOwner', 'POST', `/registry/v2/repos/${org}`, { name: 'above' }, 403],
+    ['unbound', 'POST', `/registry/v2/repos/${team}`, { name: 'x' }, 403],
+    ['viewer', 'GET', `/registry/v2/repos/${repo.uid}`, undefined, 200],
+    ['teamOwner', 'GET', `/registry/v2/repos/${repo.uid}`, undefined, 200],
+    ['unbound', 'GET', `/registry/v2/repos/${repo.uid}`, undefined, 403],
+    ['viewer', 'PATCH', `/registry/v2/repos/${repo.uid}`, { description: 'no' }, 403],
+    ['editor', 'PATCH', `/registry/v2/repos/${repo.uid}`, { description: 'yes' }, 200],
+    ['editor', 'POST', `/iam/v2/groups/${team}`, { name: 'sub' }, 403],
+    ['teamOwner', 'POST', `/iam/v2/groups/${team}`, { name: 'sub' }, 200],
+    ['viewer', 'DELETE', `/registry/v2/repos/${repo.uid}`, undefined, 403],
+    ['editor', 'DELETE', `/iam/v2/groups/${otherTeam}`, undefined, 403],
+    ['teamOwner', 'DELETE', `/registry/v2/repos/${repo.uid}`, undefined, 200],
+  ];
+  for (const [who, method, path, body, status] of cases) {
+    const r = await s.call(method, path, body, as(who));
+    assert.is(r.status, status, `${who} ${method} ${path}: ${JSON.stringify(r.body)}`);
+    if (status === 403) expectCode(r, 403, 7, `${who} ${method} ${path}`);
+  }
+});
+
+test('permission is checked before existence', async () => {
+  const missing = `${otherTeam}/0123456789abcdef`;
+  expectCode(await s.call('GET', `/registry/v2/repos/${missing}`, undefined, as('teamOwner')), 403, 7, 'a missing repo where the caller has no access');
+  expectCode(await s.call('GET', `/registry/v2/repos/${missing}`, undefined, as('viewer')), 404, 5, 'a missing repo where the caller has access');
+});
+
+test('lists show only what the caller may list, with pagination and totalCount computed in the query', async () => {
+  for (let i = 0; i < 5; i++) await s.call('POST', `/registry/v2/repos/${team}`, { name: `team-${i}` });
+  for (let i = 0; i < 4; i++) await s.call('POST', `/registry/v2/repos/${otherTeam}`, { name: `other-${i}` });
+  const teamCount = Number((await s.call('GET', `/registry/v2/repos?uidp.descendants_of=${team}`)).body.totalCount);
+  const all = Number((await s.call('GET', '/registry/v2/repos')).body.totalCount);
+  const seen: string[] = [];
+  let pageToken = '';
+  do {
+    const r = await s.call('GET', `/registry/v2/repos?page_size=2${pageToken ? `&page_token=${pageToken}` : ''}`, undefined, as('teamOwner'));
+    assert.is(r.status, 200);
+    assert.is(r.body.totalCount, String(teamCount), 'totalCount counts only visible repos');
+    seen.push(...r.body.repos.map((x: any) => x.uid));
+    pageToken = r.body.nextPageToken;
+  } while (pageToken);
+  assert.is(seen.length, teamCount);
+  assert.ok(seen.every((u) => u.startsWith(`${team}/`)));
+  const viewer = await s.call('GET', '/registry/v2/repos', undefined, as('viewer'));
+  assert.is(viewer.body.totalCount, String(all), 'an org viewer sees every repo in the org');
+  const unbound = await s.call('GET', '/registry/v2/repos', undefined, as('unbound'));
+  assert.equal(unbound.body, { repos: [], nextPageToken: '', totalCount: '0', skipped: 0 });
+  const groups = await s.call('GET', '/iam/v2/groups', undefined, as('teamOwner'));
+  assert.ok(groups.body.groups.every((g: any) => g.uid === team || g.uid.startsWith(`${team}/`)), 'no view of the organization above');
+});
+
+test('an identity created and bound under a subgroup cannot see the root group registry', async () => {
+  const rootRepo = (await s.call('POST', `/registry/v2/repos/${org}`, { name: 'root-registry' })).body;
+  const list = await s.call('GET', `/registry/v2/repos?uidp.children_of=${org}`, undefined, as('teamOwner'));
+  assert.is(list.body.totalCount, '0');
+  expectCode(await s.call('GET', `/registry/v2/repos/${rootRepo.uid}`, undefined, as('teamOwner')), 403, 7, 'the root registry');
+});
+
+test('no escalation: a binding cannot grant capabilities the caller lacks there', async () => {
+  const editorRole = (await s.call('POST', `/iam/v2/roles/${team}`, { name: 'team editor', capabilities: ['CAP_REPO_LIST', 'CAP_REPO_CREATE'] })).body;
+  const newcomer = await identity(team, 'newcomer');
+  const ok = await s.call('POST', `/iam/v2/roleBindings/${team}`, { identityUid: newcomer, roleUid: editorRole.uid }, as('teamOwner'));
+  assert.is(ok.status, 200, JSON.stringify(ok.body));
+  const escalate = await s.call('POST', `/iam/v2/roleBindings/${team}`, { identityUid: newcomer, roleUid: roleUid.owner }, as('teamOwner'));
+  assert.is(escalate.status, 200, 'an owner of the team may grant owner in the team');
+  const limited = (await s.call('POST', `/iam/v2/roles/${team}`, { name: 'binder', capabilities: ['CAP_IAM_ROLE_BINDINGS_CREATE', 'CAP_REPO_LIST'] })).body;
+  const binder = await identity(team, 'binder');
+  await s.call('POST', `/iam/v2/roleBindings/${team}`, { identityUid: binder, roleUid: limited.uid });
+  const binderToken = await s.mint(binder);
+  const denied = await s.call('POST', `/iam/v2/roleBindings/${team}`, { identityUid: binder, roleUid: roleUid.owner }, { authorization: `Bearer ${binderToken}` });
+  expectCode(denied, 403, 7, 'granting owner without holding its capabilities');
+  const allowed = await s.call('POST', `/iam/v2/roleBindings/${team}`, { identityUid: newcomer, roleUid: limited.uid }, { authorization: `Bearer ${binderToken}` });
+  assert.is(allowed.status, 200, 'granting a role whose capabilities the caller holds');
+});
+
+test('every kind of bad credential is 401 UNAUTHENTICATED with an ErrorInfo', async () => {
+  const good = s.token;
+  const payload = JSON.parse(Buffer.from(good.split('.')[1], 'base64url').toString());
+  const { privateKey } = await generateKeyPair('ES256');
+  const forge = (claims: Record<string, unknown>, key = privateKey) =>
+    new SignJWT({ ...payload, ...claims }).setProtectedHeader({ alg: 'ES256', kid: JSON.parse(Buffer.from(good.split('.')[0], 'base64url').toString()).kid }).sign(key);
+  const cases: [string, Record<string, string>, RegExp][] = [
+    ['missing', { authorization: '' }, /bearer token is required/],
+    ['not bearer', { authorization: `Basic ${good}` }, /Bearer <token>/],
+    ['malformed', { authorization: 'Bearer not.a.jwt' }, /malformed/],
+    ['bad signature', { authorization: `Bearer ${await forge({})}` }, /signature/],
+    ['tampered', { authorization: `Bearer ${good.slice(0, -4)}AAAA` }, /signature|malformed/],
+  ];
+  for (const [what, headers, message] of cases) {
+    const r = await s.call('GET', '/registry/v2/repos', undefined, headers);
+    expectCode(r, 401, 16, what);
+    assert.match(r.body.message, message, what);
+  }
+  assert.is((await s.call('GET', '/ping/v2/ping', undefined, { authorization: '' })).status, 200, 'ping needs no token');
+  assert.is((await s.call('GET', '/.well-known/jwks.json', undefined, { authorization: '' })).status, 200);
+  const discovery = await s.call('GET', '/.well-known/openid-configuration', undefined, { authorization: '' });
+  assert.is(discovery.body.issuer, s.url);
+});
+
+test('expired, wrong-audience and wrong-issuer tokens of our own key are refused', async () => {
+  const { importJWK } = await import('jose');
+  const keys = JSON.parse((await import('node:fs')).readFileSync(`${s.dataDir}/signing-keys.json`, 'utf8'));
+  const key = await importJWK(keys[keys.length - 1].privateJwk, 'ES256');
+  const sign = (iss: string, aud: string, exp: number) => new SignJWT({}).setProtectedHeader({ alg: 'ES256', kid: keys[keys.length - 1].kid })
+    .setIssuer(iss).setAudience(aud).setSubject(s.bootstrap.owner).setIssuedAt(exp - 60).setExpirationTime(exp).sign(key);
+  const now = Math.floor(Date.now() / 1000);
+  const valid = await sign(s.url, s.url, now + 600);
+  assert.is((await s.call('GET', '/registry/v2/repos', undefined, { authorization: `Bearer ${valid}` })).status, 200, 'the control case passes');
+  for (const [what, t, message] of [
+    ['expired', await sign(s.url, s.url, now - 10), /expired/],
+    ['wrong audience', await sign(s.url, 'https://elsewhere', now + 600), /aud/],
+    ['wrong issuer', await sign('https://elsewhere', s.url, now + 600), /iss/],
+  ] as const) {
+    const r = await s.call('GET', '/registry/v2/repos', undefined, { authorization: `Bearer ${t}` });
+    expectCode(r, 401, 16, what);
+    assert.match(r.body.message, message, what);
+  }
+});
+
+test('the creator of an organization becomes its owner', async () => {
+  const created = await s.call('POST', '/iam/v2/groups', { name: 'second org' }, as('teamOwner'));
+  assert.is(created.status, 200, JSON.stringify(created.body));
+  const repo = await s.call('POST', `/registry/v2/repos/${created.body.uid}`, { name: 'mine' }, as('teamOwner'));
+  assert.is(repo.status, 200, JSON.stringify(repo.body));
+  expectCode(await s.call('GET', `/iam/v2/groups/${created.body.uid}`, undefined, as('editor')), 403, 7, 'another org');
+  expectCode(await s.call('POST', '/iam/v2/groups', { name: 'nope' }, as('viewer')), 403, 7, 'a viewer creating an organization');
+});
+
+test.run();
