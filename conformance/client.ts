@@ -18,12 +18,20 @@ export class ConformanceFailure extends Error {
 export class Skip extends Error {}
 
 export class Client {
-  constructor(readonly baseUrl: string, private readonly token?: () => Promise<string | undefined>) {}
+  constructor(
+    readonly baseUrl: string,
+    private readonly token?: () => Promise<string | undefined>,
+    /** a token of an identity without capabilities under the suite's group, for the 403 rules */
+    readonly lowPrivilegeToken?: string,
+  ) {}
 
   async call(method: string, path: string, body?: unknown, headers: Record<string, string> = {}): Promise<Exchange> {
     const h: Record<string, string> = { accept: 'application/json', ...headers };
-    const token = await this.token?.();
-    if (token) h.authorization = `Bearer ${token}`;
+    // An authorization header given by the rule wins; '' sends none.
+    if (h.authorization === undefined) {
+      const token = await this.token?.();
+      if (token) h.authorization = `Bearer ${token}`;
+    } else if (h.authorization === '') delete h.authorization;
     let payload: string | undefined;
     if (body !== undefined) {
       payload = typeof body === 'string' ? body : JSON.stringify(body);

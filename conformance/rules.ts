@@ -361,6 +361,33 @@ export const apiRuleChecks: Record<string, (fx: Fixture) => Promise<void>> = {
   },
 };
 
+const withoutToken = { authorization: '' };
+
+Object.assign(apiRuleChecks, {
+  'api/no-token-unauthenticated': async (fx: Fixture) => {
+    const groups = fx.resource('groups');
+    const x = await fx.client.call('GET', `${groups.base}/${fx.root}`, undefined, withoutToken);
+    if (x.status === 200) throw new Skip('the target answers without a token (no access control)');
+    expectError(x, 16, 'UNAUTHENTICATED');
+  },
+  'api/bad-token-unauthenticated': async (fx: Fixture) => {
+    const groups = fx.resource('groups');
+    const forged = `${Buffer.from('{"alg":"ES256","typ":"JWT"}').toString('base64url')}.${Buffer.from('{"sub":"x"}').toString('base64url')}.c2lnbmF0dXJl`;
+    const x = await fx.client.call('GET', `${groups.base}/${fx.root}`, undefined, { authorization: `Bearer ${forged}` });
+    if (x.status === 200) throw new Skip('the target answers a forged token (no access control)');
+    expectError(x, 16, 'UNAUTHENTICATED');
+  },
+  'api/low-privilege-permission-denied': async (fx: Fixture) => {
+    if (!fx.client.lowPrivilegeToken) throw new Skip('run with --low-privilege-token to check 403s');
+    const groups = fx.resource('groups');
+    const auth = { authorization: `Bearer ${fx.client.lowPrivilegeToken}` };
+    const create = await fx.client.call('POST', `${groups.base}/${fx.root}`, { name: 'not-allowed' }, auth);
+    if (create.status === 200 && create.body?.uid) fx.created.push({ base: groups.base, uid: create.body.uid });
+    expectError(create, 7, 'PERMISSION_DENIED');
+    expectError(await fx.client.call('GET', `${groups.base}/${missingUid(fx)}`, undefined, auth), 7, 'PERMISSION_DENIED');
+  },
+});
+
 export function ruleFor(rule: string): { fn: RuleFn; arg: string } | undefined {
   if (resourceRules[rule]) return { fn: resourceRules[rule], arg: '' };
   for (const [pattern, fn] of Object.entries(resourceRules)) {

@@ -122,7 +122,10 @@ function rulesOf(p: ResourcePlan): string[] {
 }
 
 /** Cross-cutting rules, checked once per implementation. */
-export const apiRules = ['api/unknown-route-not-found', 'api/malformed-json-invalid-argument', 'api/error-body-shape'];
+export const apiRules = [
+  'api/unknown-route-not-found', 'api/malformed-json-invalid-argument', 'api/error-body-shape',
+  'api/no-token-unauthenticated', 'api/bad-token-unauthenticated', 'api/low-privilege-permission-denied',
+];
 
 export function emitConformancePlan(model: ApiModel): ConformancePlan {
   const problems: string[] = [];

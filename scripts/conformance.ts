@@ -1,4 +1,4 @@
-// npm run conformance -- --base-url URL [--token T | --token-command CMD] [--parent GROUP_UID]
+// npm run conformance -- --base-url URL [--token T | --token-command CMD] [--low-privilege-token T] [--parent GROUP_UID]
 //   [--filter GLOB]... [--skip-file FILE] [--json FILE] [--plan FILE] [--wait SECONDS]
 // Checks any implementation of the API against the rules generated from spec/.
 import { execSync } from 'node:child_process';
@@ -28,7 +28,7 @@ async function waitForTarget(baseUrl: string, seconds: number): Promise<void> {
 async function main(): Promise<number> {
   const { values } = parseArgs({
     options: {
-      'base-url': { type: 'string' }, token: { type: 'string' }, 'token-command': { type: 'string' },
+      'base-url': { type: 'string' }, token: { type: 'string' }, 'token-command': { type: 'string' }, 'low-privilege-token': { type: 'string' },
       parent: { type: 'string' }, filter: { type: 'string', multiple: true }, 'skip-file': { type: 'string' },
       json: { type: 'string' }, plan: { type: 'string', default: 'generated/conformance/plan.json' }, wait: { type: 'string', default: '30' },
     },
@@ -54,7 +54,7 @@ async function main(): Promise<number> {
   await waitForTarget(baseUrl, Number(values.wait));
   const started = Date.now();
   const results = await runConformance({
-    client: new Client(baseUrl, tokenSource), plan, parent: values.parent, only: values.filter ?? [], known,
+    client: new Client(baseUrl, tokenSource, values['low-privilege-token']), plan, parent: values.parent, only: values.filter ?? [], known,
     progress: (line) => console.log(line),
   });
   const failed = results.filter((r) => r.status === 'failed');

@@ -33,8 +33,12 @@ async function runSuite(baseUrl: string, ...args: string[]): Promise<SuiteRun> {
 
 test('our server passes the whole suite, and the suite leaves no data behind', async () => {
   const before = (await s.call('GET', '/iam/v2/groups')).body.totalCount;
-  const run = await runSuite(s.url);
+  const { body: nobody } = await s.call('POST', `/iam/v2/identities/${s.bootstrap.organization}`, { name: 'nobody' });
+  const run = await runSuite(s.url, '--low-privilege-token', await s.mint(nobody.uid));
   assert.is(run.status, 0, run.stdout);
+  for (const rule of ['api/no-token-unauthenticated', 'api/bad-token-unauthenticated', 'api/low-privilege-permission-denied']) {
+    assert.is(run.report.results.find((r) => r.name === rule)?.status, 'passed', rule);
+  }
   assert.is(run.report.failed, 0);
   assert.ok(run.report.passed > 250, `passed ${run.report.passed}`);
   assert.match(run.stdout, /^\d+ passed, 0 failed, \d+ skipped$/m);
@@ -42,6 +46,7 @@ test('our server passes the whole suite, and the suite leaves no data behind', a
   assert.equal(skipped, [], 'the sample data gives every read-only rule something to check');
   assert.is((await s.call('GET', '/iam/v2/groups')).body.totalCount, before);
   assert.is((await s.call('GET', '/registry/v2/repos')).body.totalCount, '0');
+  await s.call('DELETE', `/iam/v2/identities/${nobody.uid}`);
 });
 
 test('--filter, --parent and --skip-file narrow the run', async () => {
