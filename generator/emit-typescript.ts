@@ -80,9 +80,10 @@ export function emitRouter(model: ApiModel, routes: Route[]): string {
     f.addImportDeclaration({ namedImports: ['RouteOperations', 'HandlerContext'], moduleSpecifier: '../runtime/route-operations.js', isTypeOnly: true });
     f.addImportDeclaration({ namedImports: ['apiModel'], moduleSpecifier: './model.js' });
 
+    const presenters = (domain: string) => Object.values(model.resources).filter((r) => r.domain === domain && r.presenter);
     for (const domain of model.domains) {
       const endpoints = model.endpoints.filter((e) => e.domain === domain);
-      if (endpoints.length === 0) continue;
+      if (endpoints.length === 0 && presenters(domain).length === 0) continue;
       for (const e of endpoints) {
         const params = [...e.path.matchAll(/\{(\w+)\*?\}/g)].map((m) => requestParam(m[1]));
         const query = objectType(e.query, false).slice(2, -2);
@@ -93,14 +94,22 @@ export function emitRouter(model: ApiModel, routes: Route[]): string {
       f.addInterface({
         isExported: true, name: `${cap(domain)}Handlers`,
         docs: [`Hand-written behaviour of the ${domain} domain (handlers/${domain}.ts).`],
-        methods: endpoints.map((e) => ({
-          name: e.name,
-          parameters: [{ name: 'request', type: `${cap(e.name)}Request` }, { name: 'context', type: 'HandlerContext' }],
-          returnType: `Promise<${cap(e.name)}Response>`,
-        })),
+        methods: [
+          ...endpoints.map((e) => ({
+            name: e.name,
+            parameters: [{ name: 'request', type: `${cap(e.name)}Request` }, { name: 'context', type: 'HandlerContext' }],
+            returnType: `Promise<${cap(e.name)}Response>`,
+          })),
+          ...presenters(domain).map((r) => ({
+            name: r.presenter!,
+            docs: [`Shapes ${r.collection} records (as stored, in JSON form) for every response that returns them.`],
+            parameters: [{ name: 'records', type: 'Record<string, unknown>[]' }, { name: 'context', type: 'HandlerContext' }],
+            returnType: 'Promise<Record<string, unknown>[]>',
+          })),
+        ],
       });
     }
-    const withHandlers = model.domains.filter((d) => model.endpoints.some((e) => e.domain === d));
+    const withHandlers = model.domains.filter((d) => model.endpoints.some((e) => e.domain === d) || presenters(d).length > 0);
     f.addInterface({
       isExported: true, name: 'Handlers',
       properties: withHandlers.map((d) => ({ name: d, type: `${cap(d)}Handlers` })),
@@ -118,8 +127,11 @@ export function emitRouter(model: ApiModel, routes: Route[]): string {
         }
         case 'subresourceGet': case 'subresourceUpdate':
           return `router.${method}(${pattern}, ops.${route.kind}(apiModel.resources.${route.resource!.collection}, ${JSON.stringify(route.subresource)}));`;
-        default:
-          return `router.${method}(${pattern}, ops.${route.kind}(apiModel.resources.${route.resource!.collection}, ${params}));`;
+        default: {
+          const r = route.resource!;
+          const present = r.presenter && route.kind !== 'delete' ? `, (records, context) => handlers.${r.domain}.${r.presenter}(records, context)` : '';
+          return `router.${method}(${pattern}, ops.${route.kind}(apiModel.resources.${r.collection}, ${params}${present}));`;
+        }
       }
     });
     f.addFunction({

@@ -67,6 +67,8 @@ export interface ResourceModel {
   onParentDelete: 'restrict' | 'cascade';
   readOnly: boolean;
   publicRootRecords: boolean;
+  /** hand-written handler of the domain that shapes records for responses */
+  presenter?: string;
   /** built-in role the creator of a root record is bound to in it */
   creatorRole?: string;
   /** Declared fields, without uid/createTime/updateTime. */

@@ -18,11 +18,14 @@ export interface HandlerContext {
   model: ApiModel;
 }
 
+/** A hand-written presenter: shapes records for responses. */
+export type Present = (records: Row[], context: HandlerContext) => Promise<Row[]>;
+
 export interface RouteOperations {
-  list(r: ResourceModel, params: string[]): Middleware;
-  get(r: ResourceModel, params: string[]): Middleware;
-  create(r: ResourceModel, params: string[]): Middleware;
-  update(r: ResourceModel, params: string[]): Middleware;
+  list(r: ResourceModel, params: string[], present?: Present): Middleware;
+  get(r: ResourceModel, params: string[], present?: Present): Middleware;
+  create(r: ResourceModel, params: string[], present?: Present): Middleware;
+  update(r: ResourceModel, params: string[], present?: Present): Middleware;
   delete(r: ResourceModel, params: string[]): Middleware;
   subresourceGet(r: ResourceModel, name: string): Middleware;
   subresourceUpdate(r: ResourceModel, name: string): Middleware;
@@ -87,8 +90,11 @@ export function createRouteOperations(deps: { model: ApiModel; store: Store; res
     }
   };
 
+  const handlerContext = (ctx: Context): HandlerContext => ({ principal: principal(ctx), store: deps.store, resources, model: deps.model });
+  const one = async (ctx: Context, record: Row, present?: Present) => (present ? (await present([record], handlerContext(ctx)))[0] : record);
+
   return {
-    list: (r, names) => async (ctx) => {
+    list: (r, names, present) => async (ctx) => {
       const params = pathParams(ctx, names);
       const query = queryObject(ctx);
       validate('query', `${r.collection}.list`, query);
@@ -99,28 +105,29 @@ export function createRouteOperations(deps: { model: ApiModel; store: Store; res
         return;
       }
       const result = await resources.list(r, req, [...visible, ...(params.parent !== undefined ? [{ parentUid: params.parent }] : [])]);
-      ctx.body = { [r.collection]: result.items, nextPageToken: result.nextPageToken, totalCount: result.totalCount, skipped: result.skipped };
+      const items = present ? await present(result.items, handlerContext(ctx)) : result.items;
+      ctx.body = { [r.collection]: items, nextPageToken: result.nextPageToken, totalCount: result.totalCount, skipped: result.skipped };
     },
-    get: (r, names) => async (ctx) => {
+    get: (r, names, present) => async (ctx) => {
       const { uid } = pathParams(ctx, names);
       await policy.requireCapability(principal(ctx), capability(r, 'get'), scopeOf(r, uid));
-      ctx.body = await resources.get(r, uid);
+      ctx.body = await one(ctx, await resources.get(r, uid), present);
     },
-    create: (r, names) => async (ctx) => {
+    create: (r, names, present) => async (ctx) => {
       const { parent } = pathParams(ctx, names);
       const data = body(ctx);
       await policy.requireCapability(principal(ctx), capability(r, 'create'), scopeOf(r, parent));
       validate('body', `${r.collection}.create`, data);
       await requireGrantable(ctx, r, data, scopeOf(r, parent));
-      ctx.body = await resources.create(r, parent, data, principal(ctx).subject);
+      ctx.body = await one(ctx, await resources.create(r, parent, data, principal(ctx).subject), present);
     },
-    update: (r, names) => async (ctx) => {
+    update: (r, names, present) => async (ctx) => {
       const { uid } = pathParams(ctx, names);
       const data = body(ctx);
       await policy.requireCapability(principal(ctx), capability(r, 'update'), scopeOf(r, uid));
       validate('body', `${r.collection}.update`, data);
       await requireGrantable(ctx, r, data, scopeOf(r, parentOf(uid)));
-      ctx.body = await resources.update(r, uid, data, updateMask(ctx));
+      ctx.body = await one(ctx, await resources.update(r, uid, data, updateMask(ctx)), present);
     },
     delete: (r, names) => async (ctx) => {
       const { uid } = pathParams(ctx, names);
@@ -153,7 +160,7 @@ export function createRouteOperations(deps: { model: ApiModel; store: Store; res
         validate('body', `${e.domain}.${e.name}.body`, data);
         request.body = data;
       }
-      ctx.body = await call(request, { principal: principal(ctx), store: deps.store, resources, model: deps.model });
+      ctx.body = await call(request, handlerContext(ctx));
     },
   };
 }

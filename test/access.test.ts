@@ -155,6 +155,21 @@ test('no escalation: a binding cannot grant capabilities the caller lacks there'
   assert.is(allowed.status, 200, 'granting a role whose capabilities the caller holds');
 });
 
+test('role bindings are answered hydrated: identity with subject and issuer, group, role; no updateTime', async () => {
+  const id = (await s.call('POST', `/iam/v2/identities/${org}`, { name: 'hydrated', description: 'ci', claimMatch: { issuer: 'https://token.actions.example', subject: 'repo:acme/app' } })).body;
+  const created = await s.call('POST', `/iam/v2/roleBindings/${team}`, { identityUid: id.uid, roleUid: roleUid.viewer });
+  assert.is(created.status, 200, JSON.stringify(created.body));
+  const b = created.body;
+  assert.equal(b.identity, { uid: id.uid, name: 'hydrated', description: 'ci', subject: 'repo:acme/app', issuer: 'https://token.actions.example' });
+  assert.equal(b.group, { uid: team, name: 'team', description: '' });
+  assert.equal(b.role, { uid: roleUid.viewer, name: 'viewer', description: 'Reads everything in the group' });
+  assert.match(b.createTime, /Z$/);
+  assert.is(b.updateTime, undefined);
+  assert.equal((await s.call('GET', `/iam/v2/roleBindings/${b.uid}`)).body, b, 'get returns the same form');
+  const listed = await s.call('GET', `/iam/v2/roleBindings?uidp.children_of=${team}&identity=${id.uid}`);
+  assert.equal(listed.body.roleBindings, [b], 'list returns the same form');
+});
+
 test('every kind of bad credential is 401 UNAUTHENTICATED with an ErrorInfo', async () => {
   const good = s.token;
   const payload = JSON.parse(Buffer.from(good.split('.')[1], 'base64url').toString());
