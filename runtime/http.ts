@@ -14,9 +14,11 @@ export interface AppOptions {
   openapi: unknown;
   log: (line: Record<string, unknown>) => void;
   issuer: () => TokenIssuer;
+  /** hand-written routes outside the generated router (the token exchange) */
+  extraRoutes: Koa.Middleware[];
 }
 
-export function createApp({ model, router, openapi, log, issuer }: AppOptions): Koa {
+export function createApp({ model, router, openapi, log, issuer, extraRoutes }: AppOptions): Koa {
   const app = new Koa();
   const domains = new Set(model.domains);
   const errorDomain = (path: string) => {
@@ -80,6 +82,7 @@ export function createApp({ model, router, openapi, log, issuer }: AppOptions): 
     await next();
   });
 
+  for (const m of extraRoutes) app.use(m);
   app.use(router.routes());
 
   app.use(async (ctx) => {

@@ -8,6 +8,7 @@ import { pathToFileURL } from 'node:url';
 import type { EntitySchema } from '@mikro-orm/core';
 import type { createRouter as CreateRouter } from '../generated/routes.js';
 import { handlers } from '../handlers/index.js';
+import { TokenExchange } from '../handlers/sts.js';
 import type { ApiModel } from './model.js';
 import { Policy } from './authorization.js';
 import { ensureBootstrap } from './bootstrap.js';
@@ -70,7 +71,8 @@ export async function startServer(config: Config, generated?: GeneratedParts): P
   const openapi = JSON.parse(readFileSync(join(parts.dir, 'openapi.json'), 'utf8'));
   const log = config.log ? (line: Record<string, unknown>) => process.stdout.write(`${JSON.stringify({ time: new Date().toISOString(), ...line })}\n`) : () => {};
   let issuer: TokenIssuer | undefined;
-  const app = createApp({ model, router: parts.createRouter(ops, handlers), openapi, log, issuer: () => issuer! });
+  const exchange = new TokenExchange(store, model, () => issuer!);
+  const app = createApp({ model, router: parts.createRouter(ops, handlers), openapi, log, issuer: () => issuer!, extraRoutes: [exchange.middleware()] });
   const server: Server = await new Promise((resolve, reject) => {
     const s = app.listen(config.port, config.host, () => resolve(s));
     s.once('error', reject);

@@ -1,0 +1,128 @@
+// Token exchange (POST or GET /sts/exchange?identity=<uid>[&aud=...]): an upstream OIDC token, presented as the
+// bearer token, is exchanged for a token of ours for an identity whose claimMatch it satisfies. Upstream
+// keys are found through the issuer's discovery document and cached; a slow or dead issuer cannot hang us.
+import type { Context } from 'koa';
+import { createRemoteJWKSet, decodeJwt, errors, jwtVerify, type JWTPayload } from 'jose';
+import { ApiError, invalidArgument, notFound, permissionDenied, unauthenticated } from '../runtime/errors.js';
+import type { TokenIssuer } from '../runtime/issuer.js';
+import type { ApiModel } from '../runtime/model.js';
+import { now } from '../runtime/records.js';
+import type { Store } from '../runtime/store.js';
+
+const fetchTimeoutMs = 5000;
+const discoveryTtlMs = 10 * 60 * 1000;
+
+interface ClaimMatch {
+  issuer?: string; issuerPattern?: string; subject?: string; subjectPattern?: string; audience?: string; audiencePattern?: string;
+}
+
+function unavailable(message: string): ApiError {
+  return new ApiError('UNAVAILABLE', `Unavailable: ${message}`);
+}
+
+/** Plain http is allowed only for issuers on this machine (tests, local identity providers). */
+function checkTransport(url: URL, what: string): void {
+  const loopback = ['127.0.0.1', 'localhost', '[::1]', '::1'].includes(url.hostname);
+  if (url.protocol !== 'https:' && !(url.protocol === 'http:' && loopback)) {
+    throw unauthenticated(`${what} ${url.href} must use https`);
+  }
+}
+
+/** Whole-string match of a claimMatch pattern. */
+function matches(value: string | undefined, exact: string | undefined, pattern: string | undefined): boolean {
+  if (exact) return value === exact;
+  if (pattern) {
+    try {
+      return value !== undefined && new RegExp(`^(?:${pattern})$`).test(value);
+    } catch {
+      return false;
+    }
+  }
+  return false;
+}
+
+export class TokenExchange {
+  private readonly keySets = new Map<string, { jwks: ReturnType<typeof createRemoteJWKSet>; fetched: number }>();
+
+  constructor(private readonly store: Store, private readonly model: ApiModel, private readonly issuer: () => TokenIssuer) {}
+
+  private async keySet(iss: string): Promise<ReturnType<typeof createRemoteJWKSet>> {
+    const cached = this.keySets.get(iss);
+    if (cached && Date.now() - cached.fetched < discoveryTtlMs) return cached.jwks;
+    const discoveryUrl = new URL(`${iss.replace(/\/+$/, '')}/.well-known/openid-configuration`);
+    checkTransport(discoveryUrl, 'the issuer');
+    let discovery: { issuer?: string; jwks_uri?: string };
+    try {
+      const res = await fetch(discoveryUrl, { signal: AbortSignal.timeout(fetchTimeoutMs) });
+      if (!res.ok) throw new Error(`HTTP ${res.status}`);
+      discovery = await res.json() as typeof discovery;
+    } catch (e) {
+      throw unavailable(`cannot read the discovery document of ${iss} (${(e as Error).message})`);
+    }
+    if (!discovery.jwks_uri) throw unauthenticated(`the discovery document of ${iss} has no jwks_uri`);
+    const jwksUrl = new URL(discovery.jwks_uri);
+    checkTransport(jwksUrl, 'the key set');
+    const jwks = createRemoteJWKSet(jwksUrl, { timeoutDuration: fetchTimeoutMs, cooldownDuration: 30_000, cacheMaxAge: discoveryTtlMs });
+    this.keySets.set(iss, { jwks, fetched: Date.now() });
+    return jwks;
+  }
+
+  async exchange(upstreamToken: string, identityUid: string, audience: string | undefined): Promise<{ token: string; expiry: string }> {
+    const identities = this.model.resources.identities;
+    const em = this.store.em();
+    const identity = await em.findOne(identities.type, { uid: identityUid }) as Record<string, unknown> | null;
+    if (!identity) throw notFound(identities.type, identityUid);
+    const claimMatch = identity.claimMatch as ClaimMatch | null;
+    if (!claimMatch || !(claimMatch.issuer || claimMatch.issuerPattern) || !(claimMatch.subject || claimMatch.subjectPattern)) {
+      throw permissionDenied(`identity ${identityUid} cannot be assumed with an OIDC token (it has no claimMatch)`);
+    }
+    let unverified: JWTPayload;
+    try {
+      unverified = decodeJwt(upstreamToken);
+    } catch {
+      throw unauthenticated('the presented token is not a JWT');
+    }
+    if (typeof unverified.iss !== 'string' || !matches(unverified.iss, claimMatch.issuer, claimMatch.issuerPattern)) {
+      throw permissionDenied(`tokens of issuer ${String(unverified.iss)} cannot assume identity ${identityUid}`);
+    }
+    const jwks = await this.keySet(unverified.iss);
+    let payload: JWTPayload;
+    try {
+      ({ payload } = await jwtVerify(upstreamToken, jwks, { issuer: unverified.iss }));
+    } catch (e) {
+      if (e instanceof errors.JWKSTimeout) throw unavailable(`the key set of ${unverified.iss} did not answer in time`);
+      if (e instanceof errors.JWTExpired) throw unauthenticated('the presented token has expired');
+      if (e instanceof errors.JOSEError) throw unauthenticated(`the presented token does not verify (${e.code})`);
+      throw unavailable(`cannot fetch the key set of ${unverified.iss} (${(e as Error).message})`);
+    }
+    if (!matches(payload.sub, claimMatch.subject, claimMatch.subjectPattern)) {
+      throw permissionDenied(`subject ${String(payload.sub)} cannot assume identity ${identityUid}`);
+    }
+    if (claimMatch.audience || claimMatch.audiencePattern) {
+      const auds = [payload.aud ?? []].flat();
+      if (!auds.some((a) => matches(a, claimMatch.audience, claimMatch.audiencePattern))) {
+        throw permissionDenied(`the presented token's audience does not match identity ${identityUid}`);
+      }
+    }
+    await em.nativeUpdate(identities.type, { uid: identityUid }, { lastSeenTime: now() });
+    return this.issuer().mint(identityUid, undefined, audience);
+  }
+
+  /** Koa middleware for /sts/exchange. */
+  middleware() {
+    return async (ctx: Context, next: () => Promise<void>) => {
+      if (ctx.path !== '/sts/exchange') return next();
+      if (ctx.method !== 'GET' && ctx.method !== 'POST') {
+        const e = new ApiError('UNIMPLEMENTED', `Method ${ctx.method} is not allowed on /sts/exchange; allowed: GET, POST`);
+        e.httpStatus = 405;
+        throw e;
+      }
+      const m = /^Bearer\s+(\S+)\s*$/i.exec(ctx.get('authorization'));
+      if (!m) throw unauthenticated('present the upstream OIDC token as Authorization: Bearer <token>');
+      const identity = [ctx.query.identity].flat()[0];
+      if (!identity) throw invalidArgument([{ field: 'identity', description: 'identity (the uid of the identity to assume) is required' }]);
+      const aud = [ctx.query.aud].flat()[0] || undefined;
+      ctx.body = await this.exchange(m[1], identity, aud);
+    };
+  }
+}
