@@ -2,6 +2,7 @@
 import { SignJWT, generateKeyPair } from 'jose';
 import { test } from 'uvu';
 import * as assert from 'uvu/assert';
+import { runScript } from './support/process.js';
 import { startTestServer, type Reply, type TestServer } from './support/server.js';
 
 let s: TestServer;
@@ -212,6 +213,20 @@ test('expired, wrong-audience and wrong-issuer tokens of our own key are refused
     expectCode(r, 401, 16, what);
     assert.match(r.body.message, message, what);
   }
+});
+
+test('key rotation: old tokens keep working until they expire, new ones use the new key', async () => {
+  const old = await s.mint(s.bootstrap.owner);
+  const r = await runScript('scripts/rotate-key.ts', [], { DATA_DIR: s.dataDir, ISSUER_URL: s.url });
+  assert.is(r.status, 0, r.stderr);
+  assert.match(r.stdout, /publishes 2 key\(s\)/);
+  const jwks = (await s.call('GET', '/.well-known/jwks.json')).body.keys;
+  assert.is(jwks.length, 2);
+  const fresh = await s.mint(s.bootstrap.owner);
+  const kidOf = (t: string) => JSON.parse(Buffer.from(t.split('.')[0], 'base64url').toString()).kid;
+  assert.is.not(kidOf(fresh), kidOf(old));
+  assert.is(kidOf(fresh), jwks[1].kid);
+  for (const t of [old, fresh]) assert.is((await s.call('GET', '/registry/v2/repos', undefined, { authorization: `Bearer ${t}` })).status, 200);
 });
 
 test('the creator of an organization becomes its owner', async () => {

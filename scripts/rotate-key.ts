@@ -1,0 +1,14 @@
+// npm run rotate-key: adds a new signing key to DATA_DIR. New tokens are signed with it; the previous keys
+// stay in the JWKS until every token they signed has expired, so nothing in flight breaks.
+import { ConfigError, defaultIssuer, readConfig } from '../runtime/config.js';
+import { TokenIssuer } from '../runtime/issuer.js';
+
+try {
+  const config = readConfig();
+  const issuer = await TokenIssuer.open(config.dataDir, defaultIssuer(config), config.audience ?? defaultIssuer(config));
+  const kid = await issuer.rotate();
+  console.log(`new signing key ${kid}; the JWKS now publishes ${issuer.jwks().keys.length} key(s)`);
+} catch (e) {
+  console.error(`rotate-key: ${e instanceof ConfigError ? e.message : e instanceof Error ? e.message : String(e)}`);
+  process.exit(1);
+}
