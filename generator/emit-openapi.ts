@@ -30,7 +30,8 @@ function listParameters(r: ResourceModel): JsonSchema[] {
 }
 
 function capabilityNote(c: Capability): string {
-  return c === 'none' ? 'No authentication.' : `Needs ${c.join(' and ')}.`;
+  if (c === 'none') return 'No authentication.';
+  return c === 'authenticated' ? 'Needs a token, no capability.' : `Needs ${c.join(' and ')}.`;
 }
 
 function resourceSchema(r: ResourceModel): JsonSchema {

@@ -67,7 +67,7 @@ function readYaml(file: string, problems: string[]): unknown {
 }
 
 function capability(c: string | string[]): Capability {
-  if (c === 'none') return 'none';
+  if (c === 'none' || c === 'authenticated') return c;
   return Array.isArray(c) ? [...c] : [c];
 }
 
@@ -176,7 +176,7 @@ export function loadSpec(specDir: string): ApiModel {
     ...model.endpoints.map((e) => [`endpoint ${e.domain}.${e.name}`, e.capability] as [string, Capability]),
   ];
   for (const [where, cap] of used) {
-    if (cap === 'none') continue;
+    if (cap === 'none' || cap === 'authenticated') continue;
     for (const c of cap) if (!model.capabilities[c]) problems.push(`${where}: unknown capability ${c} (declare it under capabilities:)`);
   }
   if (problems.length > 0) throw new SpecError(problems);

@@ -1,6 +1,7 @@
 // Role bindings are answered hydrated: the identity (with its token subject and issuer), the group and the
 // role they join, instead of bare uids. The create response, like every other, has no updateTime.
-import type { IamHandlers } from '../generated/routes.js';
+import type { IamHandlers, LookupIdentityRequest, LookupIdentityResponse } from '../generated/routes.js';
+import { notFound } from '../runtime/errors.js';
 import type { HandlerContext } from '../runtime/route-operations.js';
 
 type Row = Record<string, unknown>;
@@ -16,6 +17,14 @@ async function byUid(context: HandlerContext, collection: string, uids: string[]
 const summary = (row: Row | undefined, uid: string) => ({ uid, name: row?.name ?? '', description: row?.description ?? '' });
 
 export const iam: IamHandlers = {
+  /** The identity whose claimMatch names exactly this issuer and subject. */
+  async lookupIdentity(request: LookupIdentityRequest, context): Promise<LookupIdentityResponse> {
+    const identities = context.model.resources.identities;
+    const found = await context.store.em().findOne(identities.type, { claimMatch: { issuer: request.issuer, subject: request.subject } } as object, { fields: ['uid'] as never[] }) as Row | null;
+    if (!found) throw notFound(identities.type, `${request.issuer} ${request.subject}`);
+    return { uid: found.uid as string };
+  },
+
   async hydrateRoleBindings(records, context) {
     const groupOf = (r: Row) => (r.uid as string).slice(0, (r.uid as string).lastIndexOf('/'));
     const [identities, groups, roles] = await Promise.all([

@@ -57,6 +57,7 @@ export class Policy {
   async requireCapability(principal: Principal, capability: Capability, scope: string | undefined): Promise<void> {
     if (capability === 'none') return;
     const subject = this.subject(principal);
+    if (capability === 'authenticated') return;
     const groups = (await this.grants(subject)).groupsHolding(capability);
     const ok = scope === undefined ? groups.length > 0 : groups.some((g) => scope === g || scope.startsWith(`${g}/`));
     if (!ok) throw permissionDenied(`${capability.join(' and ')} ${capability.length > 1 ? 'are' : 'is'} required ${scope === undefined ? 'in some group' : `at ${scope}`}`);
@@ -68,6 +69,7 @@ export class Policy {
    */
   async visibility(principal: Principal, capability: Capability, r: ResourceModel): Promise<Where[] | undefined> {
     if (capability === 'none') return [];
+    if (capability === 'authenticated') return this.subject(principal) ? [] : undefined;
     const groups = (await this.grants(this.subject(principal))).groupsHolding(capability);
     if (groups.length === 0) return undefined;
     if (!isGroupScoped(this.model, r)) return [];

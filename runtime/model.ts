@@ -36,7 +36,8 @@ export interface FilterModel {
   match: FilterMatch;
 }
 
-export type Capability = string[] | 'none';
+/** Capabilities needed (all of them), 'authenticated' (any verified caller) or 'none' (anyone). */
+export type Capability = string[] | 'authenticated' | 'none';
 
 export interface OperationModel {
   capability: Capability;

@@ -61,6 +61,14 @@ test('an upstream token with the right subject is exchanged for a token that wor
   assert.is(viaGet.status, 200);
 });
 
+test('identities:lookupIdentity finds the identity for an issuer and subject (a custom :verb method)', async () => {
+  const found = await s.call('GET', `/iam/v2/identities:lookupIdentity?issuer=${encodeURIComponent(upstreamUrl)}&subject=${encodeURIComponent('repo:acme/app:ref:main')}`);
+  assert.equal(found.body, { uid: identityUid });
+  assert.is((await s.call('GET', `/iam/v2/identities:lookupIdentity?issuer=${encodeURIComponent(upstreamUrl)}&subject=nobody`)).status, 404);
+  assert.is((await s.call('GET', '/iam/v2/identities:lookupIdentity?issuer=x')).status, 400, 'subject is required');
+  assert.is((await s.call('GET', '/iam/v2/identities:lookupIdentity?issuer=x&subject=y', undefined, { authorization: '' })).status, 401);
+});
+
 test('subject patterns match whole subjects', async () => {
   const id = (await s.call('POST', `/iam/v2/identities/${s.bootstrap.organization}`, { name: 'any branch', claimMatch: { issuer: upstreamUrl, subjectPattern: 'repo:acme/app:ref:.*' } })).body;
   assert.is((await exchange(await sign({ sub: 'repo:acme/app:ref:dev' }), `identity=${id.uid}`)).status, 200);
