@@ -343,6 +343,8 @@ export const resourceRules: Record<string, RuleFn> = {
   },
 };
 
+const withoutToken = { authorization: '' };
+
 export const apiRuleChecks: Record<string, (fx: Fixture) => Promise<void>> = {
   'api/unknown-route-not-found': async (fx) => {
     expectError(await fx.client.call('GET', `/registry/${fx.plan.version}/no-such-collection`), 5, 'NOT_FOUND');
@@ -359,25 +361,20 @@ export const apiRuleChecks: Record<string, (fx: Fixture) => Promise<void>> = {
     expect(typeof info.domain === 'string' && info.domain.length > 0, 'ErrorInfo.domain', info, x);
     expect(!/\bat .+:\d+:\d+|SQLITE|SELECT |INSERT /i.test(JSON.stringify(b)), 'no stack trace or SQL in the body', b, x);
   },
-};
-
-const withoutToken = { authorization: '' };
-
-Object.assign(apiRuleChecks, {
-  'api/no-token-unauthenticated': async (fx: Fixture) => {
+  'api/no-token-unauthenticated': async (fx) => {
     const groups = fx.resource('groups');
     const x = await fx.client.call('GET', `${groups.base}/${fx.root}`, undefined, withoutToken);
     if (x.status === 200) throw new Skip('the target answers without a token (no access control)');
     expectError(x, 16, 'UNAUTHENTICATED');
   },
-  'api/bad-token-unauthenticated': async (fx: Fixture) => {
+  'api/bad-token-unauthenticated': async (fx) => {
     const groups = fx.resource('groups');
     const forged = `${Buffer.from('{"alg":"ES256","typ":"JWT"}').toString('base64url')}.${Buffer.from('{"sub":"x"}').toString('base64url')}.c2lnbmF0dXJl`;
     const x = await fx.client.call('GET', `${groups.base}/${fx.root}`, undefined, { authorization: `Bearer ${forged}` });
     if (x.status === 200) throw new Skip('the target answers a forged token (no access control)');
     expectError(x, 16, 'UNAUTHENTICATED');
   },
-  'api/low-privilege-permission-denied': async (fx: Fixture) => {
+  'api/low-privilege-permission-denied': async (fx) => {
     if (!fx.client.lowPrivilegeToken) throw new Skip('run with --low-privilege-token to check 403s');
     const groups = fx.resource('groups');
     const auth = { authorization: `Bearer ${fx.client.lowPrivilegeToken}` };
@@ -386,7 +383,7 @@ Object.assign(apiRuleChecks, {
     expectError(create, 7, 'PERMISSION_DENIED');
     expectError(await fx.client.call('GET', `${groups.base}/${missingUid(fx)}`, undefined, auth), 7, 'PERMISSION_DENIED');
   },
-});
+};
 
 export function ruleFor(rule: string): { fn: RuleFn; arg: string } | undefined {
   if (resourceRules[rule]) return { fn: resourceRules[rule], arg: '' };

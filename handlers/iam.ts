@@ -2,9 +2,8 @@
 // role they join, instead of bare uids. The create response, like every other, has no updateTime.
 import type { IamHandlers, LookupIdentityRequest, LookupIdentityResponse } from '../generated/routes.js';
 import { notFound } from '../runtime/errors.js';
+import type { Row } from '../runtime/records.js';
 import type { HandlerContext } from '../runtime/route-operations.js';
-
-type Row = Record<string, unknown>;
 
 async function byUid(context: HandlerContext, collection: string, uids: string[], fields: string[]): Promise<Map<string, Row>> {
   const unique = [...new Set(uids.filter(Boolean))];

@@ -69,8 +69,9 @@ export class Policy {
    */
   async visibility(principal: Principal, capability: Capability, r: ResourceModel): Promise<Where[] | undefined> {
     if (capability === 'none') return [];
-    if (capability === 'authenticated') return this.subject(principal) ? [] : undefined;
-    const groups = (await this.grants(this.subject(principal))).groupsHolding(capability);
+    const subject = this.subject(principal);
+    if (capability === 'authenticated') return [];
+    const groups = (await this.grants(subject)).groupsHolding(capability);
     if (groups.length === 0) return undefined;
     if (!isGroupScoped(this.model, r)) return [];
     const anyOf: Where[] = groups.flatMap((g) => [{ uid: g }, { uid: { $like: `${g}/%` } }]);

@@ -1,5 +1,5 @@
 // npm run import: sample data loads through the generated validators and each read-only endpoint serves it.
-import { readFileSync } from 'node:fs';
+import { readFileSync, writeFileSync } from 'node:fs';
 import { test } from 'uvu';
 import * as assert from 'uvu/assert';
 import { runScript } from './support/process.js';
@@ -87,7 +87,6 @@ test('advisory feed: documents, vulnerability metadata, resolved-vulnerability r
 test('a bad record fails the whole file with the record and field named', async () => {
   const before = (await s.call('GET', '/libraries/v2/artifacts')).body.totalCount;
   const file = `${s.dataDir}/bad.ndjson`;
-  const { writeFileSync } = await import('node:fs');
   writeFileSync(file, '{"name":"ok-one","ecosystem":"ECOSYSTEM_JAVA"}\n{"name":"bad","ecosystem":"ECOSYSTEM_COBOL"}\n');
   const r = await importFile('artifacts', file);
   assert.is(r.status, 1);
