@@ -6,6 +6,7 @@ import type { ListRequest } from './list-request.js';
 import type { ApiModel, ResourceModel } from './model.js';
 import { PageToken, type Cursor } from './page-token.js';
 import { inputObject, now, outputObject, toResource, withDefaults, type Row } from './records.js';
+import { groupOf, recordEvent } from './outbox.js';
 import type { Store } from './store.js';
 import { ancestorsOf, isUidPath, newChildUid, newRootUid } from './uid.js';
 
@@ -64,6 +65,12 @@ export class Resources {
 
   constructor(readonly store: Store, readonly model: ApiModel, readonly pageTokens: PageToken) {
     this.managed = new Set(model.roles.map((r) => r.uid));
+  }
+
+  /** Records the operation's declared event, in the caller's transaction. */
+  private event(tx: EntityManager, r: ResourceModel, type: string | undefined, uid: string, body: Row, actor: string | undefined): void {
+    if (!type) return;
+    recordEvent(tx, { type, subject: uid, groupUid: groupOf(this.model, r, uid), actor: actor ?? null, body });
   }
 
   private refuseManaged(r: ResourceModel, uid: string): void {
@@ -142,11 +149,13 @@ export class Resources {
           uid: newChildUid(uid), parentUid: uid, identityUid: creator, roleUid: role.uid, createTime: time, updateTime: time,
         }));
       }
-      return toResource(row, r);
+      const created = toResource(row, r);
+      this.event(tx, r, r.operations.create?.event, uid, created, creator);
+      return created;
     });
   }
 
-  async update(r: ResourceModel, uid: string, body: Row, rawMask: string | undefined): Promise<Row> {
+  async update(r: ResourceModel, uid: string, body: Row, rawMask: string | undefined, actor?: string): Promise<Row> {
     const mask = parseFieldMask(rawMask, body, r.fields);
     const input = inputObject(body, r.fields);
     return this.store.em().transactional(async (tx) => {
@@ -165,15 +174,18 @@ export class Resources {
       await this.checkReferences(tx, r, next);
       for (const name of Object.keys(r.fields)) row[name] = next[name] ?? null;
       row.updateTime = now();
-      return toResource(row, r);
+      const updated = toResource(row, r);
+      this.event(tx, r, r.operations.update?.event, uid, updated, actor);
+      return updated;
     });
   }
 
-  async delete(r: ResourceModel, uid: string): Promise<void> {
+  async delete(r: ResourceModel, uid: string, actor?: string): Promise<void> {
     await this.store.em().transactional(async (tx) => {
       await this.find(tx, r, uid);
       this.refuseManaged(r, uid);
       await this.deleteWithChildren(tx, r, uid);
+      this.event(tx, r, r.operations.delete?.event, uid, { uid }, actor);
     });
   }
 
@@ -207,7 +219,7 @@ export class Resources {
     return { uid, ...outputObject((row[`subresource_${name}`] ?? {}) as Row, s.fields) };
   }
 
-  async updateSubresource(r: ResourceModel, name: string, uid: string, body: Row, rawMask: string | undefined): Promise<Row> {
+  async updateSubresource(r: ResourceModel, name: string, uid: string, body: Row, rawMask: string | undefined, actor?: string): Promise<Row> {
     const s = r.subresources.find((x) => x.name === name)!;
     const mask = parseFieldMask(rawMask, body, s.fields);
     return this.store.em().transactional(async (tx) => {
@@ -215,7 +227,9 @@ export class Resources {
       const next = applyFieldMask((row[`subresource_${name}`] ?? {}) as Row, inputObject(body, s.fields), mask, s.fields);
       row[`subresource_${name}`] = next;
       row.updateTime = now();
-      return { uid, ...outputObject(next, s.fields) };
+      const updated = { uid, ...outputObject(next, s.fields) };
+      this.event(tx, r, s.update?.event, uid, updated, actor);
+      return updated;
     });
   }
 

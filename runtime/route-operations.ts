@@ -127,12 +127,12 @@ export function createRouteOperations(deps: { model: ApiModel; store: Store; res
       await policy.requireCapability(principal(ctx), capability(r, 'update'), scopeOf(r, uid));
       validate('body', `${r.collection}.update`, data);
       await requireGrantable(ctx, r, data, scopeOf(r, parentOf(uid)));
-      ctx.body = await one(ctx, await resources.update(r, uid, data, updateMask(ctx)), present);
+      ctx.body = await one(ctx, await resources.update(r, uid, data, updateMask(ctx), principal(ctx).subject), present);
     },
     delete: (r, names) => async (ctx) => {
       const { uid } = pathParams(ctx, names);
       await policy.requireCapability(principal(ctx), capability(r, 'delete'), scopeOf(r, uid));
-      await resources.delete(r, uid);
+      await resources.delete(r, uid, principal(ctx).subject);
       ctx.body = {};
     },
     subresourceGet: (r, name) => async (ctx) => {
@@ -147,7 +147,7 @@ export function createRouteOperations(deps: { model: ApiModel; store: Store; res
       const data = body(ctx);
       await policy.requireCapability(principal(ctx), s.update!.capability, scopeOf(r, uid));
       validate('body', `${r.collection}.${name}.update`, data);
-      ctx.body = await resources.updateSubresource(r, name, uid, data, updateMask(ctx));
+      ctx.body = await resources.updateSubresource(r, name, uid, data, updateMask(ctx), principal(ctx).subject);
     },
     endpoint: (e, names, call) => async (ctx) => {
       const params = pathParams(ctx, names);

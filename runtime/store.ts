@@ -1,6 +1,7 @@
 // The SQLite database behind every resource, through MikroORM; schema created or updated at open.
 import { MikroORM, type EntityManager } from '@mikro-orm/sqlite';
 import type { EntitySchema } from '@mikro-orm/core';
+import { outboxEntity } from './outbox.js';
 
 export interface Store {
   orm: MikroORM;
@@ -12,7 +13,7 @@ export interface Store {
 export async function openStore(databaseFile: string, entities: EntitySchema[]): Promise<Store> {
   const orm = await MikroORM.init({
     dbName: databaseFile,
-    entities,
+    entities: [...entities, outboxEntity as EntitySchema],
     debug: false,
     allowGlobalContext: false,
     // Keep the default single connection: SQLite serializes writers anyway, and one connection means

@@ -1,0 +1,52 @@
+// The event outbox: every change records its event in the same transaction as the change, so an event is
+// stored if and only if the change is. Delivery to subscriptions reads the outbox in sequence order.
+import { EntitySchema } from '@mikro-orm/core';
+import type { EntityManager } from '@mikro-orm/sqlite';
+import type { ApiModel, ResourceModel } from './model.js';
+import { now, type Row } from './records.js';
+
+export interface OutboxEvent {
+  seq?: number;
+  type: string;
+  /** the uid of the changed resource */
+  subject: string;
+  /** the group the resource lives in, if any */
+  groupUid: string | null;
+  /** the identity that made the change, if known */
+  actor: string | null;
+  time: string;
+  /** the resource after a create or update; {uid} for a delete */
+  body: Row;
+  deliveredTime?: string | null;
+}
+
+export const outboxEntity = new EntitySchema<OutboxEvent>({
+  name: 'OutboxEvent',
+  tableName: 'event_outbox',
+  properties: {
+    seq: { type: 'integer', primary: true, autoincrement: true },
+    type: { type: 'text' },
+    subject: { type: 'text' },
+    groupUid: { type: 'text', nullable: true, index: true },
+    actor: { type: 'text', nullable: true },
+    time: { type: 'text' },
+    body: { type: 'json' },
+    deliveredTime: { type: 'text', nullable: true, index: true },
+  },
+});
+
+/** The group a record of r with this uid belongs to: itself for groups, else the nearest group above it. */
+export function groupOf(model: ApiModel, r: ResourceModel, uid: string): string | null {
+  let segments = uid.split('/');
+  let current: ResourceModel | undefined = r;
+  while (current && current.collection !== 'groups') {
+    // A record whose uid is its parent's (an account association) shares its parent's segments.
+    if (current.uid !== 'parent') segments = segments.slice(0, -1);
+    current = current.parent ? model.resources[current.parent] : undefined;
+  }
+  return current && segments.length > 0 ? segments.join('/') : null;
+}
+
+export function recordEvent(tx: EntityManager, e: Omit<OutboxEvent, 'seq' | 'time' | 'deliveredTime'>): void {
+  tx.persist(tx.create(outboxEntity, { ...e, time: now(), deliveredTime: null }));
+}
