@@ -68,6 +68,10 @@ export interface ResourceModel {
   onParentDelete: 'restrict' | 'cascade';
   readOnly: boolean;
   publicRootRecords: boolean;
+  /** a create naming an existing value of this field under the same parent replaces that record */
+  upsertOn?: string;
+  /** groups of fields of which at most one may be set */
+  exclusive: string[][];
   /** hand-written handler of the domain that shapes records for responses */
   presenter?: string;
   /** built-in role the creator of a root record is bound to in it */

@@ -79,6 +79,14 @@ export class Resources {
     }
   }
 
+  /** At most one field of each exclusive group may be set. */
+  private checkExclusive(r: ResourceModel, data: Row): void {
+    for (const group of r.exclusive) {
+      const set = group.filter((f) => data[f] !== undefined && data[f] !== null);
+      if (set.length > 1) throw invalidArgument(set.map((f) => ({ field: f, description: `${f}: only one of ${group.join(', ')} may be set` })));
+    }
+  }
+
   /** Fields that name another record must name one that exists. */
   private async checkReferences(tx: EntityManager, r: ResourceModel, data: Row): Promise<void> {
     for (const [name, f] of Object.entries(r.fields)) {
@@ -139,8 +147,19 @@ export class Resources {
         throw new ApiError('ALREADY_EXISTS', `Already exists: ${r.type} ${uid}`);
       }
       const time = now();
-      const data = { ...withDefaults(inputObject(body, r.fields), r.fields), uid, parentUid: parent ?? null, createTime: time, updateTime: time };
+      const data: Row = { ...withDefaults(inputObject(body, r.fields), r.fields), uid, parentUid: parent ?? null, createTime: time, updateTime: time };
+      this.checkExclusive(r, data);
       await this.checkReferences(tx, r, data);
+      const existing = r.upsertOn && data[r.upsertOn] !== undefined
+        ? await tx.findOne(r.type, { parentUid: parent ?? null, [r.upsertOn]: data[r.upsertOn] }) as Row | null
+        : null;
+      if (existing) {
+        for (const name of Object.keys(r.fields)) existing[name] = data[name] ?? null;
+        existing.updateTime = time;
+        const replaced = toResource(existing, r);
+        this.event(tx, r, r.operations.create?.event, existing.uid as string, replaced, creator);
+        return replaced;
+      }
       const row = tx.create(r.type, data) as Row;
       tx.persist(row);
       const role = r.creatorRole && parent === undefined && creator ? this.model.roles.find((x) => x.name === r.creatorRole) : undefined;
@@ -171,6 +190,7 @@ export class Resources {
           throw invalidArgument([{ field: name, description: `${name} is required` }]);
         }
       }
+      this.checkExclusive(r, next);
       await this.checkReferences(tx, r, next);
       for (const name of Object.keys(r.fields)) row[name] = next[name] ?? null;
       row.updateTime = now();

@@ -48,4 +48,45 @@ test('the event of a tag names the group above its repo', async () => {
   assert.is(created.group_uid, org);
 });
 
+test('creating a tag with a name the repo already has moves that tag', async () => {
+  const repo = (await s.call('POST', `/registry/v2/repos/${org}`, { name: 'upsert' })).body;
+  const first = (await s.call('POST', `/registry/v2/tags/${repo.uid}`, { name: 'latest', digest: `sha256:${'a'.repeat(64)}` })).body;
+  const moved = await s.call('POST', `/registry/v2/tags/${repo.uid}`, { name: 'latest', digest: `sha256:${'b'.repeat(64)}`, deprecated: true });
+  assert.is(moved.status, 200, JSON.stringify(moved.body));
+  assert.is(moved.body.uid, first.uid);
+  assert.is(moved.body.digest, `sha256:${'b'.repeat(64)}`);
+  assert.is(moved.body.deprecated, true, 'deprecated marks end of life');
+  const list = await s.call('GET', `/registry/v2/tags?uidp.children_of=${repo.uid}`);
+  assert.is(list.body.totalCount, '1');
+  const other = (await s.call('POST', `/registry/v2/repos/${org}`, { name: 'upsert-other' })).body;
+  const elsewhere = (await s.call('POST', `/registry/v2/tags/${other.uid}`, { name: 'latest', digest: `sha256:${'c'.repeat(64)}` })).body;
+  assert.is.not(elsewhere.uid, first.uid, 'names are per repo');
+});
+
+test('an identity has at most one way of matching tokens', async () => {
+  const both = await s.call('POST', `/iam/v2/identities/${org}`, { name: 'both', claimMatch: { issuer: 'https://a', subject: 'b' }, servicePrincipal: 'SERVICE_PRINCIPAL_INGESTER' });
+  assert.is(both.status, 400);
+  assert.equal(both.body.details[1].fieldViolations.map((v: any) => v.field), ['claimMatch', 'servicePrincipal']);
+  const one = (await s.call('POST', `/iam/v2/identities/${org}`, { name: 'one', claimMatch: { issuer: 'https://a', subject: 'b' } })).body;
+  assert.is((await s.call('PATCH', `/iam/v2/identities/${one.uid}`, { awsIdentity: { awsAccount: '123456789012' } })).status, 400);
+  const swapped = await s.call('PATCH', `/iam/v2/identities/${one.uid}?updateMask=claimMatch,awsIdentity`, { awsIdentity: { awsAccount: '123456789012' } });
+  assert.is(swapped.status, 200, JSON.stringify(swapped.body));
+  assert.is(swapped.body.claimMatch, undefined);
+});
+
+test('identity providers: the client secret is never returned; the default role must exist', async () => {
+  const viewer = (await s.call('GET', '/iam/v2/roles?name=viewer')).body.roles[0].uid;
+  const oidc = { issuer: 'https://idp.example', clientId: 'platform', clientSecret: 's3cret' };
+  const idp = await s.call('POST', `/iam/v2/identityProviders/${org}`, { name: 'corp', defaultRole: viewer, oidc });
+  assert.is(idp.status, 200, JSON.stringify(idp.body));
+  assert.equal(idp.body.oidc, { issuer: 'https://idp.example', clientId: 'platform' });
+  assert.not.match(JSON.stringify((await s.call('GET', `/iam/v2/identityProviders/${idp.body.uid}`)).body), /s3cret/);
+  assert.not.match(JSON.stringify((await s.call('GET', '/iam/v2/identityProviders')).body), /s3cret/);
+  const stored = await query(s.dataDir, 'select oidc from identity_providers where uid = ?', [idp.body.uid]);
+  assert.match(stored[0].oidc, /s3cret/, 'kept for the login flow');
+  const noRole = await s.call('POST', `/iam/v2/identityProviders/${org}`, { name: 'broken', defaultRole: 'f'.repeat(40), oidc });
+  assert.is(noRole.status, 400);
+  assert.match(noRole.body.message, /defaultRole/);
+});
+
 test.run();
