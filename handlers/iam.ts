@@ -1,7 +1,14 @@
 // Role bindings are answered hydrated: the identity (with its token subject and issuer), the group and the
 // role they join, instead of bare uids. The create response, like every other, has no updateTime.
-import type { IamHandlers, LookupIdentityRequest, LookupIdentityResponse } from '../generated/routes.js';
+import type {
+  AcceptTermsRequest, AcceptTermsResponse, IamHandlers, ListTermsAcceptancesRequest, ListTermsAcceptancesResponse,
+  LookupIdentityRequest, LookupIdentityResponse,
+} from '../generated/routes.js';
 import { notFound } from '../runtime/errors.js';
+import { parseListRequest } from '../runtime/list-request.js';
+import { recordEvent } from '../runtime/outbox.js';
+import { now } from '../runtime/records.js';
+import { ancestorsOf, newChildUid } from '../runtime/uid.js';
 import type { Row } from '../runtime/records.js';
 import type { HandlerContext } from '../runtime/route-operations.js';
 
@@ -16,6 +23,37 @@ async function byUid(context: HandlerContext, collection: string, uids: string[]
 const summary = (row: Row | undefined, uid: string) => ({ uid, name: row?.name ?? '', description: row?.description ?? '' });
 
 export const iam: IamHandlers = {
+  /** Records that the caller accepts these documents for the group; accepting again changes nothing. */
+  async acceptTerms(request: AcceptTermsRequest, context): Promise<AcceptTermsResponse> {
+    const { groups, termsAcceptances } = context.model.resources;
+    const acceptedBy = context.principal.subject!;
+    const documentIds = [...new Set(request.body.documentIds)].sort();
+    await context.store.em().transactional(async (tx) => {
+      if (await tx.count(groups.type, { uid: request.group }) === 0) throw notFound(groups.type, request.group);
+      const time = now();
+      for (const docId of documentIds) {
+        if (await tx.count(termsAcceptances.type, { parentUid: request.group, docId, acceptedBy } as object) > 0) continue;
+        tx.persist(tx.create(termsAcceptances.type, {
+          uid: newChildUid(request.group), parentUid: request.group, docId, acceptedBy, orgUid: request.group, createTime: time, updateTime: time,
+        }));
+      }
+      recordEvent(tx, { type: 'dev.chainguard.api.iam.terms.accepted.v1', subject: request.group, groupUid: request.group, actor: acceptedBy, body: { group: request.group, documentIds } });
+    });
+    return { documentIds, group: request.group };
+  },
+
+  /** Acceptances that apply to the group: its own and those of the organizations above it. */
+  async listTermsAcceptances(request: ListTermsAcceptancesRequest, context): Promise<ListTermsAcceptancesResponse> {
+    const r = context.model.resources.termsAcceptances;
+    const page = await context.resources.list(r, parseListRequest(request, r), [{ parentUid: { $in: [request.group, ...ancestorsOf(request.group)] } }]);
+    return {
+      termsAcceptances: page.items.map((a) => ({ acceptedBy: a.acceptedBy as string, createTime: a.createTime as string, docId: a.docId as string, orgUid: a.orgUid as string })),
+      nextPageToken: page.nextPageToken,
+      totalCount: page.totalCount,
+      skipped: page.skipped,
+    };
+  },
+
   /** The identity whose claimMatch names exactly this issuer and subject. */
   async lookupIdentity(request: LookupIdentityRequest, context): Promise<LookupIdentityResponse> {
     const identities = context.model.resources.identities;

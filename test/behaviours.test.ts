@@ -89,4 +89,30 @@ test('identity providers: the client secret is never returned; the default role 
   assert.match(noRole.body.message, /defaultRole/);
 });
 
+test('terms: accept known documents for a group; list includes acceptances of the organization above', async () => {
+  const folder = (await s.call('POST', `/iam/v2/groups/${org}`, { name: 'terms' })).body.uid;
+  const atOrg = await s.call('POST', `/iam/v2/terms/${org}`, { documentIds: ['platform-terms-of-service-2025-01'] });
+  assert.equal(atOrg.body, { documentIds: ['platform-terms-of-service-2025-01'], group: org });
+  await s.call('POST', `/iam/v2/terms/${folder}`, { documentIds: ['platform-privacy-notice-2025-01', 'platform-privacy-notice-2025-01'] });
+  await s.call('POST', `/iam/v2/terms/${folder}`, { documentIds: ['platform-privacy-notice-2025-01'] });
+  const listed = await s.call('GET', `/iam/v2/terms/${folder}`);
+  assert.is(listed.status, 200, JSON.stringify(listed.body));
+  assert.is(listed.body.totalCount, '2', 'accepting twice records once');
+  assert.equal(listed.body.termsAcceptances.map((a: any) => a.docId).sort(), ['platform-privacy-notice-2025-01', 'platform-terms-of-service-2025-01']);
+  assert.ok(listed.body.termsAcceptances.every((a: any) => a.acceptedBy === s.bootstrap.owner));
+  const orgOnly = await s.call('GET', `/iam/v2/terms/${org}?page_size=1`);
+  assert.is(orgOnly.body.totalCount, '1', 'a folder acceptance does not apply above it');
+  const unknown = await s.call('POST', `/iam/v2/terms/${folder}`, { documentIds: ['made-up'] });
+  assert.is(unknown.status, 400);
+  assert.is(unknown.body.code, 3);
+  assert.is((await s.call('POST', `/iam/v2/terms/${folder}`, { documentIds: [] })).status, 400);
+  const viewerRole = (await s.call('GET', '/iam/v2/roles?name=viewer')).body.roles[0].uid;
+  const viewer = (await s.call('POST', `/iam/v2/identities/${org}`, { name: 'reader' })).body.uid;
+  await s.call('POST', `/iam/v2/roleBindings/${org}`, { identityUid: viewer, roleUid: viewerRole });
+  const token = { authorization: `Bearer ${await s.mint(viewer)}` };
+  assert.is((await s.call('GET', `/iam/v2/terms/${folder}`, undefined, token)).status, 200, 'viewers may list');
+  assert.is((await s.call('POST', `/iam/v2/terms/${folder}`, { documentIds: ['platform-acceptable-use-2025-01'] }, token)).status, 403, 'only owners accept');
+  assert.equal((await query(s.dataDir, "select type from event_outbox where type like '%terms.accepted%'")).length, 3);
+});
+
 test.run();
