@@ -81,9 +81,10 @@ export function emitRouter(model: ApiModel, routes: Route[]): string {
     f.addImportDeclaration({ namedImports: ['apiModel'], moduleSpecifier: './model.js' });
 
     const presenters = (domain: string) => Object.values(model.resources).filter((r) => r.domain === domain && r.presenter);
+    const creators = (domain: string) => Object.values(model.resources).filter((r) => r.domain === domain && r.onCreate);
     for (const domain of model.domains) {
       const endpoints = model.endpoints.filter((e) => e.domain === domain);
-      if (endpoints.length === 0 && presenters(domain).length === 0) continue;
+      if (endpoints.length === 0 && presenters(domain).length === 0 && creators(domain).length === 0) continue;
       for (const e of endpoints) {
         const params = [...e.path.matchAll(/\{(\w+)\*?\}/g)].map((m) => requestParam(m[1]));
         const query = objectType(e.query, false).slice(2, -2);
@@ -106,10 +107,16 @@ export function emitRouter(model: ApiModel, routes: Route[]): string {
             parameters: [{ name: 'records', type: 'Record<string, unknown>[]' }, { name: 'context', type: 'HandlerContext' }],
             returnType: 'Promise<Record<string, unknown>[]>',
           })),
+          ...creators(domain).map((r) => ({
+            name: r.onCreate!,
+            docs: [`Completes a new ${r.type} (its stored fields) before it is stored; reveal adds fields to the create response only.`],
+            parameters: [{ name: 'record', type: 'Record<string, unknown>' }, { name: 'context', type: 'HandlerContext' }],
+            returnType: 'Promise<{ record: Record<string, unknown>; reveal?: Record<string, unknown> }>',
+          })),
         ],
       });
     }
-    const withHandlers = model.domains.filter((d) => model.endpoints.some((e) => e.domain === d) || presenters(d).length > 0);
+    const withHandlers = model.domains.filter((d) => model.endpoints.some((e) => e.domain === d) || presenters(d).length > 0 || creators(d).length > 0);
     f.addInterface({
       isExported: true, name: 'Handlers',
       properties: withHandlers.map((d) => ({ name: d, type: `${cap(d)}Handlers` })),
@@ -129,8 +136,9 @@ export function emitRouter(model: ApiModel, routes: Route[]): string {
           return `router.${method}(${pattern}, ops.${route.kind}(apiModel.resources.${route.resource!.collection}, ${JSON.stringify(route.subresource)}));`;
         default: {
           const r = route.resource!;
-          const present = r.presenter && route.kind !== 'delete' ? `, (records, context) => handlers.${r.domain}.${r.presenter}(records, context)` : '';
-          return `router.${method}(${pattern}, ops.${route.kind}(apiModel.resources.${r.collection}, ${params}${present}));`;
+          const present = r.presenter && route.kind !== 'delete' ? `, (records, context) => handlers.${r.domain}.${r.presenter}(records, context)` : route.kind === 'create' && r.onCreate ? ', undefined' : '';
+          const prepare = route.kind === 'create' && r.onCreate ? `, (record, context) => handlers.${r.domain}.${r.onCreate}(record, context)` : '';
+          return `router.${method}(${pattern}, ops.${route.kind}(apiModel.resources.${r.collection}, ${params}${present}${prepare}));`;
         }
       }
     });

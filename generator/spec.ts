@@ -17,7 +17,7 @@ export class SpecError extends Error {
 interface RawOperation { capability: string | string[]; event?: string; path?: string }
 interface RawResource {
   type: string; collection: string; path?: string; description?: string; parent?: string; parentOptional?: boolean;
-  uid?: 'generated' | 'parent'; onParentDelete?: 'restrict' | 'cascade'; readOnly?: boolean; publicRootRecords?: boolean; creatorRole?: string; presenter?: string; upsertOn?: string; exclusive?: string[][];
+  uid?: 'generated' | 'parent'; onParentDelete?: 'restrict' | 'cascade'; readOnly?: boolean; publicRootRecords?: boolean; creatorRole?: string; presenter?: string; onCreate?: string; upsertOn?: string; exclusive?: string[][];
   fields: Record<string, FieldModel>; filters?: ResourceModel['filters']; orderBy?: Record<string, string>;
   defaultOrder?: string; operations: Record<string, RawOperation>;
   subresources?: { name: string; type?: string; fields: Record<string, FieldModel>; get: RawOperation; update?: RawOperation }[];
@@ -227,7 +227,7 @@ function toResource(domain: string, r: RawResource, at: string, problems: string
   return {
     domain, type: r.type, collection: r.collection, path: r.path ?? r.collection, listPath,
     parent: r.parent, parentOptional: r.parentOptional ?? false, uid: r.uid ?? 'generated',
-    onParentDelete: r.onParentDelete ?? 'restrict', readOnly: r.readOnly ?? false, publicRootRecords: r.publicRootRecords ?? false, creatorRole: r.creatorRole, presenter: r.presenter, upsertOn: r.upsertOn, exclusive: r.exclusive ?? [],
+    onParentDelete: r.onParentDelete ?? 'restrict', readOnly: r.readOnly ?? false, publicRootRecords: r.publicRootRecords ?? false, creatorRole: r.creatorRole, presenter: r.presenter, onCreate: r.onCreate, upsertOn: r.upsertOn, exclusive: r.exclusive ?? [],
     fields: r.fields, filters, orderBy, defaultOrder: { key: orderKey, desc: direction === 'desc' },
     operations: ops,
     subresources: (r.subresources ?? []).map((s) => ({

@@ -1,10 +1,11 @@
 // Role bindings are answered hydrated: the identity (with its token subject and issuer), the group and the
 // role they join, instead of bare uids. The create response, like every other, has no updateTime.
+import { createHash, randomBytes, timingSafeEqual } from 'node:crypto';
 import type {
-  AcceptTermsRequest, AcceptTermsResponse, IamHandlers, ListTermsAcceptancesRequest, ListTermsAcceptancesResponse,
+  AcceptGroupInviteRequest, AcceptGroupInviteResponse, AcceptTermsRequest, AcceptTermsResponse, IamHandlers, ListTermsAcceptancesRequest, ListTermsAcceptancesResponse,
   LookupIdentityRequest, LookupIdentityResponse,
 } from '../generated/routes.js';
-import { notFound } from '../runtime/errors.js';
+import { failedPrecondition, invalidArgument, notFound } from '../runtime/errors.js';
 import { parseListRequest } from '../runtime/list-request.js';
 import { recordEvent } from '../runtime/outbox.js';
 import { now } from '../runtime/records.js';
@@ -22,7 +23,49 @@ async function byUid(context: HandlerContext, collection: string, uids: string[]
 
 const summary = (row: Row | undefined, uid: string) => ({ uid, name: row?.name ?? '', description: row?.description ?? '' });
 
+const hashOf = (secret: string) => createHash('sha256').update(secret).digest();
+
 export const iam: IamHandlers = {
+  /**
+   * A new invite gets a key id and a secret; the code (both) is shown in the create response only, and only
+   * the secret's hash is stored. ttl becomes expirationTime.
+   */
+  async issueGroupInvite(record) {
+    const seconds = Number(String(record.ttl).replace(/s$/, ''));
+    if (!(seconds > 0)) throw invalidArgument([{ field: 'ttl', description: 'ttl must be a positive duration such as "86400s"' }]);
+    const keyId = randomBytes(8).toString('hex');
+    const secret = randomBytes(24).toString('base64url');
+    const expirationTime = new Date(Date.parse(record.createTime as string) + seconds * 1000).toISOString();
+    return { record: { ...record, keyId, codeHash: hashOf(secret).toString('hex'), expirationTime }, reveal: { code: `${keyId}.${secret}` } };
+  },
+
+  /** Redeems an invite code: the caller is bound to the invite's role in its group; a single-use invite goes. */
+  async acceptGroupInvite(request: AcceptGroupInviteRequest, context): Promise<AcceptGroupInviteResponse> {
+    const { groupInvites, roleBindings } = context.model.resources;
+    const [keyId, secret] = request.body.code.split('.');
+    const caller = context.principal.subject!;
+    return context.store.em().transactional(async (tx) => {
+      const invite = keyId && secret ? await tx.findOne(groupInvites.type, { keyId } as object) as Row | null : null;
+      const stored = invite ? Buffer.from(String(invite.codeHash), 'hex') : Buffer.alloc(0);
+      const given = secret ? hashOf(secret) : Buffer.alloc(32);
+      if (!invite || stored.length !== given.length || !timingSafeEqual(stored, given)) throw notFound(groupInvites.type, 'for this code');
+      if (Date.parse(invite.expirationTime as string) <= Date.now()) {
+        throw failedPrecondition([{ type: 'INVITE_EXPIRED', subject: invite.uid as string, description: `the invite expired at ${invite.expirationTime}` }]);
+      }
+      const group = invite.parentUid as string;
+      const roleUid = invite.roleUid as string;
+      let binding = await tx.findOne(roleBindings.type, { parentUid: group, identityUid: caller, roleUid } as object) as Row | null;
+      if (!binding) {
+        const time = now();
+        binding = tx.create(roleBindings.type, { uid: newChildUid(group), parentUid: group, identityUid: caller, roleUid, createTime: time, updateTime: time }) as Row;
+        tx.persist(binding);
+        recordEvent(tx, { type: 'dev.chainguard.api.iam.rolebindings.created.v1', subject: binding.uid as string, groupUid: group, actor: caller, body: { uid: binding.uid, identityUid: caller, roleUid } });
+      }
+      if (invite.singleUse) tx.remove(invite);
+      return { roleBinding: binding.uid as string, group, roleUid };
+    });
+  },
+
   /** Records that the caller accepts these documents for the group; accepting again changes nothing. */
   async acceptTerms(request: AcceptTermsRequest, context): Promise<AcceptTermsResponse> {
     const { groups, termsAcceptances } = context.model.resources;

@@ -72,6 +72,8 @@ export interface ResourceModel {
   upsertOn?: string;
   /** groups of fields of which at most one may be set */
   exclusive: string[][];
+  /** hand-written handler of the domain that completes a record before it is stored */
+  onCreate?: string;
   /** hand-written handler of the domain that shapes records for responses */
   presenter?: string;
   /** built-in role the creator of a root record is bound to in it */

@@ -137,7 +137,10 @@ export class Resources {
   }
 
   /** Creates a record; a root record of a resource with a creatorRole binds its creator to that role in it. */
-  async create(r: ResourceModel, parent: string | undefined, body: Row, creator?: string): Promise<Row> {
+  async create(
+    r: ResourceModel, parent: string | undefined, body: Row, creator?: string,
+    prepare?: (record: Row) => Promise<{ record: Row; reveal?: Row }>,
+  ): Promise<Row> {
     if (parent !== undefined) checkUid(parent, 'parent');
     const em = this.store.em();
     return em.transactional(async (tx) => {
@@ -147,7 +150,9 @@ export class Resources {
         throw new ApiError('ALREADY_EXISTS', `Already exists: ${r.type} ${uid}`);
       }
       const time = now();
-      const data: Row = { ...withDefaults(inputObject(body, r.fields), r.fields), uid, parentUid: parent ?? null, createTime: time, updateTime: time };
+      let data: Row = { ...withDefaults(inputObject(body, r.fields), r.fields), uid, parentUid: parent ?? null, createTime: time, updateTime: time };
+      let reveal: Row = {};
+      if (prepare) ({ record: data, reveal = {} } = await prepare(data));
       this.checkExclusive(r, data);
       await this.checkReferences(tx, r, data);
       const existing = r.upsertOn && data[r.upsertOn] !== undefined
@@ -170,7 +175,7 @@ export class Resources {
       }
       const created = toResource(row, r);
       this.event(tx, r, r.operations.create?.event, uid, created, creator);
-      return created;
+      return { ...created, ...reveal };
     });
   }
 

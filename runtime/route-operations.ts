@@ -21,10 +21,13 @@ export interface HandlerContext {
 /** A hand-written presenter: shapes records for responses. */
 export type Present = (records: Row[], context: HandlerContext) => Promise<Row[]>;
 
+/** A hand-written create step: completes the record to store; reveal adds fields to the create response only. */
+export type Prepare = (record: Row, context: HandlerContext) => Promise<{ record: Row; reveal?: Row }>;
+
 export interface RouteOperations {
   list(r: ResourceModel, params: string[], present?: Present): Middleware;
   get(r: ResourceModel, params: string[], present?: Present): Middleware;
-  create(r: ResourceModel, params: string[], present?: Present): Middleware;
+  create(r: ResourceModel, params: string[], present?: Present, prepare?: Prepare): Middleware;
   update(r: ResourceModel, params: string[], present?: Present): Middleware;
   delete(r: ResourceModel, params: string[]): Middleware;
   subresourceGet(r: ResourceModel, name: string): Middleware;
@@ -113,13 +116,14 @@ export function createRouteOperations(deps: { model: ApiModel; store: Store; res
       await policy.requireCapability(principal(ctx), capability(r, 'get'), scopeOf(r, uid));
       ctx.body = await one(ctx, await resources.get(r, uid), present);
     },
-    create: (r, names, present) => async (ctx) => {
+    create: (r, names, present, prepare) => async (ctx) => {
       const { parent } = pathParams(ctx, names);
       const data = body(ctx);
       await policy.requireCapability(principal(ctx), capability(r, 'create'), scopeOf(r, parent));
       validate('body', `${r.collection}.create`, data);
       await requireGrantable(ctx, r, data, scopeOf(r, parent));
-      ctx.body = await one(ctx, await resources.create(r, parent, data, principal(ctx).subject), present);
+      const complete = prepare && ((record: Row) => prepare(record, handlerContext(ctx)));
+      ctx.body = await one(ctx, await resources.create(r, parent, data, principal(ctx).subject, complete), present);
     },
     update: (r, names, present) => async (ctx) => {
       const { uid } = pathParams(ctx, names);

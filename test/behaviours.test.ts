@@ -115,4 +115,39 @@ test('terms: accept known documents for a group; list includes acceptances of th
   assert.equal((await query(s.dataDir, "select type from event_outbox where type like '%terms.accepted%'")).length, 3);
 });
 
+test('group invites: code shown once, never listed; accepting binds the role; single use; expiry', async () => {
+  const viewerRole = (await s.call('GET', '/iam/v2/roles?name=viewer')).body.roles[0].uid;
+  const team = (await s.call('POST', `/iam/v2/groups/${org}`, { name: 'invited' })).body.uid;
+  const created = await s.call('POST', `/iam/v2/groupInvites/${team}`, { roleUid: viewerRole, ttl: '3600s', singleUse: true, email: 'new@example.dev' });
+  assert.is(created.status, 200, JSON.stringify(created.body));
+  const invite = created.body;
+  assert.match(invite.code, /^[0-9a-f]{16}\./);
+  assert.is(invite.ttl, undefined);
+  assert.ok(Math.abs(Date.parse(invite.expirationTime) - Date.parse(invite.createTime) - 3600_000) < 5);
+  assert.is(invite.codeHash, undefined);
+  const listed = await s.call('GET', `/iam/v2/groupInvites?uidp.children_of=${team}`);
+  assert.not.match(JSON.stringify(listed.body), /"code"|codeHash/);
+  assert.is((await s.call('GET', `/iam/v2/groupInvites/${invite.uid}`)).body.code, undefined);
+
+  const newcomer = (await s.call('POST', `/iam/v2/identities/${org}`, { name: 'newcomer' })).body.uid;
+  const as = { authorization: `Bearer ${await s.mint(newcomer)}` };
+  assert.is((await s.call('GET', `/registry/v2/repos?uidp.descendants_of=${team}`, undefined, as)).body.totalCount, '0');
+  assert.is((await s.call('POST', '/iam/v2/groupInvites:accept', { code: `${invite.code}x` }, as)).status, 404, 'a wrong code');
+  const accepted = await s.call('POST', '/iam/v2/groupInvites:accept', { code: invite.code }, as);
+  assert.is(accepted.status, 200, JSON.stringify(accepted.body));
+  assert.is(accepted.body.group, team);
+  const binding = (await s.call('GET', `/iam/v2/roleBindings/${accepted.body.roleBinding}`)).body;
+  assert.is(binding.identity.uid, newcomer);
+  assert.is(binding.role.name, 'viewer');
+  assert.is((await s.call('GET', `/iam/v2/groups/${team}`, undefined, as)).status, 200, 'the new binding works');
+  assert.is((await s.call('POST', '/iam/v2/groupInvites:accept', { code: invite.code }, as)).status, 404, 'single use');
+
+  const short = (await s.call('POST', `/iam/v2/groupInvites/${team}`, { roleUid: viewerRole, ttl: '1s' })).body;
+  await new Promise((r) => setTimeout(r, 1100));
+  const late = await s.call('POST', '/iam/v2/groupInvites:accept', { code: short.code }, as);
+  assert.is(late.status, 400, JSON.stringify(late.body));
+  assert.is(late.body.code, 9);
+  assert.is((await s.call('POST', `/iam/v2/groupInvites/${team}`, { roleUid: viewerRole, ttl: '0s' })).status, 400);
+});
+
 test.run();
