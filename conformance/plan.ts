@@ -28,6 +28,8 @@ export interface ResourcePlan {
   outputOnly: string[];
   /** accepted on input, never returned */
   inputOnly: string[];
+  /** shown by the create response alone */
+  createOnly: string[];
   /** two updatable fields with fresh values, for the mask rules */
   update?: { field: string; value: unknown; other: string; otherValue: unknown };
   /** order_by key -> JSON field */

@@ -85,6 +85,7 @@ function plan(r: ResourceModel, model: ApiModel, problems: string[]): ResourcePl
       .map(([field, f]) => ({ field, value: invalidValue(f) })),
     outputOnly: Object.entries(r.fields).filter(([, f]) => f.outputOnly).map(([k]) => k),
     inputOnly: Object.entries(r.fields).filter(([, f]) => f.inputOnly).map(([k]) => k),
+    createOnly: Object.entries(r.fields).filter(([, f]) => f.createOnly).map(([k]) => k),
     update: pair.length >= 2 ? { field: pair[0], value: updateValues[0], other: pair[1], otherValue: updateValues[1] } : undefined,
     orderBy: Object.fromEntries(Object.entries(r.orderBy).map(([k, field]) => [k, field])),
     filters: r.filters.filter((f) => f.match === 'exact' || f.match === 'anyOf'),

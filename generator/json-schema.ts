@@ -49,6 +49,7 @@ export function fieldSchema(f: FieldModel, mode: SchemaMode): JsonSchema {
   if (mode === 'output' && f.description) s.description = f.description;
   if (mode === 'output' && f.outputOnly) s.readOnly = true;
   if (mode === 'output' && f.inputOnly) s.writeOnly = true;
+  if (mode === 'output' && f.createOnly) s.description = [f.description, 'Only in the create response.'].filter(Boolean).join(' ');
   // A required repeated field needs at least one item.
   if (f.repeated) return mode !== 'output' && f.required ? { type: 'array', items: s, minItems: 1 } : { type: 'array', items: s };
   return s;

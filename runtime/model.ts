@@ -11,6 +11,8 @@ export interface FieldModel {
   outputOnly?: boolean;
   inputOnly?: boolean;
   immutable?: boolean;
+  /** shown by the create response alone */
+  createOnly?: boolean;
   pattern?: string;
   minLength?: number;
   maxLength?: number;
