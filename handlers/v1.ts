@@ -4,6 +4,7 @@
 //   create  POST   /<domain>/v1/<v1 collection>/{parent}
 //   update  PUT    /<domain>/v1/<v1 collection>/{id}                   (full replacement: omitted fields reset)
 //   delete  DELETE /<domain>/v1/<v1 collection>/{id}
+// and the calls only v1 has: ListEolTags (GET /registry/v1/eoltags, the tags marked deprecated).
 // v1 field names come from the spec; role capabilities travel as dotted names. Errors keep code and message
 // but no typed details, and a filtered list that matches nothing is an empty 200.
 import Router from '@koa/router';
@@ -143,5 +144,21 @@ export function createV1Router({ model, resources, policy, validators }: V1Deps)
       });
     }
   }
+  const tags = model.resources.tags;
+  router.get('/registry/v1/eoltags', async (ctx) => {
+    const query: Record<string, unknown> = { ...ctx.query };
+    check(validators.query(`${tags.collection}.list`)!, query);
+    const req = parseListRequest(query, tags);
+    const visible = await policy.visibility(principal(ctx), tags.operations.list!.capability, tags);
+    if (!visible) {
+      ctx.body = { items: [], nextPageToken: '' };
+      return;
+    }
+    const page = await resources.list(tags, req, [...visible, { deprecated: true }]);
+    ctx.body = {
+      items: page.items.map((t) => ({ id: t.uid, name: t.name, mainPackageName: t.mainPackageName ?? '', gracePeriodExpiryDate: t.gracePeriodExpiryDate })),
+      nextPageToken: page.nextPageToken,
+    };
+  });
   return router;
 }

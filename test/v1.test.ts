@@ -73,4 +73,18 @@ test('v1 errors: a blocked delete has a code and message but no typed detail; sa
   assert.is((await s.call('GET', `/registry/v2/repos/${repo.id}`)).status, 404);
 });
 
+test('ListEolTags lists the tags marked deprecated, paged', async () => {
+  const repo = (await s.call('POST', `/registry/v2/repos/${org}`, { name: 'eol' })).body;
+  const digest = `sha256:${'e'.repeat(64)}`;
+  await s.call('POST', `/registry/v2/tags/${repo.uid}`, { name: 'current', digest });
+  const old = (await s.call('POST', `/registry/v2/tags/${repo.uid}`, { name: '1.0', digest, deprecated: true })).body;
+  const older = (await s.call('POST', `/registry/v2/tags/${repo.uid}`, { name: '0.9', digest, deprecated: true })).body;
+  const first = await s.call('GET', `/registry/v1/eoltags?uidp.childrenOf=${repo.uid}&pageSize=1&orderBy=name`);
+  assert.is(first.status, 200, JSON.stringify(first.body));
+  assert.equal(first.body.items.map((t: any) => [t.id, t.name]), [[older.uid, '0.9']]);
+  const second = await s.call('GET', `/registry/v1/eoltags?uidp.childrenOf=${repo.uid}&pageSize=1&orderBy=name&pageToken=${first.body.nextPageToken}`);
+  assert.equal(second.body.items.map((t: any) => t.id), [old.uid]);
+  assert.is(second.body.nextPageToken, '');
+});
+
 test.run();
