@@ -44,7 +44,7 @@ export const iam: IamHandlers = {
     const { groupInvites, roleBindings } = context.model.resources;
     const [keyId, secret] = request.body.code.split('.');
     const caller = context.principal.subject!;
-    return context.store.em().transactional(async (tx) => {
+    const accepted = await context.store.em().transactional(async (tx) => {
       const invite = keyId && secret ? await tx.findOne(groupInvites.type, { keyId } as object) as Row | null : null;
       const stored = invite ? Buffer.from(String(invite.codeHash), 'hex') : Buffer.alloc(0);
       const given = secret ? hashOf(secret) : Buffer.alloc(32);
@@ -64,6 +64,8 @@ export const iam: IamHandlers = {
       if (invite.singleUse) tx.remove(invite);
       return { roleBinding: binding.uid as string, group, roleUid };
     });
+    context.resources.noteWrite(roleBindings);
+    return accepted;
   },
 
   /** Records that the caller accepts these documents for the group; accepting again changes nothing. */

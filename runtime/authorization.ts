@@ -4,6 +4,7 @@ import { permissionDenied, unauthenticated } from './errors.js';
 import type { ApiModel, Capability, ResourceModel } from './model.js';
 import type { Row } from './records.js';
 import type { Store } from './store.js';
+import { descendantRange } from './uid.js';
 
 export interface Principal {
   /** Identity uid from a verified token; absent for an anonymous caller. */
@@ -24,10 +25,30 @@ interface Grants {
   groupsHolding(capabilities: string[]): string[];
 }
 
+/** Cached grants are dropped when accessVersion moves (a binding, role or group was written). */
+const maxCachedSubjects = 10_000;
+
 export class Policy {
-  constructor(private readonly store: Store, private readonly model: ApiModel) {}
+  private readonly cache = new Map<string, Grants>();
+  private cachedVersion = -1;
+
+  constructor(private readonly store: Store, private readonly model: ApiModel, private readonly accessVersion: () => number) {}
 
   private async grants(subject: string): Promise<Grants> {
+    const version = this.accessVersion();
+    if (version !== this.cachedVersion || this.cache.size >= maxCachedSubjects) {
+      this.cache.clear();
+      this.cachedVersion = version;
+    }
+    const cached = this.cache.get(subject);
+    if (cached) return cached;
+    const grants = await this.loadGrants(subject);
+    // Only keep what was read at the current version: a write during the read makes it stale.
+    if (this.accessVersion() === version) this.cache.set(subject, grants);
+    return grants;
+  }
+
+  private async loadGrants(subject: string): Promise<Grants> {
     const em = this.store.em();
     const bindings = await em.find(this.model.resources.roleBindings.type, { identityUid: subject } as object, { fields: ['parentUid', 'roleUid'] }) as Row[];
     const roleUids = [...new Set(bindings.map((b) => b.roleUid as string))];
@@ -74,7 +95,7 @@ export class Policy {
     const groups = (await this.grants(subject)).groupsHolding(capability);
     if (groups.length === 0) return undefined;
     if (!isGroupScoped(this.model, r)) return [];
-    const anyOf: Where[] = groups.flatMap((g) => [{ uid: g }, { uid: { $like: `${g}/%` } }]);
+    const anyOf: Where[] = groups.flatMap((g) => [{ uid: g }, { uid: descendantRange(g) }]);
     if (r.publicRootRecords) anyOf.push({ parentUid: null });
     return [{ $or: anyOf }];
   }

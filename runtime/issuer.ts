@@ -23,6 +23,8 @@ async function newKey(): Promise<StoredKey> {
 export class TokenIssuer {
   private keys: StoredKey[] = [];
   private loadedAt = 0;
+  /** The verification key set, built once per load of the key file rather than per request. */
+  private keySet?: ReturnType<typeof createLocalJWKSet>;
 
   private constructor(private readonly file: string, readonly issuer: string, readonly audience: string) {}
 
@@ -46,6 +48,7 @@ export class TokenIssuer {
     const m = statSync(this.file).mtimeMs;
     if (m === this.loadedAt) return;
     this.keys = JSON.parse(readFileSync(this.file, 'utf8')) as StoredKey[];
+    this.keySet = createLocalJWKSet({ keys: this.keys.map((k) => k.publicJwk) });
     this.loadedAt = m;
   }
 
@@ -96,7 +99,8 @@ export class TokenIssuer {
   /** The subject of a valid token of ours; UNAUTHENTICATED saying what is wrong otherwise. */
   async verify(token: string): Promise<string> {
     try {
-      const { payload } = await jwtVerify(token, createLocalJWKSet(this.jwks()), { issuer: this.issuer, audience: this.audience, algorithms: ['ES256'] });
+      this.reload();
+      const { payload } = await jwtVerify(token, this.keySet!, { issuer: this.issuer, audience: this.audience, algorithms: ['ES256'] });
       if (typeof payload.sub !== 'string' || payload.sub === '') throw unauthenticated('the token has no subject');
       if (payload.exp === undefined) throw unauthenticated('the token has no expiry');
       return payload.sub;

@@ -8,7 +8,7 @@ import { PageToken, type Cursor } from './page-token.js';
 import { inputObject, now, outputObject, toResource, withDefaults, type Row } from './records.js';
 import { groupOf, recordEvent } from './outbox.js';
 import type { Store } from './store.js';
-import { ancestorsOf, isUidPath, newChildUid, newRootUid } from './uid.js';
+import { ancestorsOf, descendantRange, isUidPath, newChildUid, newRootUid } from './uid.js';
 
 type Where = Record<string, unknown>;
 
@@ -26,7 +26,7 @@ function checkUid(uid: string, field: string): void {
 function hierarchyWhere(req: ListRequest): Where[] {
   const h = req.hierarchy;
   const where: Where[] = [];
-  if (h.descendantsOf) { checkUid(h.descendantsOf, 'uidp.descendants_of'); where.push({ uid: { $like: `${h.descendantsOf}/%` } }); }
+  if (h.descendantsOf) { checkUid(h.descendantsOf, 'uidp.descendants_of'); where.push({ uid: descendantRange(h.descendantsOf) }); }
   if (h.childrenOf) { checkUid(h.childrenOf, 'uidp.children_of'); where.push({ parentUid: h.childrenOf }); }
   if (h.ancestorsOf) { checkUid(h.ancestorsOf, 'uidp.ancestors_of'); where.push({ uid: { $in: ancestorsOf(h.ancestorsOf) } }); }
   if (h.inRoot) where.push({ parentUid: null });
@@ -62,9 +62,16 @@ function afterCursor(field: string, desc: boolean, c: Cursor): Where {
 export class Resources {
   /** Records the spec declares (built-in roles): listed and read, never changed through the API. */
   private readonly managed: Set<string>;
+  /** Bumped by every committed write that can change who may do what (bindings, roles, groups). */
+  accessVersion = 0;
 
   constructor(readonly store: Store, readonly model: ApiModel, readonly pageTokens: PageToken) {
     this.managed = new Set(model.roles.map((r) => r.uid));
+  }
+
+  /** Notes a committed write to r, for caches of access decisions. */
+  noteWrite(r: ResourceModel): void {
+    if (r.collection === 'roleBindings' || r.collection === 'roles' || r.children.includes('roleBindings')) this.accessVersion++;
   }
 
   /** Records the operation's declared event, in the caller's transaction. */
@@ -143,7 +150,7 @@ export class Resources {
   ): Promise<Row> {
     if (parent !== undefined) checkUid(parent, 'parent');
     const em = this.store.em();
-    return em.transactional(async (tx) => {
+    const result = await em.transactional(async (tx) => {
       if (parent !== undefined && r.parent) await this.find(tx, this.model.resources[r.parent], parent);
       const uid = r.uid === 'parent' ? parent! : parent !== undefined ? newChildUid(parent) : newRootUid();
       if (r.uid === 'parent' && await tx.count(r.type, { uid }) > 0) {
@@ -177,12 +184,15 @@ export class Resources {
       this.event(tx, r, r.operations.create?.event, uid, created, creator);
       return { ...created, ...reveal };
     });
+    // A new organization binds its creator: that is an access change too.
+    this.noteWrite(r.creatorRole && parent === undefined ? this.model.resources.roleBindings : r);
+    return result;
   }
 
   async update(r: ResourceModel, uid: string, body: Row, rawMask: string | undefined, actor?: string): Promise<Row> {
     const mask = parseFieldMask(rawMask, body, r.fields);
     const input = inputObject(body, r.fields);
-    return this.store.em().transactional(async (tx) => {
+    const result = await this.store.em().transactional(async (tx) => {
       const row = await this.find(tx, r, uid);
       this.refuseManaged(r, uid);
       const current = Object.fromEntries(Object.keys(r.fields).map((k) => [k, row[k]]).filter(([, v]) => v !== null && v !== undefined));
@@ -203,6 +213,8 @@ export class Resources {
       this.event(tx, r, r.operations.update?.event, uid, updated, actor);
       return updated;
     });
+    this.noteWrite(r);
+    return result;
   }
 
   async delete(r: ResourceModel, uid: string, actor?: string): Promise<void> {
@@ -212,6 +224,7 @@ export class Resources {
       await this.deleteWithChildren(tx, r, uid);
       this.event(tx, r, r.operations.delete?.event, uid, { uid }, actor);
     });
+    this.noteWrite(r);
   }
 
   /**
@@ -219,7 +232,7 @@ export class Resources {
    * root records); createTime/updateTime are kept when given. Records must already be validated.
    */
   async importRecords(r: ResourceModel, records: { parent?: string; data: Row }[]): Promise<number> {
-    return this.store.em().transactional(async (tx) => {
+    const count = await this.store.em().transactional(async (tx) => {
       const parents = new Set<string>();
       for (const [i, { parent, data }] of records.entries()) {
         if (parent !== undefined && r.parent && !parents.has(parent)) {
@@ -236,6 +249,8 @@ export class Resources {
       }
       return records.length;
     });
+    this.noteWrite(r);
+    return count;
   }
 
   async getSubresource(r: ResourceModel, name: string, uid: string): Promise<Row> {

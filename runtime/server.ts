@@ -69,7 +69,7 @@ export async function startServer(config: Config, generated?: GeneratedParts): P
   const { model } = parts;
   const { store, resources } = await openResources(config, parts);
   await ensureBootstrap(store, model, config.dataDir);
-  const policy = new Policy(store, model);
+  const policy = new Policy(store, model, () => resources.accessVersion);
   const validators = loadValidators(parts.dir);
   const ops = createRouteOperations({ model, store, resources, validators, policy });
   const v1 = createV1Router({ model, resources, policy, validators });

@@ -15,6 +15,14 @@ export function isUidPath(uid: string): boolean {
   return uidPath.test(uid);
 }
 
+/**
+ * The uids strictly below uid, as a range on the uid index: every "uid/..." sorts after "uid/" and before
+ * "uid0" ('0' follows '/'), so SQLite walks the index instead of scanning the table as LIKE would.
+ */
+export function descendantRange(uid: string): { $gt: string; $lt: string } {
+  return { $gt: `${uid}/`, $lt: `${uid}0` };
+}
+
 /** The parent of a uid, or undefined for a root uid. */
 export function parentOf(uid: string): string | undefined {
   const i = uid.lastIndexOf('/');

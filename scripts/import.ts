@@ -1,7 +1,8 @@
 // npm run import -- <resource> <file> [--parent UID]: loads records (a JSON array or NDJSON) into a resource.
 // Every record is checked by the resource's generated record validator; the file loads all or nothing.
 // A record's "parent" is a uid, "$ORG" (the --parent option, or the only organization), or
-// "$<type>:<name>" (the record of that type with that name, e.g. "$repo:nginx").
+// "$<type>:<name>" (the record of that type with that name, e.g. "$repo:nginx"); records without one go
+// under --parent.
 import { readFileSync } from 'node:fs';
 import { parseArgs } from 'node:util';
 import { ConfigError, readConfig } from '../runtime/config.js';
@@ -67,7 +68,8 @@ async function main(): Promise<void> {
     const cache = new Map<string, string>();
     const resolveParent = async (value: unknown, i: number): Promise<string | undefined> => {
       if (value === undefined || value === null) {
-        if (r.parent && !r.parentOptional) throw new ImportError(`record ${i + 1}: parent is required for ${r.collection}`);
+        if (values.parent && r.parent) return values.parent;
+        if (r.parent && !r.parentOptional) throw new ImportError(`record ${i + 1}: parent is required for ${r.collection} (give it in the record or with --parent)`);
         return undefined;
       }
       const text = String(value);
