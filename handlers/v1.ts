@@ -9,7 +9,7 @@
 // but no typed details, and a filtered list that matches nothing is an empty 200.
 import Router from '@koa/router';
 import type { Context, Middleware } from 'koa';
-import { isGroupScoped, type Policy, type Principal } from '../runtime/authorization.js';
+import { capabilityScope, type Policy, type Principal } from '../runtime/authorization.js';
 import { ApiError, invalidArgument } from '../runtime/errors.js';
 import { maxPageSize, parseListRequest } from '../runtime/list-request.js';
 import type { ApiModel, FieldModel, ResourceModel } from '../runtime/model.js';
@@ -91,7 +91,7 @@ export function createV1Router({ model, resources, policy, validators }: V1Deps)
     if (!r.v1) continue;
     const shape = new V1Shape(r, model);
     const base = `/${r.domain}/v1/${r.v1.collection}`.replace(/[.*+?^${}()|[\]\\/]/g, '\\$&');
-    const scopeOf = (uid: string | undefined) => (uid === undefined || !isGroupScoped(model, r) || (r.publicRootRecords && !uid.includes('/')) ? undefined : uid);
+    const scopeOf = (uid: string | undefined) => capabilityScope(model, r, uid);
     const ops = r.operations;
 
     if (ops.list) {

@@ -25,6 +25,14 @@ interface Grants {
   groupsHolding(capabilities: string[]): string[];
 }
 
+/**
+ * The uid a capability is checked at for a record of r: the uid itself, or undefined ("in some group") for
+ * records outside the group tree and for public root records such as built-in roles.
+ */
+export function capabilityScope(model: ApiModel, r: ResourceModel, uid: string | undefined): string | undefined {
+  return uid === undefined || !isGroupScoped(model, r) || (r.publicRootRecords && !uid.includes('/')) ? undefined : uid;
+}
+
 /** Cached grants are dropped when accessVersion moves (a binding, role or group was written). */
 const maxCachedSubjects = 10_000;
 

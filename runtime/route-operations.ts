@@ -2,7 +2,7 @@
 import type { Context, Middleware } from 'koa';
 import { invalidArgument } from './errors.js';
 import { isUidPath, parentOf } from './uid.js';
-import { isGroupScoped, type Policy, type Principal } from './authorization.js';
+import { capabilityScope, type Policy, type Principal } from './authorization.js';
 import { parseListRequest } from './list-request.js';
 import type { ApiModel, EndpointModel, ResourceModel } from './model.js';
 import type { Resources } from './resources.js';
@@ -79,9 +79,7 @@ export function createRouteOperations(deps: { model: ApiModel; store: Store; res
     check(v, data);
   };
   const capability = (r: ResourceModel, op: keyof ResourceModel['operations']) => r.operations[op]!.capability;
-  /** The uid a capability is checked at; undefined means "in some group" (root records outside any group). */
-  const scopeOf = (r: ResourceModel, uid: string | undefined) =>
-    uid === undefined || !isGroupScoped(deps.model, r) || (r.publicRootRecords && !uid.includes('/')) ? undefined : uid;
+  const scopeOf = (r: ResourceModel, uid: string | undefined) => capabilityScope(deps.model, r, uid);
 
   /** No escalation: a record that grants a role needs a caller who already holds that role's capabilities there. */
   const requireGrantable = async (ctx: Context, r: ResourceModel, data: Row, scope: string | undefined) => {
