@@ -10,12 +10,12 @@
 import Router from '@koa/router';
 import type { Context, Middleware } from 'koa';
 import { capabilityScope, type Policy, type Principal } from '../runtime/authorization.js';
-import { ApiError, invalidArgument } from '../runtime/errors.js';
+import { ApiError } from '../runtime/errors.js';
 import { maxPageSize, parseListRequest } from '../runtime/list-request.js';
 import type { ApiModel, FieldModel, ResourceModel } from '../runtime/model.js';
 import type { Row } from '../runtime/records.js';
 import type { Resources } from '../runtime/resources.js';
-import { isUidPath } from '../runtime/uid.js';
+import { body, pathParams } from '../runtime/route-operations.js';
 import { check, type Validators } from '../runtime/validation.js';
 
 interface V1Deps { model: ApiModel; resources: Resources; policy: Policy; validators: Validators }
@@ -65,23 +65,6 @@ function v1Errors(): Middleware {
   };
 }
 
-function uidParam(ctx: Context, name: string): string {
-  let value: string;
-  try {
-    value = decodeURIComponent((ctx as Context & { captures?: string[] }).captures?.[0] ?? '');
-  } catch {
-    throw invalidArgument([{ field: name, description: `${name} is not correctly percent-encoded` }]);
-  }
-  if (!isUidPath(value)) throw invalidArgument([{ field: name, description: `"${value}" is not a uid` }]);
-  return value;
-}
-
-function body(ctx: Context): Row {
-  const b = (ctx.request as { body?: unknown }).body ?? {};
-  if (typeof b !== 'object' || b === null || Array.isArray(b)) throw invalidArgument([{ field: '(body)', description: 'the body must be a JSON object' }]);
-  return b as Row;
-}
-
 export function createV1Router({ model, resources, policy, validators }: V1Deps): Router {
   const router = new Router();
   router.use(v1Errors());
@@ -117,7 +100,7 @@ export function createV1Router({ model, resources, policy, validators }: V1Deps)
     }
     if (ops.create) {
       const create: Middleware = async (ctx) => {
-        const parent = ctx.captures?.length ? uidParam(ctx, 'parent') : undefined;
+        const parent = ctx.captures?.length ? pathParams(ctx, ['parent']).parent : undefined;
         const data = shape.in(body(ctx));
         await policy.requireCapability(principal(ctx), ops.create!.capability, scopeOf(parent));
         check(validators.body(`${r.collection}.create`)!, data);
@@ -128,7 +111,7 @@ export function createV1Router({ model, resources, policy, validators }: V1Deps)
     }
     if (ops.update) {
       router.put(new RegExp(`^${base}/(.+)$`), async (ctx) => {
-        const uid = uidParam(ctx, 'id');
+        const uid = pathParams(ctx, ['id']).id;
         const data = shape.in(body(ctx));
         await policy.requireCapability(principal(ctx), ops.update!.capability, scopeOf(uid));
         check(validators.body(`${r.collection}.update`)!, data);
@@ -137,7 +120,7 @@ export function createV1Router({ model, resources, policy, validators }: V1Deps)
     }
     if (ops.delete) {
       router.delete(new RegExp(`^${base}/(.+)$`), async (ctx) => {
-        const uid = uidParam(ctx, 'id');
+        const uid = pathParams(ctx, ['id']).id;
         await policy.requireCapability(principal(ctx), ops.delete!.capability, scopeOf(uid));
         await resources.delete(r, uid, principal(ctx).subject);
         ctx.body = {};

@@ -35,8 +35,10 @@ export interface RouteOperations {
   endpoint(e: EndpointModel, params: string[], call: (request: Record<string, unknown>, context: HandlerContext) => Promise<unknown>): Middleware;
 }
 
+const uidParams = new Set(['uid', 'parent', 'id']);
+
 /** Path parameters from the route's captures; a uid may arrive with its "/" escaped as %2F. */
-function pathParams(ctx: Context, names: string[]): Record<string, string> {
+export function pathParams(ctx: Context, names: string[]): Record<string, string> {
   const captures = (ctx as Context & { captures?: string[] }).captures ?? [];
   const out: Record<string, string> = {};
   names.forEach((name, i) => {
@@ -46,7 +48,7 @@ function pathParams(ctx: Context, names: string[]): Record<string, string> {
       throw invalidArgument([{ field: name, description: `${name} is not correctly percent-encoded` }]);
     }
     // A malformed uid is refused before authorization: it names nothing, so refusing it reveals nothing.
-    if ((name === 'uid' || name === 'parent') && !isUidPath(out[name])) {
+    if (uidParams.has(name) && !isUidPath(out[name])) {
       throw invalidArgument([{ field: name, description: `"${out[name]}" is not a uid (40 hex characters, then /16 hex per level)` }]);
     }
   });
@@ -58,7 +60,8 @@ function queryObject(ctx: Context): Record<string, unknown> {
   return { ...ctx.query };
 }
 
-function body(ctx: Context): Row {
+/** The JSON object body ({} when there is none). */
+export function body(ctx: Context): Row {
   const b = (ctx.request as { body?: unknown }).body;
   if (b === undefined) return {};
   if (typeof b !== 'object' || b === null || Array.isArray(b)) throw invalidArgument([{ field: '(body)', description: 'the body must be a JSON object' }]);
