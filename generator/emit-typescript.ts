@@ -77,7 +77,7 @@ const requestParam = (name: string) => `${name}: string`;
 export function emitRouter(model: ApiModel, routes: Route[]): string {
   return source('routes.ts', (f) => {
     f.addImportDeclaration({ defaultImport: 'Router', moduleSpecifier: '@koa/router' });
-    f.addImportDeclaration({ namedImports: ['RouteOperations', 'HandlerContext'], moduleSpecifier: '../runtime/route-operations.js', isTypeOnly: true });
+    f.addImportDeclaration({ namedImports: ['RouteOperations', 'HandlerContext', 'Prepare'], moduleSpecifier: '../runtime/route-operations.js', isTypeOnly: true });
     f.addImportDeclaration({ namedImports: ['apiModel'], moduleSpecifier: './model.js' });
 
     const presenters = (domain: string) => Object.values(model.resources).filter((r) => r.domain === domain && r.presenter);
@@ -149,5 +149,19 @@ export function emitRouter(model: ApiModel, routes: Route[]): string {
       returnType: 'Router',
       statements: ['const router = new Router();', ...lines, 'return router;'],
     });
+    const steps = Object.values(model.resources).filter((r) => r.onCreate)
+      .map((r) => `${r.collection}: (record, context) => handlers.${r.domain}.${r.onCreate}(record, context),`);
+    f.addFunction({
+      isExported: true, name: 'createSteps',
+      docs: ['The hand-written create steps by collection, for the routes outside this router (v1) that create records.'],
+      parameters: [{ name: handlersParam(steps), type: 'Handlers' }],
+      returnType: 'Record<string, Prepare>',
+      statements: [`return {${steps.length ? `\n${steps.join('\n')}\n` : ''}};`],
+    });
   });
+}
+
+/** An unused parameter is named so that strict TypeScript accepts it. */
+function handlersParam(uses: string[]): string {
+  return uses.length > 0 ? 'handlers' : '_handlers';
 }

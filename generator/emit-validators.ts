@@ -3,7 +3,7 @@ import { Ajv } from 'ajv';
 import addFormats from 'ajv-formats';
 import standaloneCode from 'ajv/dist/standalone/index.js';
 import type { ApiModel, FieldModel, ResourceModel } from '../runtime/model.js';
-import { standardFields } from '../runtime/model.js';
+import { operationOf, standardFields } from '../runtime/model.js';
 import { fieldSchema, objectSchema, type JsonSchema } from './json-schema.js';
 
 function newAjv(coerce: boolean): Ajv {
@@ -48,8 +48,8 @@ export function emitValidators(model: ApiModel): { bodies: string; queries: stri
   for (const r of Object.values(model.resources)) {
     const all = { ...r.fields };
     add(bodies, bodyExports, `${r.collection}.record`, objectSchema({ ...standardFields, ...all }, 'record', true));
-    if (r.operations.create) add(bodies, bodyExports, `${r.collection}.create`, objectSchema({ ...standardFields, ...all }, 'input', true));
-    if (r.operations.update) add(bodies, bodyExports, `${r.collection}.update`, objectSchema({ ...standardFields, ...all }, 'input', false));
+    if (operationOf(r, 'create')) add(bodies, bodyExports, `${r.collection}.create`, objectSchema({ ...standardFields, ...all }, 'input', true));
+    if (operationOf(r, 'update')) add(bodies, bodyExports, `${r.collection}.update`, objectSchema({ ...standardFields, ...all }, 'input', false));
     for (const s of r.subresources) {
       if (s.update) add(bodies, bodyExports, `${r.collection}.${s.name}.update`, objectSchema(s.fields, 'input', false));
     }

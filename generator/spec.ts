@@ -4,7 +4,7 @@ import { readFileSync, readdirSync } from 'node:fs';
 import { join } from 'node:path';
 import { Ajv, type ErrorObject } from 'ajv';
 import { parseDocument } from 'yaml';
-import type { ApiModel, Capability, CapabilityModel, EndpointModel, FieldModel, ResourceModel } from '../runtime/model.js';
+import type { ApiModel, Capability, CapabilityModel, EndpointModel, FieldModel, ResourceModel, V1Model } from '../runtime/model.js';
 import { standardFields } from '../runtime/model.js';
 
 /** A spec problem, reported as "file: path: what is wrong". */
@@ -21,7 +21,10 @@ interface RawResource {
   fields: Record<string, FieldModel>; filters?: ResourceModel['filters']; orderBy?: Record<string, string>;
   defaultOrder?: string; operations: Record<string, RawOperation>;
   subresources?: { name: string; type?: string; fields: Record<string, FieldModel>; get: RawOperation; update?: RawOperation }[];
-  v1?: { collection: string; fields?: Record<string, string> };
+  v1?: {
+    collection: string; fields?: Record<string, string>; values?: Record<string, Record<string, string>>; params?: Record<string, string>;
+    paged?: boolean; createRequest?: { parent: string; resource: string }; operations?: Record<string, RawOperation>;
+  };
 }
 interface RawEndpoint {
   name: string; method: EndpointModel['method']; path: string; capability: string | string[]; scope?: string;
@@ -29,7 +32,7 @@ interface RawEndpoint {
 }
 type RawCapabilities = Record<string, CapabilityModel & { roles?: string[] }>;
 interface RawDomain { domain: string; title: string; resources: RawResource[]; endpoints?: RawEndpoint[]; capabilities?: RawCapabilities }
-interface RawAccess { capabilities: RawCapabilities; roles: { name: string; description: string; capabilities: string[] }[] }
+interface RawAccess { capabilities: RawCapabilities; roles: { name: string; description: string; capabilities: string[]; bootstrap?: boolean }[] }
 
 const readSchema = (name: string) => JSON.parse(readFileSync(new URL(name, import.meta.url), 'utf8'));
 const ajv = new Ajv({ allErrors: true, strict: false, formats: { regex: isRegex } });
@@ -162,7 +165,7 @@ export function loadSpec(specDir: string): ApiModel {
   for (const role of access?.roles ?? []) {
     const caps = new Set([...role.capabilities, ...(grants.get(role.name) ?? [])]);
     for (const c of caps) if (!model.capabilities[c]) problems.push(`access.yaml: role ${role.name}: unknown capability ${c}`);
-    model.roles.push({ uid: builtInRoleUid(role.name), name: role.name, description: role.description, capabilities: [...caps].sort() });
+    model.roles.push({ uid: builtInRoleUid(role.name), name: role.name, description: role.description, capabilities: [...caps].sort(), bootstrap: role.bootstrap ?? false });
   }
   for (const r of Object.values(model.resources)) {
     if (r.creatorRole && !model.roles.some((x) => x.name === r.creatorRole)) problems.push(`resource ${r.collection}: /creatorRole: no built-in role "${r.creatorRole}"`);
@@ -171,6 +174,7 @@ export function loadSpec(specDir: string): ApiModel {
   const used: [string, Capability][] = [
     ...Object.values(model.resources).flatMap((r) => [
       ...Object.entries(r.operations).map(([op, o]) => [`resource ${r.collection}: /operations/${op}`, o!.capability] as [string, Capability]),
+      ...Object.entries(r.v1?.operations ?? {}).map(([op, o]) => [`resource ${r.collection}: /v1/operations/${op}`, o!.capability] as [string, Capability]),
       ...r.subresources.flatMap((s) => [[`resource ${r.collection}: /subresources/${s.name}/get`, s.get.capability], ...(s.update ? [[`resource ${r.collection}: /subresources/${s.name}/update`, s.update.capability]] : [])] as [string, Capability][]),
     ]),
     ...model.endpoints.map((e) => [`endpoint ${e.domain}.${e.name}`, e.capability] as [string, Capability]),
@@ -236,6 +240,37 @@ function toResource(domain: string, r: RawResource, at: string, problems: string
       update: s.update && { capability: capability(s.update.capability), event: s.update.event },
     })),
     children: [],
-    v1: r.v1 && { collection: r.v1.collection, fields: r.v1.fields ?? {} },
+    v1: r.v1 && toV1(r.v1, all, filters, ops, r.readOnly ?? false, `${at}/v1`, problems),
+  };
+}
+
+/** The field a dotted path names, through nested objects. */
+function fieldAt(fields: Record<string, FieldModel>, path: string): FieldModel | undefined {
+  const [head, ...rest] = path.split('.');
+  const f = fields[head];
+  return rest.length === 0 || !f ? f : fieldAt(f.fields ?? {}, rest.join('.'));
+}
+
+function toV1(v1: NonNullable<RawResource['v1']>, all: Record<string, FieldModel>, filters: ResourceModel['filters'], ops: ResourceModel['operations'], readOnly: boolean, at: string, problems: string[]): V1Model {
+  for (const path of Object.keys(v1.fields ?? {})) if (!fieldAt(all, path)) problems.push(`${at}/fields/${path}: no field "${path}"`);
+  for (const [path, values] of Object.entries(v1.values ?? {})) {
+    const f = fieldAt(all, path);
+    if (f?.type !== 'enum') problems.push(`${at}/values/${path}: not an enum field`);
+    else for (const v of Object.keys(values)) if (!f.values?.includes(v)) problems.push(`${at}/values/${path}/${v}: not a value of the enum`);
+  }
+  for (const [name, param] of Object.entries(v1.params ?? {})) {
+    if (!filters.some((f) => f.param === param)) problems.push(`${at}/params/${name}: "${param}" is not a filter of the v2 list`);
+  }
+  if (v1.paged && !ops.list) problems.push(`${at}/paged: the resource has no list`);
+  const operations: V1Model['operations'] = {};
+  for (const [name, op] of Object.entries(v1.operations ?? {})) {
+    const key = name as keyof V1Model['operations'];
+    if (ops[key]) problems.push(`${at}/operations/${name}: v2 has this operation already; v1 serves it as it is`);
+    operations[key] = { capability: capability(op.capability), event: op.event };
+  }
+  if (readOnly && Object.keys(operations).length > 0) problems.push(`${at}/operations: a readOnly resource has no writes`);
+  return {
+    collection: v1.collection, fields: v1.fields ?? {}, values: v1.values ?? {}, params: v1.params ?? {}, paged: v1.paged ?? false,
+    createRequest: v1.createRequest, operations,
   };
 }

@@ -4,5 +4,12 @@ import { iam } from './iam.js';
 import { libraries } from './libraries.js';
 import { ping } from './ping.js';
 import { registry } from './registry.js';
+import { advisoryEvents } from './v1-advisory-events.js';
+import { register } from './v1-register.js';
+import { vulnReports } from './v1-vuln-reports.js';
+import type { V1Extension } from './v1.js';
 
 export const handlers: Handlers = { iam, libraries, ping, registry };
+
+/** What v1 has beyond its generic adapter, by collection. */
+export const v1Extensions: Record<string, V1Extension> = { advisories: advisoryEvents, groupInvites: register, vulnReports };

@@ -10,46 +10,104 @@
 import Router from '@koa/router';
 import type { Context, Middleware } from 'koa';
 import { capabilityScope, type Policy, type Principal } from '../runtime/authorization.js';
-import { ApiError } from '../runtime/errors.js';
+import { ApiError, invalidArgument } from '../runtime/errors.js';
 import { maxPageSize, parseListRequest } from '../runtime/list-request.js';
-import type { ApiModel, FieldModel, ResourceModel } from '../runtime/model.js';
+import { operationOf, type ApiModel, type FieldModel, type ResourceModel } from '../runtime/model.js';
 import type { Row } from '../runtime/records.js';
 import type { Resources } from '../runtime/resources.js';
-import { body, pathParams } from '../runtime/route-operations.js';
+import { body, pathParams, type Prepare } from '../runtime/route-operations.js';
+import { isUidPath, parentOf } from '../runtime/uid.js';
 import { check, type Validators } from '../runtime/validation.js';
 
-interface V1Deps { model: ApiModel; resources: Resources; policy: Policy; validators: Validators }
+export interface V1Deps {
+  model: ApiModel; resources: Resources; policy: Policy; validators: Validators;
+  /** The hand-written create steps v2 runs, by collection: v1 runs them too. */
+  createSteps: Record<string, Prepare>;
+}
 
-/** Renames between v2 and v1 field names, and capability enum names to and from their dotted form. */
+/** What one resource's v1 has beyond the generic adapter: a presenter, and routes of its own. */
+export interface V1Extension {
+  presenter?: V1Presenter;
+  /** `shape` converts the resource's records between v2 and v1, the presenter included. */
+  routes?(router: Router, r: ResourceModel, shape: V1Presenter, deps: V1Deps): void;
+}
+
+/** One level of renaming: field names, enum values, and the levels of nested objects. */
+interface Level { names: Record<string, string>; values: Record<string, Record<string, string>>; nested: Record<string, Level> }
+
+const emptyLevel = (): Level => ({ names: {}, values: {}, nested: {} });
+
+function levelAt(root: Level, path: string[]): Level {
+  return path.reduce((level, name) => (level.nested[name] ??= emptyLevel()), root);
+}
+
+const invertMap = (m: Record<string, string>) => Object.fromEntries(Object.entries(m).map(([a, b]) => [b, a]));
+
+/** The same renames the other way: keys become v1 names. */
+function invert(level: Level): Level {
+  const v1 = (k: string) => level.names[k] ?? k;
+  return {
+    names: invertMap(level.names),
+    values: Object.fromEntries(Object.entries(level.values).map(([k, m]) => [v1(k), invertMap(m)])),
+    nested: Object.fromEntries(Object.entries(level.nested).map(([k, l]) => [v1(k), invert(l)])),
+  };
+}
+
+/** Renames a value; `known` (requests only) refuses an enum value that is in neither spelling, naming v1's. */
+function rename(value: unknown, level: Level | undefined, values: Record<string, string> | undefined, path: string, known?: Set<string>): unknown {
+  if (Array.isArray(value)) return value.map((v, i) => rename(v, level, values, `${path}[${i}]`, known));
+  if (values && typeof value === 'string') {
+    if (known && !(value in values) && !known.has(value)) {
+      const names = Object.keys(values);
+      const choices = names.length > 8 ? `a known name such as ${names.slice(0, 3).join(', ')}` : `one of ${names.join(', ')}`;
+      throw invalidArgument([{ field: path, description: `${path} must be ${choices}; "${value}" is not` }]);
+    }
+    return values[value] ?? value;
+  }
+  if (!level || value === null || typeof value !== 'object') return value;
+  const out: Row = {};
+  for (const [k, v] of Object.entries(value)) {
+    out[level.names[k] ?? k] = rename(v, level.nested[k], level.values[k], path ? `${path}.${k}` : k, known && level.values[k] ? new Set(Object.values(level.values[k])) : known);
+  }
+  return out;
+}
+
+/**
+ * Renames between v2 and v1: field names (also inside nested objects), enum values v1 spells differently, and
+ * capability enum names to and from their dotted form.
+ */
 class V1Shape {
-  private readonly toV1Name: Record<string, string>;
-  private readonly toV2Name: Record<string, string>;
-  private readonly capabilityFields: Set<string>;
+  private readonly toV1: Level = emptyLevel();
+  private readonly toV2: Level;
 
-  constructor(private readonly r: ResourceModel, private readonly model: ApiModel) {
-    this.toV1Name = r.v1!.fields;
-    this.toV2Name = Object.fromEntries(Object.entries(this.toV1Name).map(([v2, v1]) => [v1, v2]));
+  constructor(r: ResourceModel, model: ApiModel) {
+    for (const [path, name] of Object.entries(r.v1!.fields)) {
+      const parts = path.split('.');
+      levelAt(this.toV1, parts.slice(0, -1)).names[parts[parts.length - 1]] = name;
+    }
+    for (const [path, values] of Object.entries(r.v1!.values)) {
+      const parts = path.split('.');
+      levelAt(this.toV1, parts.slice(0, -1)).values[parts[parts.length - 1]] = values;
+    }
     const isCapabilityEnum = (f: FieldModel) => f.type === 'enum' && !!f.values?.length && f.values.every((v) => v in model.capabilities);
-    this.capabilityFields = new Set(Object.entries(r.fields).filter(([, f]) => isCapabilityEnum(f)).map(([k]) => k));
+    const dotted = Object.fromEntries(Object.entries(model.capabilities).map(([name, c]) => [name, c.v1]));
+    for (const [k, f] of Object.entries(r.fields)) if (isCapabilityEnum(f)) this.toV1.values[k] = dotted;
+    this.toV2 = invert(this.toV1);
   }
 
   out(record: Row): Row {
-    const out: Row = {};
-    for (const [k, v] of Object.entries(record)) {
-      out[this.toV1Name[k] ?? k] = this.capabilityFields.has(k) && Array.isArray(v) ? v.map((c) => this.model.capabilities[c as string]?.v1 ?? c) : v;
-    }
-    return out;
+    return rename(record, this.toV1, undefined, '') as Row;
   }
 
   in(body: Row): Row {
-    const byDotted = new Map(Object.entries(this.model.capabilities).map(([name, c]) => [c.v1, name]));
-    const out: Row = {};
-    for (const [k, v] of Object.entries(body)) {
-      const name = this.toV2Name[k] ?? k;
-      out[name] = this.capabilityFields.has(name) && Array.isArray(v) ? v.map((c) => byDotted.get(c as string) ?? c) : v;
-    }
-    return out;
+    return rename(body, this.toV2, undefined, '', new Set()) as Row;
   }
+}
+
+/** A v1 view of records that the renames cannot express (ids of embedded items), given per collection. */
+export interface V1Presenter {
+  out(record: Row): Row;
+  in(body: Row): Row;
 }
 
 /** v1 errors: the status and message of v2, without typed details. */
@@ -65,67 +123,115 @@ function v1Errors(): Middleware {
   };
 }
 
-export function createV1Router({ model, resources, policy, validators }: V1Deps): Router {
+/** `extensions` by collection. */
+export function createV1Router(deps: V1Deps, extensions: Record<string, V1Extension> = {}): Router {
+  const { model, resources, policy, validators } = deps;
   const router = new Router();
   router.use(v1Errors());
   const principal = (ctx: Context) => ctx.state.principal as Principal;
 
   for (const r of Object.values(model.resources)) {
-    if (!r.v1) continue;
-    const shape = new V1Shape(r, model);
-    const base = `/${r.domain}/v1/${r.v1.collection}`.replace(/[.*+?^${}()|[\]\\/]/g, '\\$&');
+    const extension = extensions[r.collection];
+    if (!r.v1) {
+      extension?.routes?.(router, r, { out: (record) => record, in: (data) => data }, deps);
+      continue;
+    }
+    const v1 = r.v1;
+    const renames = new V1Shape(r, model);
+    const presenter = extension?.presenter;
+    const shape: V1Presenter = {
+      out: (record: Row) => renames.out(presenter ? presenter.out(record) : record),
+      in: (data: Row) => renames.in(presenter ? presenter.in(data) : data),
+    };
+    const base = `/${r.domain}/v1/${v1.collection}`.replace(/[.*+?^${}()|[\]\\/]/g, '\\$&');
     const scopeOf = (uid: string | undefined) => capabilityScope(model, r, uid);
-    const ops = r.operations;
+    const list = operationOf(r, 'list');
+    const create = operationOf(r, 'create');
+    const update = operationOf(r, 'update');
+    const remove = operationOf(r, 'delete');
 
-    if (ops.list) {
+    if (list) {
       router.get(new RegExp(`^${base}$`), async (ctx) => {
         const query: Record<string, unknown> = { ...ctx.query };
         const id = query.id;
         delete query.id;
-        const v2Validator = validators.query(`${r.collection}.list`)!;
-        check(v2Validator, query);
-        const req = parseListRequest({ ...query, page_size: maxPageSize, pageSize: undefined }, r);
+        for (const [v1Name, v2Name] of Object.entries(v1.params)) {
+          if (query[v1Name] === undefined) continue;
+          query[v2Name] = query[v1Name];
+          delete query[v1Name];
+        }
+        if (!v1.paged) {
+          delete query.pageSize;
+          delete query.pageToken;
+        }
+        check(validators.query(`${r.collection}.list`)!, query);
+        const req = parseListRequest(v1.paged ? query : { ...query, page_size: maxPageSize }, r);
         if (typeof id === 'string' && id !== '') req.hierarchy.ids = [...(req.hierarchy.ids ?? []), id];
-        const visible = await policy.visibility(principal(ctx), ops.list!.capability, r);
-        const items: Row[] = [];
+        const visible = await policy.visibility(principal(ctx), list.capability, r);
+        if (v1.paged) {
+          const page = visible ? await resources.list(r, req, visible) : { items: [], nextPageToken: '', totalCount: '0' };
+          ctx.body = { items: page.items.map(shape.out), nextPageToken: page.nextPageToken, totalCount: page.totalCount };
+          return;
+        }
         // v1 answers with the whole result set: walk every page of the v2 list.
+        const items: Row[] = [];
         for (let token: string | undefined; visible;) {
           const page = await resources.list(r, { ...req, pageToken: token }, visible);
-          items.push(...page.items.map((i) => shape.out(i)));
+          items.push(...page.items.map(shape.out));
           token = page.nextPageToken || undefined;
           if (!token) break;
         }
         ctx.body = { items };
       });
     }
-    if (ops.create) {
-      const create: Middleware = async (ctx) => {
-        const parent = ctx.captures?.length ? pathParams(ctx, ['parent']).parent : undefined;
-        const data = shape.in(body(ctx));
-        await policy.requireCapability(principal(ctx), ops.create!.capability, scopeOf(parent));
+    if (create) {
+      const createIn = async (ctx: Context, parent: string | undefined, given: Row) => {
+        const data = shape.in(given);
+        await policy.requireCapability(principal(ctx), create.capability, scopeOf(parent));
         check(validators.body(`${r.collection}.create`)!, data);
-        ctx.body = shape.out(await resources.create(r, parent, data, principal(ctx).subject));
+        await policy.requireGrantable(principal(ctx), r, data, scopeOf(parent));
+        const step = deps.createSteps[r.collection];
+        const context = { principal: principal(ctx), store: resources.store, resources, model };
+        const created = await resources.create(r, parent, data, principal(ctx).subject, step && ((record) => step(record, context)));
+        ctx.body = shape.out(created);
       };
-      if (r.parent) router.post(new RegExp(`^${base}/(.+)$`), create);
-      if (!r.parent || r.parentOptional) router.post(new RegExp(`^${base}$`), create);
+      const request = v1.createRequest;
+      if (request) {
+        router.post(new RegExp(`^${base}$`), async (ctx) => {
+          const { [request.parent]: parent, [request.resource]: given = {} } = body(ctx);
+          if (typeof parent !== 'string' || !isUidPath(parent)) {
+            throw invalidArgument([{ field: request.parent, description: `${request.parent} must be the uid of the ${r.parent ? model.resources[r.parent].type.toLowerCase() : 'parent'} to create in` }]);
+          }
+          if (typeof given !== 'object' || given === null || Array.isArray(given)) {
+            throw invalidArgument([{ field: request.resource, description: `${request.resource} must be an object` }]);
+          }
+          await createIn(ctx, parent, given as Row);
+        });
+      } else {
+        const inPath: Middleware = async (ctx) => createIn(ctx, ctx.captures?.length ? pathParams(ctx, ['parent']).parent : undefined, body(ctx));
+        if (r.parent) router.post(new RegExp(`^${base}/(.+)$`), inPath);
+        if (!r.parent || r.parentOptional) router.post(new RegExp(`^${base}$`), inPath);
+      }
     }
-    if (ops.update) {
+    if (update) {
       router.put(new RegExp(`^${base}/(.+)$`), async (ctx) => {
         const uid = pathParams(ctx, ['id']).id;
         const data = shape.in(body(ctx));
-        await policy.requireCapability(principal(ctx), ops.update!.capability, scopeOf(uid));
+        await policy.requireCapability(principal(ctx), update.capability, scopeOf(uid));
         check(validators.body(`${r.collection}.update`)!, data);
+        await policy.requireGrantable(principal(ctx), r, data, scopeOf(parentOf(uid)));
         ctx.body = shape.out(await resources.update(r, uid, data, '*', principal(ctx).subject));
       });
     }
-    if (ops.delete) {
+    if (remove) {
       router.delete(new RegExp(`^${base}/(.+)$`), async (ctx) => {
         const uid = pathParams(ctx, ['id']).id;
-        await policy.requireCapability(principal(ctx), ops.delete!.capability, scopeOf(uid));
+        await policy.requireCapability(principal(ctx), remove.capability, scopeOf(uid));
         await resources.delete(r, uid, principal(ctx).subject);
         ctx.body = {};
       });
     }
+    extension?.routes?.(router, r, shape, deps);
   }
   const tags = model.resources.tags;
   router.get('/registry/v1/eoltags', async (ctx) => {

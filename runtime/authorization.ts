@@ -92,6 +92,16 @@ export class Policy {
     if (!ok) throw permissionDenied(`${capability.join(' and ')} ${capability.length > 1 ? 'are' : 'is'} required ${scope === undefined ? 'in some group' : `at ${scope}`}`);
   }
 
+  /** No escalation: a record that grants a role needs a caller who already holds that role's capabilities there. */
+  async requireGrantable(principal: Principal, r: ResourceModel, data: Row, scope: string | undefined): Promise<void> {
+    for (const [name, f] of Object.entries(r.fields)) {
+      if (!f.grantsRole || typeof data[name] !== 'string') continue;
+      const role = await this.store.em().findOne(this.model.resources.roles.type, { uid: data[name] }, { fields: ['capabilities'] as never[] }) as Row | null;
+      const caps = (role?.capabilities as string[] | null) ?? [];
+      if (caps.length > 0) await this.requireCapability(principal, caps, scope);
+    }
+  }
+
   /**
    * The conditions that limit a list to what the principal may see, or undefined when it may see nothing.
    * Records outside the group tree (library artifacts) are visible to anyone holding the capability somewhere.

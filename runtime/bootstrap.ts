@@ -33,11 +33,13 @@ export async function ensureBootstrap(store: Store, model: ApiModel, dataDir: st
     if (existing) return existing;
     const organization = newRootUid();
     const owner = newRootUid();
-    const ownerRole = model.roles.find((r) => r.name === 'owner');
-    if (!ownerRole) throw new Error('the spec declares no built-in role "owner"');
+    const ownerRoles = model.roles.filter((r) => r.bootstrap);
+    if (ownerRoles.length === 0) throw new Error('access.yaml declares no role with bootstrap: true, so nobody could use a new server');
     tx.persist(tx.create(groups.type, { uid: organization, parentUid: null, name: 'default', description: 'Created on first start', createTime: time, updateTime: time }));
     tx.persist(tx.create(identities.type, { uid: owner, parentUid: null, name: 'owner', description: 'Created on first start; get a token with npm run -s token', createTime: time, updateTime: time }));
-    tx.persist(tx.create(roleBindings.type, { uid: newChildUid(organization), parentUid: organization, identityUid: owner, roleUid: ownerRole.uid, createTime: time, updateTime: time }));
+    for (const role of ownerRoles) {
+      tx.persist(tx.create(roleBindings.type, { uid: newChildUid(organization), parentUid: organization, identityUid: owner, roleUid: role.uid, createTime: time, updateTime: time }));
+    }
     await tx.flush();
     const result = { organization, owner };
     writeFileSync(fileOf(dataDir), `${JSON.stringify(result, null, 2)}\n`, { flag: 'wx' });

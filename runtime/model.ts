@@ -90,7 +90,29 @@ export interface ResourceModel {
   subresources: SubresourceModel[];
   /** Resources whose parent is this one (derived). */
   children: string[];
-  v1?: { collection: string; fields: Record<string, string> };
+  v1?: V1Model;
+}
+
+/** How a resource looks in v1 where v1 differs from v2. */
+export interface V1Model {
+  collection: string;
+  /** v2 field -> v1 name; a dotted path renames a field of a nested object. */
+  fields: Record<string, string>;
+  /** Enum values v1 spells differently: v2 field path -> v2 value -> v1 value. */
+  values: Record<string, Record<string, string>>;
+  /** v1 list parameter -> v2 list parameter. */
+  params: Record<string, string>;
+  /** The list answers one page with nextPageToken and totalCount instead of every match. */
+  paged: boolean;
+  /** Create takes {<parent>: uid, <resource>: {...}} instead of the parent in the path. */
+  createRequest?: { parent: string; resource: string };
+  /** Writes that only v1 has. */
+  operations: Partial<Record<'create' | 'update' | 'delete', OperationModel>>;
+}
+
+/** The operation as either version serves it: v2's, or the write only v1 has. */
+export function operationOf(r: ResourceModel, name: StandardOperation): OperationModel | undefined {
+  return r.operations[name] ?? (name === 'list' || name === 'get' ? undefined : r.v1?.operations[name]);
 }
 
 export interface EndpointModel {
@@ -117,6 +139,8 @@ export interface BuiltInRole {
   name: string;
   description: string;
   capabilities: string[];
+  /** The identity made on first start is bound to it in the first organization. */
+  bootstrap: boolean;
 }
 
 export interface ApiModel {

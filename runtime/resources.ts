@@ -3,14 +3,14 @@ import type { EntityManager } from '@mikro-orm/sqlite';
 import { ApiError, failedPrecondition, invalidArgument, notFound, type PreconditionViolation } from './errors.js';
 import { applyFieldMask, parseFieldMask } from './field-mask.js';
 import type { ListRequest } from './list-request.js';
-import type { ApiModel, ResourceModel } from './model.js';
+import { operationOf, type ApiModel, type ResourceModel } from './model.js';
 import { PageToken, type Cursor } from './page-token.js';
-import { inputObject, now, outputObject, toResource, withDefaults, type Row } from './records.js';
+import { canonicalTimestamp, inputObject, now, outputObject, toResource, withDefaults, type Row } from './records.js';
 import { groupOf, recordEvent } from './outbox.js';
 import type { Store } from './store.js';
 import { ancestorsOf, descendantRange, isUidPath, newChildUid, newRootUid } from './uid.js';
 
-type Where = Record<string, unknown>;
+export type Where = Record<string, unknown>;
 
 export interface ListResult {
   items: Row[];
@@ -169,7 +169,7 @@ export class Resources {
         for (const name of Object.keys(r.fields)) existing[name] = data[name] ?? null;
         existing.updateTime = time;
         const replaced = toResource(existing, r);
-        this.event(tx, r, r.operations.create?.event, existing.uid as string, replaced, creator);
+        this.event(tx, r, operationOf(r, 'create')?.event, existing.uid as string, replaced, creator);
         return replaced;
       }
       const row = tx.create(r.type, data) as Row;
@@ -181,7 +181,7 @@ export class Resources {
         }));
       }
       const created = toResource(row, r);
-      this.event(tx, r, r.operations.create?.event, uid, created, creator);
+      this.event(tx, r, operationOf(r, 'create')?.event, uid, created, creator);
       return { ...created, ...reveal };
     });
     // A new organization binds its creator: that is an access change too.
@@ -189,12 +189,17 @@ export class Resources {
     return result;
   }
 
-  async update(r: ResourceModel, uid: string, body: Row, rawMask: string | undefined, actor?: string): Promise<Row> {
-    const mask = parseFieldMask(rawMask, body, r.fields);
-    const input = inputObject(body, r.fields);
+  /**
+   * Updates the fields the mask names. `body` may be a function of the current record, run in the same
+   * transaction: a read-modify-write (append to a list field) that loses no concurrent write.
+   */
+  async update(r: ResourceModel, uid: string, body: Row | ((current: Row) => Row), rawMask: string | undefined, actor?: string): Promise<Row> {
     const result = await this.store.em().transactional(async (tx) => {
       const row = await this.find(tx, r, uid);
       this.refuseManaged(r, uid);
+      const given = typeof body === 'function' ? body(toResource(row, r)) : body;
+      const mask = parseFieldMask(rawMask, given, r.fields);
+      const input = inputObject(given, r.fields);
       const current = Object.fromEntries(Object.keys(r.fields).map((k) => [k, row[k]]).filter(([, v]) => v !== null && v !== undefined));
       const next = applyFieldMask(current, input, mask, r.fields);
       for (const [name, f] of Object.entries(r.fields)) {
@@ -210,7 +215,7 @@ export class Resources {
       for (const name of Object.keys(r.fields)) row[name] = next[name] ?? null;
       row.updateTime = now();
       const updated = toResource(row, r);
-      this.event(tx, r, r.operations.update?.event, uid, updated, actor);
+      this.event(tx, r, operationOf(r, 'update')?.event, uid, updated, actor);
       return updated;
     });
     this.noteWrite(r);
@@ -222,7 +227,7 @@ export class Resources {
       await this.find(tx, r, uid);
       this.refuseManaged(r, uid);
       await this.deleteWithChildren(tx, r, uid);
-      this.event(tx, r, r.operations.delete?.event, uid, { uid }, actor);
+      this.event(tx, r, operationOf(r, 'delete')?.event, uid, { uid }, actor);
     });
     this.noteWrite(r);
   }
@@ -232,6 +237,8 @@ export class Resources {
    * root records); createTime/updateTime are kept when given. Records must already be validated.
    */
   async importRecords(r: ResourceModel, records: { parent?: string; data: Row }[]): Promise<number> {
+    // Stored in the one form the list filters and cursors compare.
+    const given = (t: unknown) => (typeof t === 'string' ? canonicalTimestamp(t) : undefined);
     const count = await this.store.em().transactional(async (tx) => {
       const parents = new Set<string>();
       for (const [i, { parent, data }] of records.entries()) {
@@ -244,7 +251,7 @@ export class Resources {
         const uid = r.uid === 'parent' ? parent! : parent !== undefined ? newChildUid(parent) : newRootUid();
         tx.persist(tx.create(r.type, {
           ...inputObject(data, r.fields, 'record'), uid, parentUid: parent ?? null,
-          createTime: data.createTime ?? time, updateTime: data.updateTime ?? data.createTime ?? time,
+          createTime: given(data.createTime) ?? time, updateTime: given(data.updateTime) ?? given(data.createTime) ?? time,
         }));
       }
       return records.length;

@@ -84,16 +84,6 @@ export function createRouteOperations(deps: { model: ApiModel; store: Store; res
   const capability = (r: ResourceModel, op: keyof ResourceModel['operations']) => r.operations[op]!.capability;
   const scopeOf = (r: ResourceModel, uid: string | undefined) => capabilityScope(deps.model, r, uid);
 
-  /** No escalation: a record that grants a role needs a caller who already holds that role's capabilities there. */
-  const requireGrantable = async (ctx: Context, r: ResourceModel, data: Row, scope: string | undefined) => {
-    for (const [name, f] of Object.entries(r.fields)) {
-      if (!f.grantsRole || typeof data[name] !== 'string') continue;
-      const role = await deps.store.em().findOne(deps.model.resources.roles.type, { uid: data[name] }, { fields: ['capabilities'] }) as Row | null;
-      const caps = (role?.capabilities as string[] | null) ?? [];
-      if (caps.length > 0) await policy.requireCapability(principal(ctx), caps, scope);
-    }
-  };
-
   const handlerContext = (ctx: Context): HandlerContext => ({ principal: principal(ctx), store: deps.store, resources, model: deps.model });
   const one = async (ctx: Context, record: Row, present?: Present) => (present ? (await present([record], handlerContext(ctx)))[0] : record);
 
@@ -122,7 +112,7 @@ export function createRouteOperations(deps: { model: ApiModel; store: Store; res
       const data = body(ctx);
       await policy.requireCapability(principal(ctx), capability(r, 'create'), scopeOf(r, parent));
       validate('body', `${r.collection}.create`, data);
-      await requireGrantable(ctx, r, data, scopeOf(r, parent));
+      await policy.requireGrantable(principal(ctx), r, data, scopeOf(r, parent));
       const complete = prepare && ((record: Row) => prepare(record, handlerContext(ctx)));
       ctx.body = await one(ctx, await resources.create(r, parent, data, principal(ctx).subject, complete), present);
     },
@@ -131,7 +121,7 @@ export function createRouteOperations(deps: { model: ApiModel; store: Store; res
       const data = body(ctx);
       await policy.requireCapability(principal(ctx), capability(r, 'update'), scopeOf(r, uid));
       validate('body', `${r.collection}.update`, data);
-      await requireGrantable(ctx, r, data, scopeOf(r, parentOf(uid)));
+      await policy.requireGrantable(principal(ctx), r, data, scopeOf(r, parentOf(uid)));
       ctx.body = await one(ctx, await resources.update(r, uid, data, updateMask(ctx), principal(ctx).subject), present);
     },
     delete: (r, names) => async (ctx) => {

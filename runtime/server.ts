@@ -7,8 +7,8 @@ import type { Server } from 'node:http';
 import type { Middleware } from 'koa';
 import { pathToFileURL } from 'node:url';
 import type { EntitySchema } from '@mikro-orm/core';
-import type { createRouter as CreateRouter } from '../generated/routes.js';
-import { handlers } from '../handlers/index.js';
+import type { createRouter as CreateRouter, createSteps as CreateSteps } from '../generated/routes.js';
+import { handlers, v1Extensions } from '../handlers/index.js';
 import { TokenExchange } from '../handlers/sts.js';
 import { createV1Router } from '../handlers/v1.js';
 import type { ApiModel } from './model.js';
@@ -30,6 +30,7 @@ export interface GeneratedParts {
   model: ApiModel;
   entities: EntitySchema[];
   createRouter: typeof CreateRouter;
+  createSteps: typeof CreateSteps;
 }
 
 /** Loads what npm run generate wrote; another directory serves another spec (tests use this). */
@@ -41,8 +42,8 @@ export async function loadGenerated(dir = defaultGeneratedDir): Promise<Generate
       throw new Error(`cannot load ${join(dir, file)} (${(e as Error).message}); run npm run generate`);
     }
   };
-  const [{ apiModel }, { entities }, { createRouter }] = await Promise.all([load('model.ts'), load('entities.ts'), load('routes.ts')]);
-  return { dir, model: apiModel, entities, createRouter };
+  const [{ apiModel }, { entities }, { createRouter, createSteps }] = await Promise.all([load('model.ts'), load('entities.ts'), load('routes.ts')]);
+  return { dir, model: apiModel, entities, createRouter, createSteps };
 }
 
 /** The server's secret for page tokens, created on first start and kept in the data directory. */
@@ -72,7 +73,7 @@ export async function startServer(config: Config, generated?: GeneratedParts): P
   const policy = new Policy(store, model, () => resources.accessVersion);
   const validators = loadValidators(parts.dir);
   const ops = createRouteOperations({ model, store, resources, validators, policy });
-  const v1 = createV1Router({ model, resources, policy, validators });
+  const v1 = createV1Router({ model, resources, policy, validators, createSteps: parts.createSteps(handlers) }, v1Extensions);
   const openapi = JSON.parse(readFileSync(join(parts.dir, 'openapi.json'), 'utf8'));
   const log = config.log ? (line: Record<string, unknown>) => process.stdout.write(`${JSON.stringify({ time: new Date().toISOString(), ...line })}\n`) : () => {};
   let issuer: TokenIssuer | undefined;
