@@ -5,6 +5,7 @@ import { applyFieldMask, parseFieldMask } from './field-mask.js';
 import type { ListRequest } from './list-request.js';
 import { operationOf, type ApiModel, type ResourceModel } from './model.js';
 import { PageToken, type Cursor } from './page-token.js';
+import { TableReader } from './table-reader.js';
 import { canonicalTimestamp, inputObject, now, outputObject, toResource, withDefaults, type Row } from './records.js';
 import { groupOf, recordEvent } from './outbox.js';
 import type { Store } from './store.js';
@@ -62,6 +63,7 @@ function afterCursor(field: string, desc: boolean, c: Cursor): Where {
 export class Resources {
   /** Records the spec declares (built-in roles): listed and read, never changed through the API. */
   private readonly managed: Set<string>;
+  private readonly readers = new Map<string, TableReader>();
   /** Bumped by every committed write that can change who may do what (bindings, roles, groups). */
   accessVersion = 0;
 
@@ -121,13 +123,10 @@ export class Resources {
     }
     const { field, desc } = req.order;
     const where = { $and: cursor ? [...base, afterCursor(field, desc, cursor)] : base };
-    const direction = desc ? 'desc' : 'asc';
-    // One entity manager runs one query at a time.
-    const rows = await em.find(r.type, where, {
-        orderBy: field === 'uid' ? { uid: direction } : { [field]: direction, uid: direction },
-        limit: req.pageSize + 1, offset: req.skip > 0 ? req.skip : undefined,
-      }) as Row[];
-    const total = await em.count(r.type, { $and: base });
+    const order = field === 'uid' ? [{ property: 'uid', desc }] : [{ property: field, desc }, { property: 'uid', desc }];
+    const reader = this.reader(r);
+    const rows = await reader.find(em, where, order, req.pageSize + 1, req.skip > 0 ? req.skip : undefined);
+    const total = await reader.count(em, { $and: base });
     const page = rows.slice(0, req.pageSize);
     const last = page[page.length - 1];
     const more = rows.length > req.pageSize;
@@ -140,7 +139,16 @@ export class Resources {
   }
 
   async get(r: ResourceModel, uid: string): Promise<Row> {
-    return toResource(await this.find(this.store.em(), r, uid), r);
+    checkUid(uid, 'uid');
+    const row = await this.reader(r).get(uid);
+    if (!row) throw notFound(r.type, uid);
+    return toResource(row, r);
+  }
+
+  private reader(r: ResourceModel): TableReader {
+    let reader = this.readers.get(r.type);
+    if (!reader) this.readers.set(r.type, reader = new TableReader(this.store.orm, r.type));
+    return reader;
   }
 
   /** Creates a record; a root record of a resource with a creatorRole binds its creator to that role in it. */

@@ -1,0 +1,105 @@
+// Compiles the filters the runtime writes (MikroORM's filter syntax: $and, $or, $in, $gt, $gte, $lt, $lte, $ne,
+// $like, null, and JSON properties) to SQL for SQLite, for the read paths that skip the ORM. Anything else
+// throws UnsupportedFilter and the caller uses the ORM instead, so a new kind of condition is slower, never wrong.
+
+export interface Column {
+  /** SQL column name */
+  name: string;
+  kind: 'json' | 'boolean' | 'plain';
+}
+
+export type Filter = Record<string, unknown>;
+
+export class UnsupportedFilter extends Error {}
+
+export interface CompiledFilter {
+  sql: string;
+  params: unknown[];
+}
+
+export const quoteIdentifier = (name: string) => `"${name.replace(/"/g, '""')}"`;
+
+const isPlainObject = (v: unknown): v is Record<string, unknown> => typeof v === 'object' && v !== null && !Array.isArray(v);
+
+function sqlValue(v: unknown, column: Column): unknown {
+  if (typeof v === 'boolean') return v ? 1 : 0;
+  if (v === null || typeof v === 'string' || typeof v === 'number') return v;
+  throw new UnsupportedFilter(`value ${JSON.stringify(v)} for ${column.name}`);
+}
+
+const comparisons: Record<string, string> = { $gt: '>', $gte: '>=', $lt: '<', $lte: '<=', $like: 'like' };
+
+/** One column (or JSON path in it) against a value or an operator object. */
+function condition(target: string, column: Column, value: unknown, params: unknown[]): string {
+  if (isPlainObject(value) && column.kind === 'json' && Object.keys(value).every((k) => !k.startsWith('$'))) {
+    return jsonProperties(target, value, params);
+  }
+  if (!isPlainObject(value)) {
+    if (value === null) return `${target} is null`;
+    params.push(sqlValue(value, column));
+    return `${target} = ?`;
+  }
+  const parts: string[] = [];
+  for (const [op, operand] of Object.entries(value)) {
+    if (op === '$in') {
+      if (!Array.isArray(operand)) throw new UnsupportedFilter('$in takes an array');
+      if (operand.length === 0) {
+        parts.push('0');
+        continue;
+      }
+      params.push(...operand.map((v) => sqlValue(v, column)));
+      parts.push(`${target} in (${operand.map(() => '?').join(', ')})`);
+    } else if (op === '$ne') {
+      if (operand === null) parts.push(`${target} is not null`);
+      else {
+        params.push(sqlValue(operand, column));
+        parts.push(`${target} <> ?`);
+      }
+    } else if (op in comparisons) {
+      params.push(sqlValue(operand, column));
+      parts.push(`${target} ${comparisons[op]} ?`);
+    } else {
+      throw new UnsupportedFilter(`operator ${op}`);
+    }
+  }
+  return parts.length === 1 ? parts[0] : `(${parts.join(' and ')})`;
+}
+
+/** {scanner: {name: 'GRYPE'}}: conditions on properties inside a JSON column. */
+function jsonProperties(target: string, value: Record<string, unknown>, params: unknown[], path = '$'): string {
+  const parts: string[] = [];
+  for (const [key, v] of Object.entries(value)) {
+    if (key.startsWith('$') || !/^[A-Za-z_][A-Za-z0-9_]*$/.test(key)) throw new UnsupportedFilter(`JSON key ${key}`);
+    const inner = `${path}.${key}`;
+    if (isPlainObject(v) && Object.keys(v).every((k) => !k.startsWith('$'))) parts.push(jsonProperties(target, v, params, inner));
+    else parts.push(condition(`json_extract(${target}, '${inner}')`, { name: inner, kind: 'plain' }, v, params));
+  }
+  return parts.length === 1 ? parts[0] : `(${parts.join(' and ')})`;
+}
+
+function compileInto(filter: Filter, columns: ReadonlyMap<string, Column>, params: unknown[]): string {
+  const parts: string[] = [];
+  for (const [key, value] of Object.entries(filter)) {
+    if (key === '$and' || key === '$or') {
+      if (!Array.isArray(value)) throw new UnsupportedFilter(`${key} takes an array`);
+      if (value.length === 0) {
+        parts.push(key === '$and' ? '1' : '0');
+        continue;
+      }
+      const joined = value.map((f) => compileInto(f as Filter, columns, params)).join(key === '$and' ? ' and ' : ' or ');
+      parts.push(`(${joined})`);
+      continue;
+    }
+    const column = columns.get(key);
+    if (!column) throw new UnsupportedFilter(`property ${key}`);
+    parts.push(condition(quoteIdentifier(column.name), column, value, params));
+  }
+  return parts.length === 0 ? '1' : parts.join(' and ');
+}
+
+/** The SQL condition and its parameters; throws UnsupportedFilter for what it does not know. */
+export function compileFilter(filter: Filter, columns: ReadonlyMap<string, Column>): CompiledFilter {
+  const params: unknown[] = [];
+  const sql = compileInto(filter, columns, params);
+  return { sql, params };
+}
