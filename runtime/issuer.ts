@@ -20,11 +20,19 @@ async function newKey(): Promise<StoredKey> {
   };
 }
 
+const maxVerifiedTokens = 10_000;
+
 export class TokenIssuer {
   private keys: StoredKey[] = [];
   private loadedAt = 0;
+  private checkedAt = 0;
   /** The verification key set, built once per load of the key file rather than per request. */
   private keySet?: ReturnType<typeof createLocalJWKSet>;
+  /**
+   * Tokens that verified, with their subject and expiry: a client sends the same token with every request, and
+   * the signature check costs more than the rest of authentication. Emptied when the keys change.
+   */
+  private readonly verified = new Map<string, { subject: string; expiresMs: number }>();
 
   private constructor(private readonly file: string, readonly issuer: string, readonly audience: string) {}
 
@@ -43,12 +51,19 @@ export class TokenIssuer {
     return t;
   }
 
-  /** Picks up keys rotated by another process; a stat per call, a read only when the file changed. */
-  private reload(): void {
+  /**
+   * Picks up keys rotated by another process: a stat at most once a second (or when forced), a read only when
+   * the file changed.
+   */
+  private reload(force = true): void {
+    const now = Date.now();
+    if (!force && now - this.checkedAt < 1000) return;
+    this.checkedAt = now;
     const m = statSync(this.file).mtimeMs;
     if (m === this.loadedAt) return;
     this.keys = JSON.parse(readFileSync(this.file, 'utf8')) as StoredKey[];
     this.keySet = createLocalJWKSet({ keys: this.keys.map((k) => k.publicJwk) });
+    this.verified.clear();
     this.loadedAt = m;
   }
 
@@ -96,13 +111,30 @@ export class TokenIssuer {
     return { token, expiry: new Date(exp * 1000).toISOString() };
   }
 
+  /** A key this process has not loaded yet (rotated a moment ago elsewhere) is looked for once more. */
+  private async verifySignature(token: string) {
+    const options = { issuer: this.issuer, audience: this.audience, algorithms: ['ES256'] };
+    try {
+      return await jwtVerify(token, this.keySet!, options);
+    } catch (e) {
+      if (!(e instanceof errors.JWKSNoMatchingKey)) throw e;
+      this.reload();
+      return await jwtVerify(token, this.keySet!, options);
+    }
+  }
+
   /** The subject of a valid token of ours; UNAUTHENTICATED saying what is wrong otherwise. */
   async verify(token: string): Promise<string> {
     try {
-      this.reload();
-      const { payload } = await jwtVerify(token, this.keySet!, { issuer: this.issuer, audience: this.audience, algorithms: ['ES256'] });
+      this.reload(false);
+      const known = this.verified.get(token);
+      if (known && known.expiresMs > Date.now()) return known.subject;
+      if (known) this.verified.delete(token);
+      const { payload } = await this.verifySignature(token);
       if (typeof payload.sub !== 'string' || payload.sub === '') throw unauthenticated('the token has no subject');
       if (payload.exp === undefined) throw unauthenticated('the token has no expiry');
+      if (this.verified.size >= maxVerifiedTokens) this.verified.delete(this.verified.keys().next().value!);
+      this.verified.set(token, { subject: payload.sub, expiresMs: payload.exp * 1000 });
       return payload.sub;
     } catch (e) {
       if (e instanceof errors.JWTExpired) throw unauthenticated('the token has expired');

@@ -47,6 +47,12 @@ export function groupOf(model: ApiModel, r: ResourceModel, uid: string): string 
   return current && segments.length > 0 ? segments.join('/') : null;
 }
 
+/** The stored row of a new event. */
+export function outboxRow(e: Omit<OutboxEvent, 'seq' | 'time' | 'deliveredTime'>): OutboxEvent {
+  return { ...e, time: now(), deliveredTime: null };
+}
+
+/** Records an event in an ORM transaction (the hand-written handlers'); the runtime inserts outboxRow itself. */
 export function recordEvent(tx: EntityManager, e: Omit<OutboxEvent, 'seq' | 'time' | 'deliveredTime'>): void {
-  tx.persist(tx.create(outboxEntity, { ...e, time: now(), deliveredTime: null }));
+  tx.persist(tx.create(outboxEntity, outboxRow(e)));
 }

@@ -1,14 +1,14 @@
 // The one implementation of list, get, create, update and delete, shared by every resource of the model.
-import type { EntityManager } from '@mikro-orm/sqlite';
 import { ApiError, failedPrecondition, invalidArgument, notFound, type PreconditionViolation } from './errors.js';
 import { applyFieldMask, parseFieldMask } from './field-mask.js';
 import type { ListRequest } from './list-request.js';
 import { operationOf, type ApiModel, type ResourceModel } from './model.js';
 import { PageToken, type Cursor } from './page-token.js';
-import { TableReader } from './table-reader.js';
 import { canonicalTimestamp, inputObject, now, outputObject, toResource, withDefaults, type Row } from './records.js';
-import { groupOf, recordEvent } from './outbox.js';
+import { groupOf, outboxEntity, outboxRow } from './outbox.js';
+import type { Sql } from './sql.js';
 import type { Store } from './store.js';
+import { Table } from './table.js';
 import { ancestorsOf, descendantRange, isUidPath, newChildUid, newRootUid } from './uid.js';
 
 export type Where = Record<string, unknown>;
@@ -63,12 +63,18 @@ function afterCursor(field: string, desc: boolean, c: Cursor): Where {
 export class Resources {
   /** Records the spec declares (built-in roles): listed and read, never changed through the API. */
   private readonly managed: Set<string>;
-  private readonly readers = new Map<string, TableReader>();
+  private readonly tables = new Map<string, Table>();
   /** Bumped by every committed write that can change who may do what (bindings, roles, groups). */
   accessVersion = 0;
 
   constructor(readonly store: Store, readonly model: ApiModel, readonly pageTokens: PageToken) {
     this.managed = new Set(model.roles.map((r) => r.uid));
+  }
+
+  private table(entity: string): Table {
+    let table = this.tables.get(entity);
+    if (!table) this.tables.set(entity, table = new Table(this.store, entity));
+    return table;
   }
 
   /** Notes a committed write to r, for caches of access decisions. */
@@ -77,9 +83,9 @@ export class Resources {
   }
 
   /** Records the operation's declared event, in the caller's transaction. */
-  private event(tx: EntityManager, r: ResourceModel, type: string | undefined, uid: string, body: Row, actor: string | undefined): void {
+  private async event(sql: Sql, r: ResourceModel, type: string | undefined, uid: string, body: Row, actor: string | undefined): Promise<void> {
     if (!type) return;
-    recordEvent(tx, { type, subject: uid, groupUid: groupOf(this.model, r, uid), actor: actor ?? null, body });
+    await this.table(outboxEntity.meta.className).insert(sql, { ...outboxRow({ type, subject: uid, groupUid: groupOf(this.model, r, uid), actor: actor ?? null, body }) });
   }
 
   private refuseManaged(r: ResourceModel, uid: string): void {
@@ -97,11 +103,11 @@ export class Resources {
   }
 
   /** Fields that name another record must name one that exists. */
-  private async checkReferences(tx: EntityManager, r: ResourceModel, data: Row): Promise<void> {
+  private async checkReferences(sql: Sql, r: ResourceModel, data: Row): Promise<void> {
     for (const [name, f] of Object.entries(r.fields)) {
       if (!f.references || data[name] === undefined || data[name] === null) continue;
       const target = this.model.resources[f.references];
-      if (await tx.count(target.type, { uid: data[name] }) === 0) {
+      if (await this.table(target.type).count({ uid: data[name] }, sql) === 0) {
         throw invalidArgument([{ field: name, description: `${name}: no ${target.type.toLowerCase()} ${String(data[name])}` }]);
       }
     }
@@ -109,7 +115,6 @@ export class Resources {
 
   /** Lists rows; `scope` adds conditions the caller cannot see past (a nested list's parent, visibility). */
   async list(r: ResourceModel, req: ListRequest, scope: Where[] = []): Promise<ListResult> {
-    const em = this.store.em();
     const base: Where[] = [...scope, ...hierarchyWhere(req), ...filterWhere(req)];
     const digest = PageToken.queryDigest({
       resource: r.collection, order: `${req.order.field} ${req.order.desc ? 'desc' : 'asc'}`,
@@ -124,9 +129,9 @@ export class Resources {
     const { field, desc } = req.order;
     const where = { $and: cursor ? [...base, afterCursor(field, desc, cursor)] : base };
     const order = field === 'uid' ? [{ property: 'uid', desc }] : [{ property: field, desc }, { property: 'uid', desc }];
-    const reader = this.reader(r);
-    const rows = await reader.find(em, where, order, req.pageSize + 1, req.skip > 0 ? req.skip : undefined);
-    const total = await reader.count(em, { $and: base });
+    const table = this.table(r.type);
+    const rows = await table.find(where, order, req.pageSize + 1, req.skip > 0 ? req.skip : undefined);
+    const total = await table.count({ $and: base });
     const page = rows.slice(0, req.pageSize);
     const last = page[page.length - 1];
     const more = rows.length > req.pageSize;
@@ -139,16 +144,7 @@ export class Resources {
   }
 
   async get(r: ResourceModel, uid: string): Promise<Row> {
-    checkUid(uid, 'uid');
-    const row = await this.reader(r).get(uid);
-    if (!row) throw notFound(r.type, uid);
-    return toResource(row, r);
-  }
-
-  private reader(r: ResourceModel): TableReader {
-    let reader = this.readers.get(r.type);
-    if (!reader) this.readers.set(r.type, reader = new TableReader(this.store.orm, r.type));
-    return reader;
+    return toResource(await this.find(r, uid), r);
   }
 
   /** Creates a record; a root record of a resource with a creatorRole binds its creator to that role in it. */
@@ -157,11 +153,11 @@ export class Resources {
     prepare?: (record: Row) => Promise<{ record: Row; reveal?: Row }>,
   ): Promise<Row> {
     if (parent !== undefined) checkUid(parent, 'parent');
-    const em = this.store.em();
-    const result = await em.transactional(async (tx) => {
-      if (parent !== undefined && r.parent) await this.find(tx, this.model.resources[r.parent], parent);
+    const table = this.table(r.type);
+    const result = await this.store.transaction(async (sql) => {
+      if (parent !== undefined && r.parent) await this.find(this.model.resources[r.parent], parent, sql);
       const uid = r.uid === 'parent' ? parent! : parent !== undefined ? newChildUid(parent) : newRootUid();
-      if (r.uid === 'parent' && await tx.count(r.type, { uid }) > 0) {
+      if (r.uid === 'parent' && await table.get(uid, sql)) {
         throw new ApiError('ALREADY_EXISTS', `Already exists: ${r.type} ${uid}`);
       }
       const time = now();
@@ -169,27 +165,27 @@ export class Resources {
       let reveal: Row = {};
       if (prepare) ({ record: data, reveal = {} } = await prepare(data));
       this.checkExclusive(r, data);
-      await this.checkReferences(tx, r, data);
-      const existing = r.upsertOn && data[r.upsertOn] !== undefined
-        ? await tx.findOne(r.type, { parentUid: parent ?? null, [r.upsertOn]: data[r.upsertOn] }) as Row | null
-        : null;
+      await this.checkReferences(sql, r, data);
+      const [existing] = r.upsertOn && data[r.upsertOn] !== undefined
+        ? await table.find({ parentUid: parent ?? null, [r.upsertOn]: data[r.upsertOn] }, [{ property: 'uid', desc: false }], 1, 0, sql)
+        : [];
       if (existing) {
-        for (const name of Object.keys(r.fields)) existing[name] = data[name] ?? null;
-        existing.updateTime = time;
-        const replaced = toResource(existing, r);
-        this.event(tx, r, operationOf(r, 'create')?.event, existing.uid as string, replaced, creator);
+        const changes: Row = { updateTime: time };
+        for (const name of Object.keys(r.fields)) changes[name] = data[name] ?? null;
+        await table.update(sql, existing.uid as string, changes);
+        const replaced = toResource({ ...existing, ...changes }, r);
+        await this.event(sql, r, operationOf(r, 'create')?.event, existing.uid as string, replaced, creator);
         return replaced;
       }
-      const row = tx.create(r.type, data) as Row;
-      tx.persist(row);
+      await table.insert(sql, data);
       const role = r.creatorRole && parent === undefined && creator ? this.model.roles.find((x) => x.name === r.creatorRole) : undefined;
       if (role) {
-        tx.persist(tx.create(this.model.resources.roleBindings.type, {
+        await this.table(this.model.resources.roleBindings.type).insert(sql, {
           uid: newChildUid(uid), parentUid: uid, identityUid: creator, roleUid: role.uid, createTime: time, updateTime: time,
-        }));
+        });
       }
-      const created = toResource(row, r);
-      this.event(tx, r, operationOf(r, 'create')?.event, uid, created, creator);
+      const created = toResource(data, r);
+      await this.event(sql, r, operationOf(r, 'create')?.event, uid, created, creator);
       return { ...created, ...reveal };
     });
     // A new organization binds its creator: that is an access change too.
@@ -202,8 +198,8 @@ export class Resources {
    * transaction: a read-modify-write (append to a list field) that loses no concurrent write.
    */
   async update(r: ResourceModel, uid: string, body: Row | ((current: Row) => Row), rawMask: string | undefined, actor?: string): Promise<Row> {
-    const result = await this.store.em().transactional(async (tx) => {
-      const row = await this.find(tx, r, uid);
+    const result = await this.store.transaction(async (sql) => {
+      const row = await this.find(r, uid, sql);
       this.refuseManaged(r, uid);
       const given = typeof body === 'function' ? body(toResource(row, r)) : body;
       const mask = parseFieldMask(rawMask, given, r.fields);
@@ -219,11 +215,12 @@ export class Resources {
         }
       }
       this.checkExclusive(r, next);
-      await this.checkReferences(tx, r, next);
-      for (const name of Object.keys(r.fields)) row[name] = next[name] ?? null;
-      row.updateTime = now();
-      const updated = toResource(row, r);
-      this.event(tx, r, operationOf(r, 'update')?.event, uid, updated, actor);
+      await this.checkReferences(sql, r, next);
+      const changes: Row = { updateTime: now() };
+      for (const name of Object.keys(r.fields)) changes[name] = next[name] ?? null;
+      await this.table(r.type).update(sql, uid, changes);
+      const updated = toResource({ ...row, ...changes }, r);
+      await this.event(sql, r, operationOf(r, 'update')?.event, uid, updated, actor);
       return updated;
     });
     this.noteWrite(r);
@@ -231,11 +228,11 @@ export class Resources {
   }
 
   async delete(r: ResourceModel, uid: string, actor?: string): Promise<void> {
-    await this.store.em().transactional(async (tx) => {
-      await this.find(tx, r, uid);
+    await this.store.transaction(async (sql) => {
+      await this.find(r, uid, sql);
       this.refuseManaged(r, uid);
-      await this.deleteWithChildren(tx, r, uid);
-      this.event(tx, r, operationOf(r, 'delete')?.event, uid, { uid }, actor);
+      await this.deleteWithChildren(sql, r, uid);
+      await this.event(sql, r, operationOf(r, 'delete')?.event, uid, { uid }, actor);
     });
     this.noteWrite(r);
   }
@@ -247,20 +244,21 @@ export class Resources {
   async importRecords(r: ResourceModel, records: { parent?: string; data: Row }[]): Promise<number> {
     // Stored in the one form the list filters and cursors compare.
     const given = (t: unknown) => (typeof t === 'string' ? canonicalTimestamp(t) : undefined);
-    const count = await this.store.em().transactional(async (tx) => {
+    const table = this.table(r.type);
+    const count = await this.store.transaction(async (sql) => {
       const parents = new Set<string>();
       for (const [i, { parent, data }] of records.entries()) {
         if (parent !== undefined && r.parent && !parents.has(parent)) {
           checkUid(parent, `record ${i + 1}: parent`);
-          await this.find(tx, this.model.resources[r.parent], parent);
+          await this.find(this.model.resources[r.parent], parent, sql);
           parents.add(parent);
         }
         const time = now();
         const uid = r.uid === 'parent' ? parent! : parent !== undefined ? newChildUid(parent) : newRootUid();
-        tx.persist(tx.create(r.type, {
+        await table.insert(sql, {
           ...inputObject(data, r.fields, 'record'), uid, parentUid: parent ?? null,
           createTime: given(data.createTime) ?? time, updateTime: given(data.updateTime) ?? given(data.createTime) ?? time,
-        }));
+        });
       }
       return records.length;
     });
@@ -270,45 +268,45 @@ export class Resources {
 
   async getSubresource(r: ResourceModel, name: string, uid: string): Promise<Row> {
     const s = r.subresources.find((x) => x.name === name)!;
-    const row = await this.find(this.store.em(), r, uid);
+    const row = await this.find(r, uid);
     return { uid, ...outputObject((row[`subresource_${name}`] ?? {}) as Row, s.fields) };
   }
 
   async updateSubresource(r: ResourceModel, name: string, uid: string, body: Row, rawMask: string | undefined, actor?: string): Promise<Row> {
     const s = r.subresources.find((x) => x.name === name)!;
     const mask = parseFieldMask(rawMask, body, s.fields);
-    return this.store.em().transactional(async (tx) => {
-      const row = await this.find(tx, r, uid);
+    return this.store.transaction(async (sql) => {
+      const row = await this.find(r, uid, sql);
       const next = applyFieldMask((row[`subresource_${name}`] ?? {}) as Row, inputObject(body, s.fields), mask, s.fields);
-      row[`subresource_${name}`] = next;
-      row.updateTime = now();
+      await this.table(r.type).update(sql, uid, { [`subresource_${name}`]: next, updateTime: now() });
       const updated = { uid, ...outputObject(next, s.fields) };
-      this.event(tx, r, s.update?.event, uid, updated, actor);
+      await this.event(sql, r, s.update?.event, uid, updated, actor);
       return updated;
     });
   }
 
-  private async find(em: EntityManager, r: ResourceModel, uid: string): Promise<Row> {
+  /** The stored row (NOT_FOUND if there is none): in the caller's transaction when given one. */
+  private async find(r: ResourceModel, uid: string, sql?: Sql): Promise<Row> {
     checkUid(uid, 'uid');
-    const row = await em.findOne(r.type, { uid }) as Row | null;
+    const row = await this.table(r.type).get(uid, sql);
     if (!row) throw notFound(r.type, uid);
     return row;
   }
 
   /** Restricting children block the delete; cascading children go with their parent. */
-  private async deleteWithChildren(tx: EntityManager, r: ResourceModel, uid: string): Promise<void> {
+  private async deleteWithChildren(sql: Sql, r: ResourceModel, uid: string): Promise<void> {
     const violations: PreconditionViolation[] = [];
     for (const childName of r.children) {
       const child = this.model.resources[childName];
       if (child.onParentDelete !== 'restrict') continue;
       const where = child.uid === 'parent' ? { uid } : { parentUid: uid };
-      if (await tx.count(child.type, where) > 0) {
+      if (await this.table(child.type).count(where, sql) > 0) {
         violations.push({ type: 'RESOURCE_NOT_EMPTY', subject: uid, description: `cannot delete ${r.type.toLowerCase()} with child ${child.collection}` });
       }
     }
     for (const other of Object.values(this.model.resources)) {
       for (const [name, f] of Object.entries(other.fields)) {
-        if (f.references === r.collection && await tx.count(other.type, { [name]: uid }) > 0) {
+        if (f.references === r.collection && await this.table(other.type).count({ [name]: uid }, sql) > 0) {
           violations.push({ type: 'RESOURCE_IN_USE', subject: uid, description: `cannot delete ${r.type.toLowerCase()} still referenced by ${other.collection}` });
         }
       }
@@ -317,9 +315,9 @@ export class Resources {
     for (const childName of r.children) {
       const child = this.model.resources[childName];
       if (child.onParentDelete !== 'cascade') continue;
-      const rows = await tx.find(child.type, { parentUid: uid }, { fields: ['uid'] }) as Row[];
-      for (const row of rows) await this.deleteWithChildren(tx, child, row.uid as string);
+      const rows = await this.table(child.type).find({ parentUid: uid }, [{ property: 'uid', desc: false }], -1, 0, sql);
+      for (const row of rows) await this.deleteWithChildren(sql, child, row.uid as string);
     }
-    await tx.nativeDelete(r.type, { uid });
+    await this.table(r.type).delete(sql, uid);
   }
 }

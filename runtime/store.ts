@@ -2,11 +2,16 @@
 import { MikroORM, type EntityManager } from '@mikro-orm/sqlite';
 import type { EntitySchema } from '@mikro-orm/core';
 import { outboxEntity } from './outbox.js';
+import { inTransaction, withConnection, type ConnectionPool, type Sql } from './sql.js';
 
 export interface Store {
   orm: MikroORM;
   /** A fresh entity manager for one unit of work. */
   em(): EntityManager;
+  /** Statements of our own on the connection (runtime/sql.ts). */
+  sql<T>(fn: (sql: Sql) => Promise<T>): Promise<T>;
+  /** The same, in one transaction. */
+  transaction<T>(fn: (sql: Sql) => Promise<T>): Promise<T>;
   close(): Promise<void>;
 }
 
@@ -26,9 +31,12 @@ export async function openStore(databaseFile: string, entities: EntitySchema[]):
   await connection.execute('pragma busy_timeout = 10000');
   await connection.execute('pragma synchronous = NORMAL');
   await orm.getSchemaGenerator().updateSchema();
+  const pool = connection.getKnex().client as ConnectionPool;
   return {
     orm,
     em: () => orm.em.fork(),
+    sql: (fn) => withConnection(pool, fn),
+    transaction: (fn) => inTransaction(pool, fn),
     close: () => orm.close(),
   };
 }

@@ -1,7 +1,11 @@
 // Runtime units that HTTP tests cannot reach cheaply: token expiry, mask paths, uid paths.
 import { test } from 'uvu';
 import * as assert from 'uvu/assert';
+import { mkdtempSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
 import { ApiError } from '../runtime/errors.js';
+import { TokenIssuer } from '../runtime/issuer.js';
 import { applyFieldMask, parseFieldMask } from '../runtime/field-mask.js';
 import type { FieldModel } from '../runtime/model.js';
 import { PageToken, pageTokenLifetimeMs } from '../runtime/page-token.js';
@@ -54,6 +58,26 @@ test('uid paths', () => {
   assert.is(parentOf(grandchild), child);
   assert.is(parentOf(root), undefined);
   assert.equal(ancestorsOf(grandchild), [child, root]);
+});
+
+test('a token verified once is still refused once it expires', async () => {
+  const dir = mkdtempSync(join(tmpdir(), 'issuer-'));
+  try {
+    const issuer = await TokenIssuer.open(dir, 'http://127.0.0.1:1', 'aud');
+    const { token } = await issuer.mint('someone', 2);
+    assert.is(await issuer.verify(token), 'someone');
+    assert.is(await issuer.verify(token), 'someone', 'answered from the cache');
+    await new Promise((r) => setTimeout(r, 2100));
+    try {
+      await issuer.verify(token);
+      assert.unreachable('an expired token verified');
+    } catch (e) {
+      assert.instance(e, ApiError);
+      assert.match((e as Error).message, /expired/);
+    }
+  } finally {
+    rmSync(dir, { recursive: true, force: true });
+  }
 });
 
 test.run();

@@ -8,7 +8,7 @@ import * as assert from 'uvu/assert';
 import { loadGenerated } from '../runtime/server.js';
 import { openStore, type Store } from '../runtime/store.js';
 import { compileFilter, UnsupportedFilter } from '../runtime/sql-filter.js';
-import { TableReader } from '../runtime/table-reader.js';
+import { Table } from '../runtime/table.js';
 import { descendantRange, newChildUid, newRootUid } from '../runtime/uid.js';
 
 let store: Store;
@@ -17,7 +17,7 @@ const org = newRootUid();
 const repo = newChildUid(org);
 
 test.before(async () => {
-  dir = mkdtempSync(join(tmpdir(), 'table-reader-'));
+  dir = mkdtempSync(join(tmpdir(), 'table-table-'));
   store = await openStore(join(dir, 'db.sqlite'), (await loadGenerated()).entities);
   const em = store.em();
   const time = (i: number) => new Date(Date.UTC(2026, 0, 1 + i)).toISOString();
@@ -56,20 +56,20 @@ const filters: [string, string, Record<string, unknown>][] = [
 
 for (const [entity, what, where] of filters) {
   test(`${entity}: ${what}: same rows, in the same order, as the ORM`, async () => {
-    const reader = new TableReader(store.orm, entity);
+    const table = new Table(store, entity);
     for (const order of [[{ property: 'uid', desc: false }], [{ property: 'createTime', desc: true }, { property: 'uid', desc: true }]]) {
-      const ours = await reader.find(store.em(), where, order, 50, undefined);
+      const ours = await table.find(where, order, 50);
       const orm = await store.em().find(entity, where, { orderBy: Object.fromEntries(order.map((o) => [o.property, o.desc ? 'desc' : 'asc'])), limit: 50 });
       assert.equal(ours.map((r) => ({ ...r })), JSON.parse(JSON.stringify(orm)), JSON.stringify(order));
     }
-    assert.is(await reader.count(store.em(), where), await store.em().count(entity, where));
+    assert.is(await table.count(where), await store.em().count(entity, where));
   });
 }
 
 test('limit and offset page the same way', async () => {
-  const reader = new TableReader(store.orm, 'Tag');
+  const table = new Table(store, 'Tag');
   const order = [{ property: 'name', desc: false }, { property: 'uid', desc: false }];
-  const page = await reader.find(store.em(), {}, order, 5, 10);
+  const page = await table.find({}, order, 5, 10);
   assert.equal(page.map((r) => r.name), ['t18', 't19', 't2', 't20', 't21']);
 });
 
@@ -77,9 +77,52 @@ test('a condition it cannot compile is refused by the compiler and answered thro
   const others = Array.from({ length: 30 }, (_, i) => `t${i}`).filter((n) => !n.startsWith('t1'));
   const where = { name: { $nin: others } };
   assert.throws(() => compileFilter(where, new Map([['name', { name: 'name', kind: 'plain' }]])), (e: unknown) => e instanceof UnsupportedFilter);
-  const reader = new TableReader(store.orm, 'Tag');
-  const rows = await reader.find(store.em(), where, [{ property: 'name', desc: false }], 50, undefined);
+  const table = new Table(store, 'Tag');
+  const rows = await table.find(where, [{ property: 'name', desc: false }], 50);
   assert.equal(rows.map((r) => r.name), ['t1', 't10', 't11', 't12', 't13', 't14', 't15', 't16', 't17', 't18', 't19']);
+});
+
+test('writes: what Table inserts and updates, the ORM reads back the same (JSON, booleans, nulls)', async () => {
+  const table = new Table(store, 'Tag');
+  const uid = newChildUid(repo);
+  await store.transaction((sql) => table.insert(sql, {
+    uid, parentUid: repo, createTime: 't0', updateTime: 't0', name: 'written', digest: 'd', deprecated: true, bundles: ['x', 'y'], mainPackageName: null,
+  }));
+  let orm = await store.em().findOne('Tag', { uid }) as Record<string, unknown>;
+  assert.equal([orm.deprecated, orm.bundles, orm.mainPackageName, orm.name], [true, ['x', 'y'], null, 'written']);
+  await store.transaction((sql) => table.update(sql, uid, { deprecated: false, bundles: null, updateTime: 't1' }));
+  orm = await store.em().findOne('Tag', { uid }) as Record<string, unknown>;
+  assert.equal([orm.deprecated, orm.bundles, orm.updateTime], [false, null, 't1']);
+  assert.equal(await table.get(uid), { ...JSON.parse(JSON.stringify(orm)) });
+  await store.transaction((sql) => table.delete(sql, uid));
+  assert.is(await table.get(uid), null);
+});
+
+test('a transaction that throws leaves nothing; the ORM waits for a transaction in progress instead of seeing into it', async () => {
+  const table = new Table(store, 'Tag');
+  const uid = newChildUid(repo);
+  const row = { uid, parentUid: repo, createTime: 't', updateTime: 't', name: 'rolled back', digest: 'd' };
+  try {
+    await store.transaction(async (sql) => {
+      await table.insert(sql, row);
+      throw new Error('changed my mind');
+    });
+    assert.unreachable();
+  } catch (e) {
+    assert.is((e as Error).message, 'changed my mind');
+  }
+  assert.is(await table.get(uid), null);
+
+  let inserted = false;
+  const writing = store.transaction(async (sql) => {
+    await table.insert(sql, row);
+    await new Promise((r) => setTimeout(r, 50));
+    inserted = true;
+  });
+  const counted = await store.em().count('Tag', { uid });
+  await writing;
+  assert.ok(inserted, 'the ORM query ran after the commit');
+  assert.is(counted, 1);
 });
 
 test.run();
