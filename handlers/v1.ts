@@ -167,7 +167,7 @@ export function createV1Router(deps: V1Deps, extensions: Record<string, V1Extens
         check(validators.query(`${r.collection}.list`)!, query);
         const req = parseListRequest(v1.paged ? query : { ...query, page_size: maxPageSize }, r);
         if (typeof id === 'string' && id !== '') req.hierarchy.ids = [...(req.hierarchy.ids ?? []), id];
-        const visible = await policy.visibility(principal(ctx), list.capability, r);
+        const visible = await policy.visibility(principal(ctx), list.capability, r, req.hierarchy.descendantsOf ?? req.hierarchy.childrenOf);
         if (v1.paged) {
           const page = visible ? await resources.list(r, req, visible) : { items: [], nextPageToken: '', totalCount: '0' };
           ctx.body = { items: page.items.map(shape.out), nextPageToken: page.nextPageToken, totalCount: page.totalCount };

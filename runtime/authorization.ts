@@ -105,14 +105,17 @@ export class Policy {
   /**
    * The conditions that limit a list to what the principal may see, or undefined when it may see nothing.
    * Records outside the group tree (library artifacts) are visible to anyone holding the capability somewhere.
+   * `within`: the group the list is confined to (descendants_of or children_of), when it is.
    */
-  async visibility(principal: Principal, capability: Capability, r: ResourceModel): Promise<Where[] | undefined> {
+  async visibility(principal: Principal, capability: Capability, r: ResourceModel, within?: string): Promise<Where[] | undefined> {
     if (capability === 'none') return [];
     const subject = this.subject(principal);
     if (capability === 'authenticated') return [];
     const groups = (await this.grants(subject)).groupsHolding(capability);
     if (groups.length === 0) return undefined;
     if (!isGroupScoped(this.model, r)) return [];
+    // A list already confined below a group where the capability is held needs no condition of ours.
+    if (within && groups.some((g) => within === g || within.startsWith(`${g}/`))) return [];
     const anyOf: Where[] = groups.flatMap((g) => [{ uid: g }, { uid: descendantRange(g) }]);
     if (r.publicRootRecords) anyOf.push({ parentUid: null });
     return [{ $or: anyOf }];

@@ -93,7 +93,7 @@ export function createRouteOperations(deps: { model: ApiModel; store: Store; res
       const query = queryObject(ctx);
       validate('query', `${r.collection}.list`, query);
       const req = parseListRequest(query, r);
-      const visible = await policy.visibility(principal(ctx), capability(r, 'list'), r);
+      const visible = await policy.visibility(principal(ctx), capability(r, 'list'), r, req.hierarchy.descendantsOf ?? req.hierarchy.childrenOf);
       if (!visible) {
         ctx.body = { [r.collection]: [], nextPageToken: '', totalCount: '0', skipped: req.skip };
         return;

@@ -1,8 +1,12 @@
-// Statements of our own on the store's SQLite connection. The connection is borrowed from the ORM's pool (of
-// one), so our statements and the ORM's queue behind each other: a read holds the connection for its
-// statements, a transaction from BEGIN to COMMIT. Nothing else can run on it meanwhile, so a transaction needs
-// no more than BEGIN IMMEDIATE (which also takes the file's write lock up front, waiting for another process
-// such as an import rather than failing half-way).
+// Statements of our own on the store's SQLite connections.
+// - Writes borrow the one connection of the ORM's pool, so our statements and the ORM's queue behind each
+//   other; a transaction holds it from BEGIN to COMMIT. Nothing else runs on it meanwhile, so a transaction
+//   needs no more than BEGIN IMMEDIATE (which takes the file's write lock up front, waiting for another
+//   process such as an import rather than failing half-way).
+// - Reads outside a transaction go to a second, read-only connection. Under WAL it sees every committed write
+//   and is never blocked by the writer; its statements queue in the driver, where borrowing the pool's
+//   connection would hold it idle between a statement and the event loop getting round to its result.
+import sqlite3 from 'sqlite3';
 import type { Row } from './records.js';
 
 /** The sqlite3 driver's Database, as much of it as we use. */
@@ -30,8 +34,21 @@ function sqlOf(db: Sqlite3Database): Sql {
   };
 }
 
+export interface ReadConnection extends Sql {
+  close(): Promise<void>;
+}
+
+/** A read-only connection to the database file. */
+export async function openReadConnection(file: string): Promise<ReadConnection> {
+  const db = await new Promise<sqlite3.Database>((resolve, reject) => {
+    const opened: sqlite3.Database = new sqlite3.Database(file, sqlite3.OPEN_READONLY, (e) => (e ? reject(e) : resolve(opened)));
+  });
+  db.configure('busyTimeout', 10_000);
+  return { ...sqlOf(db as unknown as Sqlite3Database), close: () => new Promise((resolve) => db.close(() => resolve())) };
+}
+
 /** Runs fn with the connection to itself. */
-export async function withConnection<T>(pool: ConnectionPool, fn: (sql: Sql) => Promise<T>): Promise<T> {
+async function withConnection<T>(pool: ConnectionPool, fn: (sql: Sql) => Promise<T>): Promise<T> {
   const db = await pool.acquireConnection();
   try {
     return await fn(sqlOf(db as Sqlite3Database));

@@ -2,15 +2,15 @@
 import { MikroORM, type EntityManager } from '@mikro-orm/sqlite';
 import type { EntitySchema } from '@mikro-orm/core';
 import { outboxEntity } from './outbox.js';
-import { inTransaction, withConnection, type ConnectionPool, type Sql } from './sql.js';
+import { inTransaction, openReadConnection, type ConnectionPool, type Sql } from './sql.js';
 
 export interface Store {
   orm: MikroORM;
   /** A fresh entity manager for one unit of work. */
   em(): EntityManager;
-  /** Statements of our own on the connection (runtime/sql.ts). */
-  sql<T>(fn: (sql: Sql) => Promise<T>): Promise<T>;
-  /** The same, in one transaction. */
+  /** Reads of our own, on the read-only connection (runtime/sql.ts). */
+  read: Sql;
+  /** Statements of our own in one transaction on the writing connection. */
   transaction<T>(fn: (sql: Sql) => Promise<T>): Promise<T>;
   close(): Promise<void>;
 }
@@ -32,11 +32,15 @@ export async function openStore(databaseFile: string, entities: EntitySchema[]):
   await connection.execute('pragma synchronous = NORMAL');
   await orm.getSchemaGenerator().updateSchema();
   const pool = connection.getKnex().client as ConnectionPool;
+  const read = await openReadConnection(databaseFile);
   return {
     orm,
     em: () => orm.em.fork(),
-    sql: (fn) => withConnection(pool, fn),
+    read,
     transaction: (fn) => inTransaction(pool, fn),
-    close: () => orm.close(),
+    close: async () => {
+      await read.close();
+      await orm.close();
+    },
   };
 }

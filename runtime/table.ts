@@ -25,11 +25,6 @@ export class Table {
     this.selectList = [...this.columns].map(([prop, c]) => `${quoteIdentifier(c.name)} as ${quoteIdentifier(prop)}`).join(', ');
   }
 
-  /** On the given connection (inside a transaction), or on the store's for this call alone. */
-  private on<T>(sql: Sql | undefined, fn: (sql: Sql) => Promise<T>): Promise<T> {
-    return sql ? fn(sql) : this.store.sql(fn);
-  }
-
   private toRow(raw: Row): Row {
     for (const [prop, c] of this.columns) {
       const v = raw[prop];
@@ -58,11 +53,11 @@ export class Table {
   }
 
   async get(uid: string, sql?: Sql): Promise<Row | null> {
-    const [raw] = await this.on(sql, (q) => q.all(`select ${this.selectList} from ${this.table} where "uid" = ?`, [uid]));
+    const [raw] = await (sql ?? this.store.read).all(`select ${this.selectList} from ${this.table} where "uid" = ?`, [uid]);
     return raw ? this.toRow(raw) : null;
   }
 
-  /** Rows matching, in order. */
+  /** Rows matching, in order; in the caller's transaction when given one, else on the read-only connection. */
   async find(where: Filter, order: Order[], limit: number, offset?: number, sql?: Sql): Promise<Row[]> {
     const compiled = this.compile(where, sql);
     if (!compiled) {
@@ -71,17 +66,17 @@ export class Table {
       }) as Row[];
     }
     const orderBy = order.map((o) => `${quoteIdentifier(this.columns.get(o.property)!.name)} ${o.desc ? 'desc' : 'asc'}`).join(', ');
-    const rows = await this.on(sql, (q) => q.all(
+    const rows = await (sql ?? this.store.read).all(
       `select ${this.selectList} from ${this.table} where ${compiled.sql} order by ${orderBy} limit ? offset ?`,
       [...compiled.params, limit, offset ?? 0],
-    ));
+    );
     return rows.map((r) => this.toRow(r));
   }
 
   async count(where: Filter, sql?: Sql): Promise<number> {
     const compiled = this.compile(where, sql);
     if (!compiled) return this.store.em().count(this.entity, where);
-    const [{ n }] = await this.on(sql, (q) => q.all(`select count(*) as n from ${this.table} where ${compiled.sql}`, compiled.params));
+    const [{ n }] = await (sql ?? this.store.read).all(`select count(*) as n from ${this.table} where ${compiled.sql}`, compiled.params);
     return Number(n);
   }
 
