@@ -1,8 +1,6 @@
 // Statements of our own on the store's SQLite connections.
 // - Writes borrow the one connection of the ORM's pool, so our statements and the ORM's queue behind each
-//   other; a transaction holds it from BEGIN to COMMIT. Nothing else runs on it meanwhile, so a transaction
-//   needs no more than BEGIN IMMEDIATE (which takes the file's write lock up front, waiting for another
-//   process such as an import rather than failing half-way).
+//   other (transactions: runtime/group-commit.ts).
 // - Reads outside a transaction go to a second, read-only connection. Under WAL it sees every committed write
 //   and is never blocked by the writer; its statements queue in the driver, where borrowing the pool's
 //   connection would hold it idle between a statement and the event loop getting round to its result.
@@ -47,33 +45,12 @@ export async function openReadConnection(file: string): Promise<ReadConnection> 
   return { ...sqlOf(db as unknown as Sqlite3Database), close: () => new Promise((resolve) => db.close(() => resolve())) };
 }
 
-/** Runs fn with the connection to itself. */
-async function withConnection<T>(pool: ConnectionPool, fn: (sql: Sql) => Promise<T>): Promise<T> {
+/** Runs fn with the pool's connection to itself. */
+export async function withConnection<T>(pool: ConnectionPool, fn: (sql: Sql) => Promise<T>): Promise<T> {
   const db = await pool.acquireConnection();
   try {
     return await fn(sqlOf(db as Sqlite3Database));
   } finally {
     await pool.releaseConnection(db);
   }
-}
-
-/** Runs fn in one transaction: every statement commits, or (when fn throws) none does. */
-export async function inTransaction<T>(pool: ConnectionPool, fn: (sql: Sql) => Promise<T>): Promise<T> {
-  return withConnection(pool, async (sql) => {
-    await sql.run('begin immediate');
-    let result: T;
-    try {
-      result = await fn(sql);
-    } catch (e) {
-      await sql.run('rollback');
-      throw e;
-    }
-    try {
-      await sql.run('commit');
-    } catch (e) {
-      await sql.run('rollback');
-      throw e;
-    }
-    return result;
-  });
 }

@@ -2,7 +2,8 @@
 import { MikroORM, type EntityManager } from '@mikro-orm/sqlite';
 import type { EntitySchema } from '@mikro-orm/core';
 import { outboxEntity } from './outbox.js';
-import { inTransaction, openReadConnection, type ConnectionPool, type Sql } from './sql.js';
+import { GroupCommit } from './group-commit.js';
+import { openReadConnection, type ConnectionPool, type Sql } from './sql.js';
 
 export interface Store {
   orm: MikroORM;
@@ -10,7 +11,7 @@ export interface Store {
   em(): EntityManager;
   /** Reads of our own, on the read-only connection (runtime/sql.ts). */
   read: Sql;
-  /** Statements of our own in one transaction on the writing connection. */
+  /** Statements of our own in one transaction on the writing connection (committed in groups). */
   transaction<T>(fn: (sql: Sql) => Promise<T>): Promise<T>;
   close(): Promise<void>;
 }
@@ -33,11 +34,12 @@ export async function openStore(databaseFile: string, entities: EntitySchema[]):
   await orm.getSchemaGenerator().updateSchema();
   const pool = connection.getKnex().client as ConnectionPool;
   const read = await openReadConnection(databaseFile);
+  const writes = new GroupCommit(pool);
   return {
     orm,
     em: () => orm.em.fork(),
     read,
-    transaction: (fn) => inTransaction(pool, fn),
+    transaction: (fn) => writes.transaction(fn),
     close: async () => {
       await read.close();
       await orm.close();

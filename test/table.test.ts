@@ -125,4 +125,18 @@ test('a transaction that throws leaves nothing; the ORM waits for a transaction 
   assert.is(counted, 1);
 });
 
+test('writes committed in groups: a failing write fails alone and leaves nothing; the others are all stored', async () => {
+  const table = new Table(store, 'Tag');
+  const uids = Array.from({ length: 20 }, () => newChildUid(repo));
+  const outcomes = await Promise.allSettled(uids.map((uid, i) => store.transaction(async (sql) => {
+    await table.insert(sql, { uid, parentUid: repo, createTime: 't', updateTime: 't', name: `group ${i}`, digest: 'd' });
+    if (i % 7 === 3) throw new Error(`write ${i} refused`);
+    return i;
+  })));
+  const failed = outcomes.flatMap((o, i) => (o.status === 'rejected' ? [i] : []));
+  assert.equal(failed, [3, 10, 17]);
+  assert.match(String((outcomes[3] as PromiseRejectedResult).reason), /write 3 refused/);
+  for (const [i, uid] of uids.entries()) assert.is(!!(await table.get(uid)), !failed.includes(i), `write ${i}`);
+});
+
 test.run();
