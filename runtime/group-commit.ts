@@ -4,7 +4,7 @@
 // alone; every write of the group is answered only after the COMMIT, so nobody is told of a write that is not
 // stored. Nothing else runs on the connection meanwhile (it is held from BEGIN to COMMIT), and BEGIN IMMEDIATE
 // takes the file's write lock up front, waiting for another process (an import) rather than failing half-way.
-import { withConnection, type ConnectionPool, type Sql } from './sql.js';
+import { together, withConnection, type ConnectionPool, type Sql } from './sql.js';
 
 interface Write {
   fn: (sql: Sql) => Promise<unknown>;
@@ -49,17 +49,26 @@ export class GroupCommit {
   private async commit(sql: Sql, group: Write[]): Promise<void> {
     await sql.run('begin immediate');
     const outcomes: ({ ok: true; value: unknown } | { ok: false; error: unknown })[] = [];
+    // Savepoints and releases are sent without waiting (the connection keeps their order); they are checked
+    // before the commit.
+    const unchecked: Promise<unknown>[] = [];
+    const send = (statement: string) => {
+      const sent = sql.run(statement);
+      sent.catch(() => undefined);
+      unchecked.push(sent);
+    };
     try {
       for (const w of group) {
-        await sql.run('savepoint write');
+        send('savepoint write');
         try {
           outcomes.push({ ok: true, value: await w.fn(sql) });
         } catch (error) {
           await sql.run('rollback to write');
           outcomes.push({ ok: false, error });
         }
-        await sql.run('release write');
+        send('release write');
       }
+      await together(unchecked);
       await sql.run('commit');
     } catch (e) {
       // The transaction itself failed (the disk, say): nothing of the group is stored.

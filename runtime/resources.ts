@@ -6,7 +6,7 @@ import { operationOf, type ApiModel, type ResourceModel } from './model.js';
 import { PageToken, type Cursor } from './page-token.js';
 import { canonicalTimestamp, inputObject, now, outputObject, toResource, withDefaults, type Row } from './records.js';
 import { groupOf, outboxEntity, outboxRow } from './outbox.js';
-import type { Sql } from './sql.js';
+import { together, type Sql } from './sql.js';
 import type { Store } from './store.js';
 import { Table } from './table.js';
 import { ancestorsOf, descendantRange, isUidPath, newChildUid, newRootUid } from './uid.js';
@@ -177,15 +177,15 @@ export class Resources {
         await this.event(sql, r, operationOf(r, 'create')?.event, existing.uid as string, replaced, creator);
         return replaced;
       }
-      await table.insert(sql, data);
       const role = r.creatorRole && parent === undefined && creator ? this.model.roles.find((x) => x.name === r.creatorRole) : undefined;
-      if (role) {
-        await this.table(this.model.resources.roleBindings.type).insert(sql, {
-          uid: newChildUid(uid), parentUid: uid, identityUid: creator, roleUid: role.uid, createTime: time, updateTime: time,
-        });
-      }
       const created = toResource(data, r);
-      await this.event(sql, r, operationOf(r, 'create')?.event, uid, created, creator);
+      await together([
+        table.insert(sql, data),
+        role ? this.table(this.model.resources.roleBindings.type).insert(sql, {
+          uid: newChildUid(uid), parentUid: uid, identityUid: creator, roleUid: role.uid, createTime: time, updateTime: time,
+        }) : undefined,
+        this.event(sql, r, operationOf(r, 'create')?.event, uid, created, creator),
+      ]);
       return { ...created, ...reveal };
     });
     // A new organization binds its creator: that is an access change too.
@@ -218,9 +218,8 @@ export class Resources {
       await this.checkReferences(sql, r, next);
       const changes: Row = { updateTime: now() };
       for (const name of Object.keys(r.fields)) changes[name] = next[name] ?? null;
-      await this.table(r.type).update(sql, uid, changes);
       const updated = toResource({ ...row, ...changes }, r);
-      await this.event(sql, r, operationOf(r, 'update')?.event, uid, updated, actor);
+      await together([this.table(r.type).update(sql, uid, changes), this.event(sql, r, operationOf(r, 'update')?.event, uid, updated, actor)]);
       return updated;
     });
     this.noteWrite(r);

@@ -9,6 +9,7 @@ import type { Row } from './records.js';
 
 /** The sqlite3 driver's Database, as much of it as we use. */
 interface Sqlite3Database {
+  serialize(): void;
   all(sql: string, params: unknown[], callback: (error: Error | null, rows: Row[]) => void): void;
   run(sql: string, params: unknown[], callback: (this: { changes: number }, error: Error | null) => void): void;
 }
@@ -45,12 +46,27 @@ export async function openReadConnection(file: string): Promise<ReadConnection> 
   return { ...sqlOf(db as unknown as Sqlite3Database), close: () => new Promise((resolve) => db.close(() => resolve())) };
 }
 
-/** Runs fn with the pool's connection to itself. */
+/**
+ * Runs fn with the pool's connection to itself. The connection runs statements strictly in the order they are
+ * sent (the driver's serialized mode), so a statement may be sent before the one ahead of it has finished.
+ */
 export async function withConnection<T>(pool: ConnectionPool, fn: (sql: Sql) => Promise<T>): Promise<T> {
   const db = await pool.acquireConnection();
+  (db as Sqlite3Database).serialize();
   try {
     return await fn(sqlOf(db as Sqlite3Database));
   } finally {
     await pool.releaseConnection(db);
   }
+}
+
+/**
+ * Statements sent together (one round trip to the driver's thread), for statements that do not depend on each
+ * other. Settles only when every one has finished, so a rollback after a failure cannot overtake one still
+ * running; then throws the first failure.
+ */
+export async function together(statements: (Promise<unknown> | undefined)[]): Promise<void> {
+  const outcomes = await Promise.allSettled(statements);
+  const failed = outcomes.find((o): o is PromiseRejectedResult => o.status === 'rejected');
+  if (failed) throw failed.reason;
 }
