@@ -9,6 +9,7 @@ import { loadGenerated } from '../runtime/server.js';
 import { openStore, type Store } from '../runtime/store.js';
 import { compileFilter, UnsupportedFilter } from '../runtime/sql-filter.js';
 import { Table } from '../runtime/table.js';
+import { CountCache } from '../runtime/count-cache.js';
 import { descendantRange, newChildUid, newRootUid } from '../runtime/uid.js';
 
 let store: Store;
@@ -137,6 +138,34 @@ test('writes committed in groups: a failing write fails alone and leaves nothing
   assert.equal(failed, [3, 10, 17]);
   assert.match(String((outcomes[3] as PromiseRejectedResult).reason), /write 3 refused/);
   for (const [i, uid] of uids.entries()) assert.is(!!(await table.get(uid)), !failed.includes(i), `write ${i}`);
+});
+
+test('large counts are kept until any connection commits; small ones are always counted', async () => {
+  const cache = new CountCache();
+  let counted = 0;
+  let rows = 5000;
+  const count = async () => {
+    counted++;
+    return rows;
+  };
+  assert.is(await cache.count(store.read, 'q', count), 5000);
+  assert.is(await cache.count(store.read, 'q', count), 5000);
+  assert.is(await cache.count(store.read, 'q', count), 5000);
+  assert.is(counted, 2, 'the third count is the kept one');
+
+  rows = 5001;
+  await store.transaction((sql) => new Table(store, 'Tag').insert(sql, { uid: newChildUid(repo), parentUid: repo, createTime: 't', updateTime: 't', name: 'bump', digest: 'd' }));
+  assert.is(await cache.count(store.read, 'q', count), 5001, 'a commit on the writing connection');
+  rows = 5002;
+  const em = store.em();
+  em.persist(em.create('Tag', { uid: newChildUid(repo), parentUid: repo, createTime: 't', updateTime: 't', name: 'bump2', digest: 'd' }));
+  await em.flush();
+  assert.is(await cache.count(store.read, 'q', count), 5002, 'a commit through the ORM');
+
+  rows = 10;
+  counted = 0;
+  for (let i = 0; i < 3; i++) assert.is(await cache.count(store.read, 'small', count), 10);
+  assert.is(counted, 3);
 });
 
 test.run();
