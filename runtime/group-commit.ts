@@ -1,8 +1,7 @@
 // Transactions of our own, committed in groups. A commit is most of a small write's cost in SQLite (the WAL
 // append), so writes that arrive while the connection is busy wait and then run together: one BEGIN IMMEDIATE,
-// each write in a savepoint of its own, one COMMIT. A write that fails rolls back to its savepoint and fails
-// alone; every write of the group is answered only after the COMMIT, so nobody is told of a write that is not
-// stored. Nothing else runs on the connection meanwhile (it is held from BEGIN to COMMIT), and BEGIN IMMEDIATE
+// the writes one after the other, one COMMIT. A write that fails fails alone (see commit); every write of the
+// group is answered only after the COMMIT, so nobody is told of a write that is not stored. Nothing else runs on the connection meanwhile (it is held from BEGIN to COMMIT), and BEGIN IMMEDIATE
 // takes the file's write lock up front, waiting for another process (an import) rather than failing half-way.
 import { together, withConnection, type ConnectionPool, type Sql } from './sql.js';
 
@@ -45,10 +44,26 @@ export class GroupCommit {
     }
   }
 
-  /** Runs the group; answers each write once the outcome of the whole is known. */
+  /**
+   * Runs the group and answers each write once the outcome of the whole is known. Writes rarely fail inside the
+   * transaction (requests are validated before), so the group first runs without savepoints; if one write
+   * fails, nothing is kept, that write gets its error, and the others run again, each in a savepoint.
+   */
   private async commit(sql: Sql, group: Write[]): Promise<void> {
+    const first = await this.attempt(sql, group, false);
+    if ('failed' in first) {
+      group[first.failed].reject(first.error);
+      const rest = group.filter((_, i) => i !== first.failed);
+      const again = await this.attempt(sql, rest, true);
+      if ('outcomes' in again) answer(rest, again.outcomes);
+      return;
+    }
+    answer(group, first.outcomes);
+  }
+
+  private async attempt(sql: Sql, group: Write[], savepoints: boolean): Promise<{ outcomes: Outcome[] } | { failed: number; error: unknown }> {
     await sql.run('begin immediate');
-    const outcomes: ({ ok: true; value: unknown } | { ok: false; error: unknown })[] = [];
+    const outcomes: Outcome[] = [];
     // Savepoints and releases are sent without waiting (the connection keeps their order); they are checked
     // before the commit.
     const unchecked: Promise<unknown>[] = [];
@@ -58,15 +73,19 @@ export class GroupCommit {
       unchecked.push(sent);
     };
     try {
-      for (const w of group) {
-        send('savepoint write');
+      for (const [i, w] of group.entries()) {
+        if (savepoints) send('savepoint write');
         try {
           outcomes.push({ ok: true, value: await w.fn(sql) });
         } catch (error) {
+          if (!savepoints) {
+            await sql.run('rollback');
+            return { failed: i, error };
+          }
           await sql.run('rollback to write');
           outcomes.push({ ok: false, error });
         }
-        send('release write');
+        if (savepoints) send('release write');
       }
       await together(unchecked);
       await sql.run('commit');
@@ -75,10 +94,16 @@ export class GroupCommit {
       await sql.run('rollback').catch(() => undefined);
       throw e;
     }
-    group.forEach((w, i) => {
-      const o = outcomes[i];
-      if (o.ok) w.resolve(o.value);
-      else w.reject(o.error);
-    });
+    return { outcomes };
   }
+}
+
+type Outcome = { ok: true; value: unknown } | { ok: false; error: unknown };
+
+function answer(group: Write[], outcomes: Outcome[]): void {
+  group.forEach((w, i) => {
+    const o = outcomes[i];
+    if (o.ok) w.resolve(o.value);
+    else w.reject(o.error);
+  });
 }

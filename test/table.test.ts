@@ -114,16 +114,19 @@ test('a transaction that throws leaves nothing; the ORM waits for a transaction 
   }
   assert.is(await table.get(uid), null);
 
-  let inserted = false;
+  let inserted!: () => void;
+  const inside = new Promise<void>((r) => { inserted = r; });
+  let committed = false;
   const writing = store.transaction(async (sql) => {
     await table.insert(sql, row);
+    inserted();
     await new Promise((r) => setTimeout(r, 50));
-    inserted = true;
-  });
+  }).then(() => { committed = true; });
+  await inside;
   const counted = await store.em().count('Tag', { uid });
-  await writing;
-  assert.ok(inserted, 'the ORM query ran after the commit');
+  assert.ok(committed, 'the ORM query ran after the commit');
   assert.is(counted, 1);
+  await writing;
 });
 
 test('writes committed in groups: a failing write fails alone and leaves nothing; the others are all stored', async () => {
