@@ -78,7 +78,10 @@ export async function startServer(config: Config, generated?: GeneratedParts): P
   const log = config.log ? (line: Record<string, unknown>) => process.stdout.write(`${JSON.stringify({ time: new Date().toISOString(), ...line })}\n`) : () => {};
   let issuer: TokenIssuer | undefined;
   const exchange = new TokenExchange(store, model, () => issuer!);
-  const app = createApp({ model, router: parts.createRouter(ops, handlers), openapi, log, issuer: () => issuer!, extraRoutes: [exchange.middleware(), v1.routes() as unknown as Middleware] });
+  const v1Routes = v1.routes() as unknown as Middleware;
+  // Every v1 path has a /v1/ segment: other requests skip matching the v1 routes.
+  const v1Only: Middleware = (ctx, next) => (ctx.path.includes('/v1/') ? v1Routes(ctx, next) : next());
+  const app = createApp({ model, router: parts.createRouter(ops, handlers), openapi, log, issuer: () => issuer!, extraRoutes: [exchange.middleware(), v1Only] });
   const server: Server = await new Promise((resolve, reject) => {
     const s = app.listen(config.port, config.host, () => resolve(s));
     s.once('error', reject);

@@ -7,9 +7,15 @@
 import sqlite3 from 'sqlite3';
 import type { Row } from './records.js';
 
-/** The sqlite3 driver's Database, as much of it as we use. */
+/** The sqlite3 driver's Statement and Database, as much of them as we use. */
+interface Sqlite3Statement {
+  all(params: unknown[], callback: (error: Error | null, rows: Row[]) => void): void;
+  run(params: unknown[], callback: (this: { changes: number }, error: Error | null) => void): void;
+  finalize(callback?: () => void): void;
+}
 interface Sqlite3Database {
   serialize(): void;
+  prepare(sql: string, callback: (error: Error | null) => void): Sqlite3Statement;
   all(sql: string, params: unknown[], callback: (error: Error | null, rows: Row[]) => void): void;
   run(sql: string, params: unknown[], callback: (this: { changes: number }, error: Error | null) => void): void;
 }
@@ -26,10 +32,60 @@ export interface Sql {
   run(sql: string, params?: unknown[]): Promise<number>;
 }
 
+/**
+ * Statements prepared once per text, on the read connection: preparing the runtime's select of every column
+ * costs as much again as running it. (Not on the writing connection: there statements are sent without
+ * waiting, and one still being prepared would let a prepared one behind it run first.)
+ */
+class PreparedStatements {
+  private readonly statements = new Map<string, Promise<Sqlite3Statement>>();
+  private static readonly max = 500;
+
+  constructor(private readonly db: Sqlite3Database) {}
+
+  get(sql: string): Promise<Sqlite3Statement> {
+    let statement = this.statements.get(sql);
+    if (!statement) {
+      if (this.statements.size >= PreparedStatements.max) {
+        const [oldest, old] = this.statements.entries().next().value!;
+        this.statements.delete(oldest);
+        void old.then((s) => s.finalize(), () => undefined);
+      }
+      statement = new Promise((resolve, reject) => {
+        const prepared = this.db.prepare(sql, (e) => (e ? reject(e) : resolve(prepared)));
+      });
+      // A statement that does not prepare fails its caller and is not kept.
+      statement.catch(() => this.statements.delete(sql));
+      this.statements.set(sql, statement);
+    }
+    return statement;
+  }
+
+  /** The connection cannot close while statements exist. */
+  async finalizeAll(): Promise<void> {
+    const all = await Promise.allSettled(this.statements.values());
+    this.statements.clear();
+    await Promise.all(all.map((o) => (o.status === 'fulfilled' ? new Promise<void>((resolve) => o.value.finalize(() => resolve())) : undefined)));
+  }
+}
+
 function sqlOf(db: Sqlite3Database): Sql {
   return {
     all: (sql, params = []) => new Promise((resolve, reject) => db.all(sql, params, (e, rows) => (e ? reject(e) : resolve(rows)))),
     run: (sql, params = []) => new Promise((resolve, reject) => db.run(sql, params, function (e) { if (e) reject(e); else resolve(this.changes); })),
+  };
+}
+
+function preparedSqlOf(statements: PreparedStatements): Sql {
+  return {
+    all: async (sql, params = []) => {
+      const statement = await statements.get(sql);
+      return new Promise((resolve, reject) => statement.all(params, (e, rows) => (e ? reject(e) : resolve(rows))));
+    },
+    run: async (sql, params = []) => {
+      const statement = await statements.get(sql);
+      return new Promise((resolve, reject) => statement.run(params, function (e) { if (e) reject(e); else resolve(this.changes); }));
+    },
   };
 }
 
@@ -43,7 +99,14 @@ export async function openReadConnection(file: string): Promise<ReadConnection> 
     const opened: sqlite3.Database = new sqlite3.Database(file, sqlite3.OPEN_READONLY, (e) => (e ? reject(e) : resolve(opened)));
   });
   db.configure('busyTimeout', 10_000);
-  return { ...sqlOf(db as unknown as Sqlite3Database), close: () => new Promise((resolve) => db.close(() => resolve())) };
+  const statements = new PreparedStatements(db as unknown as Sqlite3Database);
+  return {
+    ...preparedSqlOf(statements),
+    close: async () => {
+      await statements.finalizeAll();
+      await new Promise<void>((resolve) => db.close(() => resolve()));
+    },
+  };
 }
 
 /**
@@ -70,3 +133,4 @@ export async function together(statements: (Promise<unknown> | undefined)[]): Pr
   const failed = outcomes.find((o): o is PromiseRejectedResult => o.status === 'rejected');
   if (failed) throw failed.reason;
 }
+
