@@ -77,6 +77,43 @@ function jsonProperties(target: string, value: Record<string, unknown>, params: 
   return parts.length === 1 ? parts[0] : `(${parts.join(' and ')})`;
 }
 
+const lowerOps = new Set(['$gt', '$gte']);
+const upperOps = new Set(['$lt', '$lte']);
+type Bound = [op: string, value: string | number];
+
+/**
+ * Ranges on one property ANDed together become one range. SQLite seeks an index with one lower and one upper
+ * bound per column: given a scope's range and a cursor's "after" on the same uid index, it would seek to the
+ * start of the scope and read every row up to the cursor.
+ */
+function mergeRanges(filters: Filter[]): Filter[] {
+  const bounds = new Map<string, { lower?: Bound; upper?: Bound }>();
+  const rest: Filter[] = [];
+  const flat = filters.flatMap((f) => (Object.keys(f).length === 1 && Array.isArray(f.$and) ? f.$and as Filter[] : [f]));
+  for (const f of flat) {
+    const [key, ...more] = Object.keys(f);
+    const ops = isPlainObject(f[key]) ? Object.entries(f[key] as Record<string, unknown>) : [];
+    const mergeable = key !== undefined && more.length === 0 && !key.startsWith('$') && ops.length > 0
+      && ops.every(([op, v]) => (lowerOps.has(op) || upperOps.has(op)) && (typeof v === 'string' || typeof v === 'number'));
+    const b = bounds.get(key) ?? {};
+    const sameType = ops.every(([, v]) => [b.lower, b.upper].every((x) => !x || typeof x[1] === typeof v));
+    if (!mergeable || !sameType) {
+      rest.push(f);
+      continue;
+    }
+    for (const [op, v] of ops as [string, string | number][]) {
+      if (lowerOps.has(op)) {
+        if (!b.lower || v > b.lower[1] || (v === b.lower[1] && op === '$gt')) b.lower = [op, v];
+      } else if (!b.upper || v < b.upper[1] || (v === b.upper[1] && op === '$lt')) b.upper = [op, v];
+    }
+    bounds.set(key, b);
+  }
+  for (const [key, { lower, upper }] of bounds) {
+    rest.push({ [key]: Object.fromEntries([lower, upper].filter((x): x is Bound => !!x)) });
+  }
+  return rest;
+}
+
 function compileInto(filter: Filter, columns: ReadonlyMap<string, Column>, params: unknown[]): string {
   const parts: string[] = [];
   for (const [key, value] of Object.entries(filter)) {
@@ -86,7 +123,8 @@ function compileInto(filter: Filter, columns: ReadonlyMap<string, Column>, param
         parts.push(key === '$and' ? '1' : '0');
         continue;
       }
-      const joined = value.map((f) => compileInto(f as Filter, columns, params)).join(key === '$and' ? ' and ' : ' or ');
+      const terms = key === '$and' ? mergeRanges(value as Filter[]) : value as Filter[];
+      const joined = terms.map((f) => compileInto(f, columns, params)).join(key === '$and' ? ' and ' : ' or ');
       parts.push(`(${joined})`);
       continue;
     }

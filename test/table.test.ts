@@ -51,6 +51,8 @@ const filters: [string, string, Record<string, unknown>][] = [
   ['Tag', '$like', { name: { $like: '%2%' } }],
   ['Tag', 'a cursor with a null key', { $or: [{ mainPackageName: { $ne: null } }, { mainPackageName: null, uid: { $gt: repo } }] }],
   ['Tag', 'no match', { name: 'nope' }],
+  ['Tag', 'a scope range and a cursor on the same index, merged', { $and: [{ uid: descendantRange(org) }, { uid: { $gt: `${repo}/8` } }, { uid: { $gte: `${repo}/4`, $lte: `${repo}/c` } }] }],
+  ['Tag', 'ranges on different properties stay apart', { $and: [{ createTime: { $gt: '2026-01-03' } }, { name: { $lt: 't5' } }, { createTime: { $lte: '2026-01-20' } }] }],
   ['VulnReport', 'a JSON property', { scanner: { name: 'GRYPE' } }],
   ['VulnReport', 'two JSON properties', { $and: [{ scanner: { name: 'TRIVY', version: '0.1' } }] }],
 ];
