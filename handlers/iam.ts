@@ -7,7 +7,6 @@ import type {
 } from '../generated/routes.js';
 import { failedPrecondition, invalidArgument, notFound } from '../runtime/errors.js';
 import { parseListRequest } from '../runtime/list-request.js';
-import { recordEvent } from '../runtime/outbox.js';
 import { now } from '../runtime/records.js';
 import { ancestorsOf, newChildUid } from '../runtime/uid.js';
 import type { Row } from '../runtime/records.js';
@@ -44,8 +43,9 @@ export const iam: IamHandlers = {
     const { groupInvites, roleBindings } = context.model.resources;
     const [keyId, secret] = request.body.code.split('.');
     const caller = context.principal.subject!;
-    const accepted = await context.store.em().transactional(async (tx) => {
-      const invite = keyId && secret ? await tx.findOne(groupInvites.type, { keyId } as object) as Row | null : null;
+    const [invites, bindings] = [context.resources.table(groupInvites.type), context.resources.table(roleBindings.type)];
+    const accepted = await context.store.transaction(async (sql) => {
+      const [invite] = keyId && secret ? await invites.find({ keyId }, [{ property: 'uid', desc: false }], 1, 0, sql) : [];
       const stored = invite ? Buffer.from(String(invite.codeHash), 'hex') : Buffer.alloc(0);
       const given = secret ? hashOf(secret) : Buffer.alloc(32);
       if (!invite || stored.length !== given.length || !timingSafeEqual(stored, given)) throw notFound(groupInvites.type, 'for this code');
@@ -54,14 +54,14 @@ export const iam: IamHandlers = {
       }
       const group = invite.parentUid as string;
       const roleUid = invite.roleUid as string;
-      let binding = await tx.findOne(roleBindings.type, { parentUid: group, identityUid: caller, roleUid } as object) as Row | null;
+      let [binding] = await bindings.find({ parentUid: group, identityUid: caller, roleUid }, [{ property: 'uid', desc: false }], 1, 0, sql);
       if (!binding) {
         const time = now();
-        binding = tx.create(roleBindings.type, { uid: newChildUid(group), parentUid: group, identityUid: caller, roleUid, createTime: time, updateTime: time }) as Row;
-        tx.persist(binding);
-        recordEvent(tx, { type: 'dev.chainguard.api.iam.rolebindings.created.v1', subject: binding.uid as string, groupUid: group, actor: caller, body: { uid: binding.uid, identityUid: caller, roleUid } });
+        binding = { uid: newChildUid(group), parentUid: group, identityUid: caller, roleUid, createTime: time, updateTime: time };
+        await bindings.insert(sql, binding);
+        await context.resources.recordEvent(sql, { type: 'dev.chainguard.api.iam.rolebindings.created.v1', subject: binding.uid as string, groupUid: group, actor: caller, body: { uid: binding.uid, identityUid: caller, roleUid } });
       }
-      if (invite.singleUse) tx.remove(invite);
+      if (invite.singleUse) await invites.delete(sql, invite.uid as string);
       return { roleBinding: binding.uid as string, group, roleUid };
     });
     context.resources.noteWrite(roleBindings);
@@ -73,16 +73,17 @@ export const iam: IamHandlers = {
     const { groups, termsAcceptances } = context.model.resources;
     const acceptedBy = context.principal.subject!;
     const documentIds = [...new Set(request.body.documentIds)].sort();
-    await context.store.em().transactional(async (tx) => {
-      if (await tx.count(groups.type, { uid: request.group }) === 0) throw notFound(groups.type, request.group);
+    const acceptances = context.resources.table(termsAcceptances.type);
+    await context.store.transaction(async (sql) => {
+      if (!await context.resources.table(groups.type).get(request.group, sql)) throw notFound(groups.type, request.group);
       const time = now();
       for (const docId of documentIds) {
-        if (await tx.count(termsAcceptances.type, { parentUid: request.group, docId, acceptedBy } as object) > 0) continue;
-        tx.persist(tx.create(termsAcceptances.type, {
+        if (await acceptances.count({ parentUid: request.group, docId, acceptedBy }, sql) > 0) continue;
+        await acceptances.insert(sql, {
           uid: newChildUid(request.group), parentUid: request.group, docId, acceptedBy, orgUid: request.group, createTime: time, updateTime: time,
-        }));
+        });
       }
-      recordEvent(tx, { type: 'dev.chainguard.api.iam.terms.accepted.v1', subject: request.group, groupUid: request.group, actor: acceptedBy, body: { group: request.group, documentIds } });
+      await context.resources.recordEvent(sql, { type: 'dev.chainguard.api.iam.terms.accepted.v1', subject: request.group, groupUid: request.group, actor: acceptedBy, body: { group: request.group, documentIds } });
     });
     return { documentIds, group: request.group };
   },

@@ -6,7 +6,6 @@ import type { Context } from 'koa';
 import type { Principal } from '../runtime/authorization.js';
 import { invalidArgument } from '../runtime/errors.js';
 import type { ResourceModel } from '../runtime/model.js';
-import { recordEvent } from '../runtime/outbox.js';
 import { body } from '../runtime/route-operations.js';
 import { iam } from './iam.js';
 import type { V1Deps, V1Extension } from './v1.js';
@@ -28,9 +27,9 @@ function addRegisterRoute(router: Router, _invites: ResourceModel, _shape: unkno
       const context = { principal, store: resources.store, resources, model };
       group = (await iam.acceptGroupInvite({ body: { code: code as string } }, context)).group ?? '';
     }
-    await resources.store.em().transactional(async (tx) => {
-      recordEvent(tx, { type: 'dev.chainguard.api.auth.registered.v1', subject: identity, groupUid: group || null, actor: identity, body: { identity, group } });
-    });
+    await resources.store.transaction((sql) => resources.recordEvent(sql, {
+      type: 'dev.chainguard.api.auth.registered.v1', subject: identity, groupUid: group || null, actor: identity, body: { identity, group },
+    }));
     ctx.body = { identity, ...(group ? { group } : {}) };
   });
 }

@@ -2,8 +2,9 @@
 import { existsSync, readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import type { ApiModel } from './model.js';
-import { now, type Row } from './records.js';
+import { now } from './records.js';
 import type { Store } from './store.js';
+import { Table } from './table.js';
 import { newChildUid, newRootUid } from './uid.js';
 
 export interface Bootstrap {
@@ -20,14 +21,13 @@ export function readBootstrap(dataDir: string): Bootstrap | undefined {
 
 /** Idempotent: built-in roles follow the spec on every start; the organization is made only once. */
 export async function ensureBootstrap(store: Store, model: ApiModel, dataDir: string): Promise<Bootstrap> {
-  const { groups, identities, roles, roleBindings } = model.resources;
-  return store.em().transactional(async (tx) => {
+  const [groups, identities, roles, roleBindings] = ['groups', 'identities', 'roles', 'roleBindings'].map((c) => new Table(store, model.resources[c].type));
+  return store.transaction(async (sql) => {
     const time = now();
     for (const role of model.roles) {
-      const row = await tx.findOne(roles.type, { uid: role.uid }) as Row | null;
       const fields = { name: role.name, description: role.description, capabilities: role.capabilities };
-      if (row) Object.assign(row, fields);
-      else tx.persist(tx.create(roles.type, { uid: role.uid, parentUid: null, createTime: time, updateTime: time, ...fields }));
+      if (await roles.get(role.uid, sql)) await roles.update(sql, role.uid, fields);
+      else await roles.insert(sql, { uid: role.uid, parentUid: null, createTime: time, updateTime: time, ...fields });
     }
     const existing = readBootstrap(dataDir);
     if (existing) return existing;
@@ -35,12 +35,11 @@ export async function ensureBootstrap(store: Store, model: ApiModel, dataDir: st
     const owner = newRootUid();
     const ownerRoles = model.roles.filter((r) => r.bootstrap);
     if (ownerRoles.length === 0) throw new Error('access.yaml declares no role with bootstrap: true, so nobody could use a new server');
-    tx.persist(tx.create(groups.type, { uid: organization, parentUid: null, name: 'default', description: 'Created on first start', createTime: time, updateTime: time }));
-    tx.persist(tx.create(identities.type, { uid: owner, parentUid: null, name: 'owner', description: 'Created on first start; get a token with npm run -s token', createTime: time, updateTime: time }));
+    await groups.insert(sql, { uid: organization, parentUid: null, name: 'default', description: 'Created on first start', createTime: time, updateTime: time });
+    await identities.insert(sql, { uid: owner, parentUid: null, name: 'owner', description: 'Created on first start; get a token with npm run -s token', createTime: time, updateTime: time });
     for (const role of ownerRoles) {
-      tx.persist(tx.create(roleBindings.type, { uid: newChildUid(organization), parentUid: organization, identityUid: owner, roleUid: role.uid, createTime: time, updateTime: time }));
+      await roleBindings.insert(sql, { uid: newChildUid(organization), parentUid: organization, identityUid: owner, roleUid: role.uid, createTime: time, updateTime: time });
     }
-    await tx.flush();
     const result = { organization, owner };
     writeFileSync(fileOf(dataDir), `${JSON.stringify(result, null, 2)}\n`, { flag: 'wx' });
     return result;

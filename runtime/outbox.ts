@@ -1,7 +1,6 @@
 // The event outbox: every change records its event in the same transaction as the change, so an event is
 // stored if and only if the change is. Delivery to subscriptions reads the outbox in sequence order.
 import { EntitySchema } from '@mikro-orm/core';
-import type { EntityManager } from '@mikro-orm/sqlite';
 import type { ApiModel, ResourceModel } from './model.js';
 import { now, type Row } from './records.js';
 
@@ -47,12 +46,9 @@ export function groupOf(model: ApiModel, r: ResourceModel, uid: string): string 
   return current && segments.length > 0 ? segments.join('/') : null;
 }
 
-/** The stored row of a new event. */
-export function outboxRow(e: Omit<OutboxEvent, 'seq' | 'time' | 'deliveredTime'>): OutboxEvent {
-  return { ...e, time: now(), deliveredTime: null };
-}
+export type NewEvent = Omit<OutboxEvent, 'seq' | 'time' | 'deliveredTime'>;
 
-/** Records an event in an ORM transaction (the hand-written handlers'); the runtime inserts outboxRow itself. */
-export function recordEvent(tx: EntityManager, e: Omit<OutboxEvent, 'seq' | 'time' | 'deliveredTime'>): void {
-  tx.persist(tx.create(outboxEntity, outboxRow(e)));
+/** The stored row of a new event (Resources.recordEvent stores it). */
+export function outboxRow(e: NewEvent): OutboxEvent {
+  return { ...e, time: now(), deliveredTime: null };
 }

@@ -5,7 +5,7 @@ import type { ListRequest } from './list-request.js';
 import { operationOf, type ApiModel, type ResourceModel } from './model.js';
 import { PageToken, type Cursor } from './page-token.js';
 import { canonicalTimestamp, inputObject, now, outputObject, toResource, withDefaults, type Row } from './records.js';
-import { groupOf, outboxEntity, outboxRow } from './outbox.js';
+import { groupOf, outboxEntity, outboxRow, type NewEvent } from './outbox.js';
 import { together, type Sql } from './sql.js';
 import type { Store } from './store.js';
 import { Table } from './table.js';
@@ -71,7 +71,8 @@ export class Resources {
     this.managed = new Set(model.roles.map((r) => r.uid));
   }
 
-  private table(entity: string): Table {
+  /** One entity's table, for statements of our own (hand-written handlers use it too). */
+  table(entity: string): Table {
     let table = this.tables.get(entity);
     if (!table) this.tables.set(entity, table = new Table(this.store, entity));
     return table;
@@ -82,10 +83,14 @@ export class Resources {
     if (r.collection === 'roleBindings' || r.collection === 'roles' || r.children.includes('roleBindings')) this.accessVersion++;
   }
 
-  /** Records the operation's declared event, in the caller's transaction. */
+  /** Records an event in the outbox, in the caller's transaction: stored if and only if the change is. */
+  async recordEvent(sql: Sql, e: NewEvent): Promise<void> {
+    await this.table(outboxEntity.meta.className).insert(sql, { ...outboxRow(e) });
+  }
+
+  /** Records the operation's declared event, if it declares one. */
   private async event(sql: Sql, r: ResourceModel, type: string | undefined, uid: string, body: Row, actor: string | undefined): Promise<void> {
-    if (!type) return;
-    await this.table(outboxEntity.meta.className).insert(sql, { ...outboxRow({ type, subject: uid, groupUid: groupOf(this.model, r, uid), actor: actor ?? null, body }) });
+    if (type) await this.recordEvent(sql, { type, subject: uid, groupUid: groupOf(this.model, r, uid), actor: actor ?? null, body });
   }
 
   private refuseManaged(r: ResourceModel, uid: string): void {
