@@ -221,8 +221,12 @@ export class Resources {
       }
       this.checkExclusive(r, next);
       await this.checkReferences(sql, r, next);
+      // Only the columns that change: SQLite rewrites the index entries of every column an UPDATE sets.
       const changes: Row = { updateTime: now() };
-      for (const name of Object.keys(r.fields)) changes[name] = next[name] ?? null;
+      for (const name of Object.keys(r.fields)) {
+        const value = next[name] ?? null;
+        if (JSON.stringify(value) !== JSON.stringify(row[name] ?? null)) changes[name] = value;
+      }
       const updated = toResource({ ...row, ...changes }, r);
       await together([this.table(r.type).update(sql, uid, changes), this.event(sql, r, operationOf(r, 'update')?.event, uid, updated, actor)]);
       return updated;
