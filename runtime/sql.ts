@@ -14,10 +14,7 @@ interface Sqlite3Statement {
   finalize(callback?: () => void): void;
 }
 interface Sqlite3Database {
-  serialize(): void;
   prepare(sql: string, callback: (error: Error | null) => void): Sqlite3Statement;
-  all(sql: string, params: unknown[], callback: (error: Error | null, rows: Row[]) => void): void;
-  run(sql: string, params: unknown[], callback: (this: { changes: number }, error: Error | null) => void): void;
 }
 
 /** What knex's client offers for borrowing a connection from its pool. */
@@ -33,9 +30,8 @@ export interface Sql {
 }
 
 /**
- * Statements prepared once per text, on the read connection: preparing the runtime's select of every column
- * costs as much again as running it. (Not on the writing connection: there statements are sent without
- * waiting, and one still being prepared would let a prepared one behind it run first.)
+ * Statements prepared once per connection and text: preparing the runtime's select of every column costs as
+ * much again as running it, and on the writing connection preparing takes the connection's time too.
  */
 class PreparedStatements {
   private readonly statements = new Map<string, Promise<Sqlite3Statement>>();
@@ -69,23 +65,24 @@ class PreparedStatements {
   }
 }
 
-function sqlOf(db: Sqlite3Database): Sql {
-  return {
-    all: (sql, params = []) => new Promise((resolve, reject) => db.all(sql, params, (e, rows) => (e ? reject(e) : resolve(rows)))),
-    run: (sql, params = []) => new Promise((resolve, reject) => db.run(sql, params, function (e) { if (e) reject(e); else resolve(this.changes); })),
+/**
+ * Statements on one connection through its prepared statements. The driver runs a prepared statement as soon
+ * as it is given it, in parallel with any before it (its serialized mode orders only statements it prepares
+ * itself), so on the writing connection, `inOrder`, a statement starts only when the one before it has
+ * finished: callers may send a transaction's statements without waiting for each.
+ */
+function preparedSqlOf(statements: PreparedStatements, inOrder: boolean): Sql {
+  let previous: Promise<unknown> = Promise.resolve();
+  const send = <T>(sql: string, go: (statement: Sqlite3Statement, done: (e: Error | null, value: T) => void) => void): Promise<T> => {
+    const ready = statements.get(sql);
+    const run = (inOrder ? previous.then(() => ready) : ready)
+      .then((statement) => new Promise<T>((resolve, reject) => go(statement, (e, value) => (e ? reject(e) : resolve(value)))));
+    if (inOrder) previous = run.catch(() => undefined);
+    return run;
   };
-}
-
-function preparedSqlOf(statements: PreparedStatements): Sql {
   return {
-    all: async (sql, params = []) => {
-      const statement = await statements.get(sql);
-      return new Promise((resolve, reject) => statement.all(params, (e, rows) => (e ? reject(e) : resolve(rows))));
-    },
-    run: async (sql, params = []) => {
-      const statement = await statements.get(sql);
-      return new Promise((resolve, reject) => statement.run(params, function (e) { if (e) reject(e); else resolve(this.changes); }));
-    },
+    all: (sql, params = []) => send(sql, (statement, done) => statement.all(params, done)),
+    run: (sql, params = []) => send(sql, (statement, done) => statement.run(params, function (e) { done(e, this.changes); })),
   };
 }
 
@@ -101,7 +98,7 @@ export async function openReadConnection(file: string): Promise<ReadConnection> 
   db.configure('busyTimeout', 10_000);
   const statements = new PreparedStatements(db as unknown as Sqlite3Database);
   return {
-    ...preparedSqlOf(statements),
+    ...preparedSqlOf(statements, false),
     close: async () => {
       await statements.finalizeAll();
       await new Promise<void>((resolve) => db.close(() => resolve()));
@@ -109,24 +106,36 @@ export async function openReadConnection(file: string): Promise<ReadConnection> 
   };
 }
 
-/**
- * Runs fn with the pool's connection to itself. The connection runs statements strictly in the order they are
- * sent (the driver's serialized mode), so a statement may be sent before the one ahead of it has finished.
- */
-export async function withConnection<T>(pool: ConnectionPool, fn: (sql: Sql) => Promise<T>): Promise<T> {
-  const db = await pool.acquireConnection();
-  (db as Sqlite3Database).serialize();
+const preparedOn = new WeakMap<Sqlite3Database, PreparedStatements>();
+
+/** Finalizes what we prepared on the pool's connection: the pool cannot close it while statements exist. */
+export async function finalizePrepared(pool: ConnectionPool): Promise<void> {
+  const db = await pool.acquireConnection() as Sqlite3Database;
   try {
-    return await fn(sqlOf(db as Sqlite3Database));
+    await preparedOn.get(db)?.finalizeAll();
   } finally {
     await pool.releaseConnection(db);
   }
 }
 
 /**
- * Statements sent together (one round trip to the driver's thread), for statements that do not depend on each
- * other. Settles only when every one has finished, so a rollback after a failure cannot overtake one still
- * running; then throws the first failure.
+ * Runs fn with the pool's connection to itself. Statements run strictly in the order they are sent, so a
+ * statement may be sent before the one ahead of it has finished.
+ */
+export async function withConnection<T>(pool: ConnectionPool, fn: (sql: Sql) => Promise<T>): Promise<T> {
+  const db = await pool.acquireConnection() as Sqlite3Database;
+  let statements = preparedOn.get(db);
+  if (!statements) preparedOn.set(db, statements = new PreparedStatements(db));
+  try {
+    return await fn(preparedSqlOf(statements, true));
+  } finally {
+    await pool.releaseConnection(db);
+  }
+}
+
+/**
+ * Statements that do not depend on each other, sent without waiting for each. Settles only when every one
+ * has finished, so a rollback after a failure cannot overtake one still running; then throws the first failure.
  */
 export async function together(statements: (Promise<unknown> | undefined)[]): Promise<void> {
   const outcomes = await Promise.allSettled(statements);

@@ -3,7 +3,7 @@ import { MikroORM, type EntityManager } from '@mikro-orm/sqlite';
 import type { EntitySchema } from '@mikro-orm/core';
 import { outboxEntity } from './outbox.js';
 import { GroupCommit } from './group-commit.js';
-import { openReadConnection, type ConnectionPool, type Sql } from './sql.js';
+import { finalizePrepared, openReadConnection, type ConnectionPool, type Sql } from './sql.js';
 
 export interface Store {
   orm: MikroORM;
@@ -42,6 +42,7 @@ export async function openStore(databaseFile: string, entities: EntitySchema[]):
     transaction: (fn) => writes.transaction(fn),
     close: async () => {
       await read.close();
+      await finalizePrepared(pool);
       await orm.close();
     },
   };

@@ -173,4 +173,15 @@ test('large counts are kept until any connection commits; small ones are always 
   assert.is(counted, 3);
 });
 
+test('statements of a transaction sent without waiting run in the order sent', async () => {
+  const sent = Array.from({ length: 60 }, (_, i) => i);
+  await store.transaction(async (sql) => {
+    await Promise.all(sent.map((i) => (i % 2
+      ? sql.run('insert into event_outbox (type, subject, time, body) values (?, ?, ?, ?)', ['order', String(i), 't', '{}'])
+      : sql.run('insert into event_outbox (subject, type, body, time) values (?, ?, ?, ?)', [String(i), 'order', '{}', 't']))));
+  });
+  const rows = await store.read.all("select subject from event_outbox where type = 'order' order by seq");
+  assert.equal(rows.map((r) => Number(r.subject)), sent);
+});
+
 test.run();
