@@ -1,8 +1,9 @@
 // Transactions of our own, committed in groups. A commit is most of a small write's cost in SQLite (the WAL
 // append), so writes that arrive while the connection is busy wait and then run together: one BEGIN IMMEDIATE,
 // the writes one after the other, one COMMIT. A write that fails fails alone (see commit); every write of the
-// group is answered only after the COMMIT, so nobody is told of a write that is not stored. Nothing else runs on the connection meanwhile (it is held from BEGIN to COMMIT), and BEGIN IMMEDIATE
-// takes the file's write lock up front, waiting for another process (an import) rather than failing half-way.
+// group is answered only after the COMMIT, so nobody is told of a write that is not stored. Nothing else runs
+// on the connection meanwhile (it is held from BEGIN to COMMIT), and BEGIN IMMEDIATE takes the file's write
+// lock up front, waiting for another process (an import) rather than failing half-way.
 import { together, withConnection, type ConnectionPool, type Sql } from './sql.js';
 
 interface Write {
