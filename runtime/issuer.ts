@@ -71,7 +71,7 @@ export class TokenIssuer {
   async rotate(now = Date.now()): Promise<string> {
     this.reload();
     const key = await newKey();
-    const keep = this.keys.filter((k, i) => {
+    const keep = this.keys.filter((_, i) => {
       const successor = this.keys[i + 1];
       return !successor || now - Date.parse(successor.createdAt) < maxTokenSeconds * 1000;
     });
