@@ -9,7 +9,7 @@ import type { Context } from 'koa';
 import type { Principal } from '../runtime/authorization.js';
 import { capabilityScope } from '../runtime/authorization.js';
 import { invalidArgument, notFound, type FieldViolation } from '../runtime/errors.js';
-import { maxPageSize, parseListRequest } from '../runtime/list-request.js';
+import { parseListRequest } from '../runtime/list-request.js';
 import type { ResourceModel } from '../runtime/model.js';
 import { canonicalTimestamp, type Row } from '../runtime/records.js';
 import type { Where } from '../runtime/resources.js';
@@ -101,14 +101,7 @@ function addVulnReportRoutes(router: Router, reports: ResourceModel, _shape: unk
   const allReports = async (ctx: Context, capability: string[], query: Row, scope: Where[]): Promise<Row[]> => {
     const visible = await policy.visibility(principal(ctx), capability, reports);
     if (!visible) return [];
-    const req = parseListRequest({ ...query, order_by: 'created_at desc', page_size: maxPageSize }, reports);
-    const items: Row[] = [];
-    for (let token: string | undefined; ;) {
-      const page = await resources.list(reports, { ...req, pageToken: token }, [...visible, ...scope]);
-      items.push(...page.items);
-      token = page.nextPageToken || undefined;
-      if (!token) return items;
-    }
+    return resources.listAll(reports, parseListRequest({ ...query, order_by: 'created_at desc' }, reports), [...visible, ...scope]);
   };
 
   router.get(/^\/registry\/v1\/repos\/(.+)\/digests\/([^/]+)\/vulnreport$/, async (ctx) => {

@@ -11,7 +11,7 @@ import Router from '@koa/router';
 import type { Context, Middleware } from 'koa';
 import { capabilityScope, type Policy, type Principal } from '../runtime/authorization.js';
 import { ApiError, invalidArgument } from '../runtime/errors.js';
-import { maxPageSize, parseListRequest } from '../runtime/list-request.js';
+import { parseListRequest } from '../runtime/list-request.js';
 import { operationOf, type ApiModel, type FieldModel, type ResourceModel } from '../runtime/model.js';
 import type { Row } from '../runtime/records.js';
 import type { Resources } from '../runtime/resources.js';
@@ -165,7 +165,7 @@ export function createV1Router(deps: V1Deps, extensions: Record<string, V1Extens
           delete query.pageToken;
         }
         check(validators.query(`${r.collection}.list`)!, query);
-        const req = parseListRequest(v1.paged ? query : { ...query, page_size: maxPageSize }, r);
+        const req = parseListRequest(query, r);
         if (typeof id === 'string' && id !== '') req.hierarchy.ids = [...(req.hierarchy.ids ?? []), id];
         const visible = await policy.visibility(principal(ctx), list.capability, r, req.hierarchy.descendantsOf ?? req.hierarchy.childrenOf);
         if (v1.paged) {
@@ -173,15 +173,8 @@ export function createV1Router(deps: V1Deps, extensions: Record<string, V1Extens
           ctx.body = { items: page.items.map(shape.out), nextPageToken: page.nextPageToken, totalCount: page.totalCount };
           return;
         }
-        // v1 answers with the whole result set: walk every page of the v2 list.
-        const items: Row[] = [];
-        for (let token: string | undefined; visible;) {
-          const page = await resources.list(r, { ...req, pageToken: token }, visible);
-          items.push(...page.items.map(shape.out));
-          token = page.nextPageToken || undefined;
-          if (!token) break;
-        }
-        ctx.body = { items };
+        // v1 answers with the whole result set.
+        ctx.body = { items: visible ? (await resources.listAll(r, req, visible)).map(shape.out) : [] };
       });
     }
     if (create) {

@@ -8,7 +8,7 @@ import { canonicalTimestamp, inputObject, now, outputObject, toResource, withDef
 import { groupOf, outboxEntity, outboxRow, type NewEvent } from './outbox.js';
 import { together, type Sql } from './sql.js';
 import type { Store } from './store.js';
-import { Table } from './table.js';
+import { Table, type Order } from './table.js';
 import { ancestorsOf, descendantRange, isUidPath, newChildUid, newRootUid } from './uid.js';
 
 export type Where = Record<string, unknown>;
@@ -58,6 +58,12 @@ function afterCursor(field: string, desc: boolean, c: Cursor): Where {
   return desc
     ? { $or: [{ [field]: { $lt: c.key } }, { [field]: null }, tie] }
     : { $or: [{ [field]: { $gt: c.key } }, tie] };
+}
+
+/** The request's order, with uid breaking ties. */
+function sortOrder(req: ListRequest): Order[] {
+  const { field, desc } = req.order;
+  return field === 'uid' ? [{ property: 'uid', desc }] : [{ property: field, desc }, { property: 'uid', desc }];
 }
 
 export class Resources {
@@ -133,9 +139,8 @@ export class Resources {
     }
     const { field, desc } = req.order;
     const where = { $and: cursor ? [...base, afterCursor(field, desc, cursor)] : base };
-    const order = field === 'uid' ? [{ property: 'uid', desc }] : [{ property: field, desc }, { property: 'uid', desc }];
     const table = this.table(r.type);
-    const rows = await table.find(where, order, req.pageSize + 1, req.skip > 0 ? req.skip : undefined);
+    const rows = await table.find(where, sortOrder(req), req.pageSize + 1, req.skip > 0 ? req.skip : undefined);
     const total = await table.count({ $and: base });
     const page = rows.slice(0, req.pageSize);
     const last = page[page.length - 1];
@@ -146,6 +151,13 @@ export class Resources {
       totalCount: String(total),
       skipped: req.skip,
     };
+  }
+
+  /** Every record matching, in the request's order, without paging or a count: for answers that hold them all (v1). */
+  async listAll(r: ResourceModel, req: ListRequest, scope: Where[] = []): Promise<Row[]> {
+    const where = { $and: [...scope, ...hierarchyWhere(req), ...filterWhere(req)] };
+    const rows = await this.table(r.type).find(where, sortOrder(req), -1, req.skip > 0 ? req.skip : undefined);
+    return rows.map((row) => toResource(row, r));
   }
 
   async get(r: ResourceModel, uid: string): Promise<Row> {
