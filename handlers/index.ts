@@ -5,6 +5,7 @@ import { libraries } from './libraries.js';
 import { ping } from './ping.js';
 import { registry } from './registry.js';
 import { advisoryEvents } from './v1-advisory-events.js';
+import { eolTags } from './v1-eol-tags.js';
 import { register } from './v1-register.js';
 import { vulnReports } from './v1-vuln-reports.js';
 import type { V1Extension } from './v1.js';
@@ -12,4 +13,4 @@ import type { V1Extension } from './v1.js';
 export const handlers: Handlers = { iam, libraries, ping, registry };
 
 /** What v1 has beyond its generic adapter, by collection. */
-export const v1Extensions: Record<string, V1Extension> = { advisories: advisoryEvents, groupInvites: register, vulnReports };
+export const v1Extensions: Record<string, V1Extension> = { advisories: advisoryEvents, groupInvites: register, tags: eolTags, vulnReports };

@@ -4,7 +4,7 @@
 //   create  POST   /<domain>/v1/<v1 collection>/{parent}
 //   update  PUT    /<domain>/v1/<v1 collection>/{id}                   (full replacement: omitted fields reset)
 //   delete  DELETE /<domain>/v1/<v1 collection>/{id}
-// and the calls only v1 has: ListEolTags (GET /registry/v1/eoltags, the tags marked deprecated).
+// and, through V1Extensions (handlers/v1-*.ts), the calls only v1 has.
 // v1 field names come from the spec; role capabilities travel as dotted names. Errors keep code and message
 // but no typed details, and a filtered list that matches nothing is an empty 200.
 import Router from '@koa/router';
@@ -33,7 +33,13 @@ export interface V1Extension {
 }
 
 /** One level of renaming: field names, enum values, and the levels of nested objects. */
-interface Level { names: Record<string, string>; values: Record<string, Record<string, string>>; nested: Record<string, Level> }
+interface Level {
+  names: Record<string, string>;
+  values: Record<string, Record<string, string>>;
+  nested: Record<string, Level>;
+  /** Renaming into v2: the values already spelled as v2 spells them, accepted as they are. */
+  accepted?: Record<string, Set<string>>;
+}
 
 const emptyLevel = (): Level => ({ names: {}, values: {}, nested: {} });
 
@@ -49,15 +55,16 @@ function invert(level: Level): Level {
   return {
     names: invertMap(level.names),
     values: Object.fromEntries(Object.entries(level.values).map(([k, m]) => [v1(k), invertMap(m)])),
+    accepted: Object.fromEntries(Object.entries(level.values).map(([k, m]) => [v1(k), new Set(Object.keys(m))])),
     nested: Object.fromEntries(Object.entries(level.nested).map(([k, l]) => [v1(k), invert(l)])),
   };
 }
 
-/** Renames a value; `known` (requests only) refuses an enum value that is in neither spelling, naming v1's. */
-function rename(value: unknown, level: Level | undefined, values: Record<string, string> | undefined, path: string, known?: Set<string>): unknown {
-  if (Array.isArray(value)) return value.map((v, i) => rename(v, level, values, `${path}[${i}]`, known));
+/** Renames a value; `accepted` (requests only) refuses an enum value that is in neither spelling, naming v1's. */
+function rename(value: unknown, level: Level | undefined, values: Record<string, string> | undefined, path: string, accepted?: Set<string>): unknown {
+  if (Array.isArray(value)) return value.map((v, i) => rename(v, level, values, `${path}[${i}]`, accepted));
   if (values && typeof value === 'string') {
-    if (known && !(value in values) && !known.has(value)) {
+    if (accepted && !(value in values) && !accepted.has(value)) {
       const names = Object.keys(values);
       const choices = names.length > 8 ? `a known name such as ${names.slice(0, 3).join(', ')}` : `one of ${names.join(', ')}`;
       throw invalidArgument([{ field: path, description: `${path} must be ${choices}; "${value}" is not` }]);
@@ -67,7 +74,7 @@ function rename(value: unknown, level: Level | undefined, values: Record<string,
   if (!level || value === null || typeof value !== 'object') return value;
   const out: Row = {};
   for (const [k, v] of Object.entries(value)) {
-    out[level.names[k] ?? k] = rename(v, level.nested[k], level.values[k], path ? `${path}.${k}` : k, known && level.values[k] ? new Set(Object.values(level.values[k])) : known);
+    out[level.names[k] ?? k] = rename(v, level.nested[k], level.values[k], path ? `${path}.${k}` : k, level.accepted?.[k]);
   }
   return out;
 }
@@ -100,7 +107,7 @@ class V1Shape {
   }
 
   in(body: Row): Row {
-    return rename(body, this.toV2, undefined, '', new Set()) as Row;
+    return rename(body, this.toV2, undefined, '') as Row;
   }
 }
 
@@ -226,21 +233,5 @@ export function createV1Router(deps: V1Deps, extensions: Record<string, V1Extens
     }
     extension?.routes?.(router, r, shape, deps);
   }
-  const tags = model.resources.tags;
-  router.get('/registry/v1/eoltags', async (ctx) => {
-    const query: Record<string, unknown> = { ...ctx.query };
-    check(validators.query(`${tags.collection}.list`)!, query);
-    const req = parseListRequest(query, tags);
-    const visible = await policy.visibility(principal(ctx), tags.operations.list!.capability, tags);
-    if (!visible) {
-      ctx.body = { items: [], nextPageToken: '' };
-      return;
-    }
-    const page = await resources.list(tags, req, [...visible, { deprecated: true }]);
-    ctx.body = {
-      items: page.items.map((t) => ({ id: t.uid, name: t.name, mainPackageName: t.mainPackageName ?? '', gracePeriodExpiryDate: t.gracePeriodExpiryDate })),
-      nextPageToken: page.nextPageToken,
-    };
-  });
   return router;
 }
