@@ -69,7 +69,7 @@ function addAdvisoryEventRoutes(router: Router, advisories: ResourceModel, shape
     const updated = await resources.update(advisories, parentId, (current) => {
       index = events(current).length;
       return { events: [...events(current), event] };
-    }, 'events', principal(ctx).subject);
+    }, 'events', { actor: principal(ctx).subject });
     ctx.body = v1Event(updated, index);
   });
 
@@ -84,7 +84,7 @@ function addAdvisoryEventRoutes(router: Router, advisories: ResourceModel, shape
       if (index >= events(current).length) throw notFound('AdvisoryEvent', id);
       // A replaced event keeps its time unless the body gives one.
       return { events: events(current).map((e, i) => (i === index ? { ...event, createTime: event.createTime ?? e.createTime } : e)) };
-    }, 'events', principal(ctx).subject);
+    }, 'events', { actor: principal(ctx).subject });
     ctx.body = v1Event(updated, index);
   });
 }

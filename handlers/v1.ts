@@ -16,7 +16,7 @@ import { operationOf, type ApiModel, type FieldModel, type ResourceModel } from 
 import type { Row } from '../runtime/records.js';
 import type { Resources } from '../runtime/resources.js';
 import { body, pathParams, type Prepare } from '../runtime/route-operations.js';
-import { isUidPath, parentOf } from '../runtime/uid.js';
+import { isUidPath } from '../runtime/uid.js';
 import { check, type Validators } from '../runtime/validation.js';
 
 export interface V1Deps {
@@ -189,10 +189,11 @@ export function createV1Router(deps: V1Deps, extensions: Record<string, V1Extens
         const data = shape.in(given);
         await policy.requireCapability(principal(ctx), create.capability, scopeOf(parent));
         check(validators.body(`${r.collection}.create`)!, data);
-        await policy.requireGrantable(principal(ctx), r, data, scopeOf(parent));
         const step = deps.createSteps[r.collection];
         const context = { principal: principal(ctx), store: resources.store, resources, model };
-        const created = await resources.create(r, parent, data, principal(ctx).subject, step && ((record) => step(record, context)));
+        const created = await resources.create(r, parent, data, {
+          actor: principal(ctx).subject, prepare: step && ((record) => step(record, context)), guard: policy.noEscalation(principal(ctx), r),
+        });
         ctx.body = shape.out(created);
       };
       const request = v1.createRequest;
@@ -219,8 +220,7 @@ export function createV1Router(deps: V1Deps, extensions: Record<string, V1Extens
         const data = shape.in(body(ctx));
         await policy.requireCapability(principal(ctx), update.capability, scopeOf(uid));
         check(validators.body(`${r.collection}.update`)!, data);
-        await policy.requireGrantable(principal(ctx), r, data, scopeOf(parentOf(uid)));
-        ctx.body = shape.out(await resources.update(r, uid, data, '*', principal(ctx).subject));
+        ctx.body = shape.out(await resources.update(r, uid, data, '*', { actor: principal(ctx).subject, guard: policy.noEscalation(principal(ctx), r) }));
       });
     }
     if (remove) {

@@ -1,16 +1,16 @@
 // Who is calling, and whether they hold an operation's capabilities at a scope. A role binding grants its
-// role's capabilities in its group and every group below.
-import { permissionDenied, unauthenticated } from './errors.js';
+// role's capabilities in its group and every group below, within the scope of the bound identity.
+import { invalidArgument, permissionDenied, unauthenticated } from './errors.js';
 import type { ApiModel, Capability, ResourceModel } from './model.js';
+import { groupOf } from './outbox.js';
 import type { Row } from './records.js';
-import type { Store } from './store.js';
+import type { Resources } from './resources.js';
+import type { Sql } from './sql.js';
 import { descendantRange } from './uid.js';
 
 export interface Principal {
-  /** Identity uid from a verified token; absent for an anonymous caller. */
+  /** Identity uid from a verified token of an identity that exists; absent for an anonymous caller. */
   subject?: string;
-  /** Why the presented credentials were refused, if they were. */
-  refused?: string;
 }
 
 type Where = Record<string, unknown>;
@@ -18,11 +18,6 @@ type Where = Record<string, unknown>;
 /** Whether records of r live in the group tree (groups, and everything whose parent chain reaches a group). */
 export function isGroupScoped(model: ApiModel, r: ResourceModel): boolean {
   return r.collection === 'groups' || (!!r.parent && isGroupScoped(model, model.resources[r.parent]));
-}
-
-/** Where (groups, by uid) the principal holds each capability. */
-interface Grants {
-  groupsHolding(capabilities: string[]): string[];
 }
 
 /**
@@ -33,38 +28,66 @@ export function capabilityScope(model: ApiModel, r: ResourceModel, uid: string |
   return uid === undefined || !isGroupScoped(model, r) || (r.publicRootRecords && !uid.includes('/')) ? undefined : uid;
 }
 
-/** Cached grants are dropped when accessVersion moves (a binding, role or group was written). */
+/** Whether uid is scope itself or lies below it. */
+export const within = (uid: string, scope: string) => uid === scope || uid.startsWith(`${scope}/`);
+
+/** Where (groups, by uid) the principal holds each capability. */
+interface Grants {
+  groupsHolding(capabilities: string[]): string[];
+}
+
+/**
+ * The group where a binding at `group` takes effect for an identity confined to `scope` (spec section 4, rule 2):
+ * an identity made under a subgroup reaches nothing above or beside it, whatever a binding higher up says.
+ */
+function effectiveGroup(group: string, scope: string | undefined): string | undefined {
+  if (scope === undefined || within(group, scope)) return group;
+  return within(scope, group) ? scope : undefined;
+}
+
+/** Cached grants are dropped when accessVersion moves (an identity, binding, role or group was written). */
 const maxCachedSubjects = 10_000;
 
+/** A check run inside a write's transaction, on the record as it will be stored (and as it was, for an update). */
+export type WriteGuard = (sql: Sql, next: Row, current?: Row) => Promise<void>;
+
 export class Policy {
-  private readonly cache = new Map<string, Grants>();
+  private readonly cache = new Map<string, Grants | null>();
   private cachedVersion = -1;
+  private readonly model: ApiModel;
 
-  constructor(private readonly store: Store, private readonly model: ApiModel, private readonly accessVersion: () => number) {}
+  constructor(private readonly resources: Resources) {
+    this.model = resources.model;
+  }
 
-  private async grants(subject: string): Promise<Grants> {
-    const version = this.accessVersion();
+  /** The subject's grants; null when no such identity exists (any more). */
+  private async grants(subject: string): Promise<Grants | null> {
+    const version = this.resources.accessVersion;
     if (version !== this.cachedVersion || this.cache.size >= maxCachedSubjects) {
       this.cache.clear();
       this.cachedVersion = version;
     }
     const cached = this.cache.get(subject);
-    if (cached) return cached;
+    if (cached !== undefined) return cached;
     const grants = await this.loadGrants(subject);
     // Only keep what was read at the current version: a write during the read makes it stale.
-    if (this.accessVersion() === version) this.cache.set(subject, grants);
+    if (this.resources.accessVersion === version) this.cache.set(subject, grants);
     return grants;
   }
 
-  private async loadGrants(subject: string): Promise<Grants> {
-    const em = this.store.em();
-    const bindings = await em.find(this.model.resources.roleBindings.type, { identityUid: subject } as object, { fields: ['parentUid', 'roleUid'] }) as Row[];
+  private async loadGrants(subject: string): Promise<Grants | null> {
+    const { identities, roleBindings, roles } = this.model.resources;
+    const identity = await this.resources.table(identities.type).get(subject);
+    if (!identity) return null;
+    const scope = (identity.parentUid as string | null) ?? undefined;
+    const bindings = await this.resources.table(roleBindings.type).find({ identityUid: subject }, [{ property: 'uid', desc: false }], -1);
     const roleUids = [...new Set(bindings.map((b) => b.roleUid as string))];
-    const roles = roleUids.length === 0 ? [] : await em.find(this.model.resources.roles.type, { uid: { $in: roleUids } }, { fields: ['uid', 'capabilities'] }) as Row[];
-    const capsOf = new Map(roles.map((r) => [r.uid as string, new Set((r.capabilities as string[] | null) ?? [])]));
+    const roleRows = roleUids.length === 0 ? [] : await this.resources.table(roles.type).find({ uid: { $in: roleUids } }, [{ property: 'uid', desc: false }], -1);
+    const capsOf = new Map(roleRows.map((r) => [r.uid as string, (r.capabilities as string[] | null) ?? []]));
     const byGroup = new Map<string, Set<string>>();
     for (const b of bindings) {
-      const g = b.parentUid as string;
+      const g = effectiveGroup(b.parentUid as string, scope);
+      if (g === undefined) continue;
       const set = byGroup.get(g) ?? byGroup.set(g, new Set()).get(g)!;
       for (const c of capsOf.get(b.roleUid as string) ?? []) set.add(c);
     }
@@ -73,9 +96,20 @@ export class Policy {
     };
   }
 
-  private subject(principal: Principal): string {
-    if (!principal.subject) throw unauthenticated(principal.refused ?? 'a bearer token is required (Authorization: Bearer <token>)');
-    return principal.subject;
+  /**
+   * The principal of a verified token's subject: UNAUTHENTICATED if no such identity exists, so a token
+   * outlives neither its identity nor a database it was not issued for.
+   */
+  async authenticate(subject: string): Promise<Principal> {
+    if (!(await this.grants(subject))) throw unauthenticated(`the token's subject ${subject} is not an identity of this server (deleted, or never created here)`);
+    return { subject };
+  }
+
+  private async grantsOf(principal: Principal): Promise<Grants> {
+    if (!principal.subject) throw unauthenticated('a bearer token is required (Authorization: Bearer <token>)');
+    const grants = await this.grants(principal.subject);
+    if (!grants) throw unauthenticated(`the token's subject ${principal.subject} is not an identity of this server`);
+    return grants;
   }
 
   /**
@@ -85,37 +119,86 @@ export class Policy {
    */
   async requireCapability(principal: Principal, capability: Capability, scope: string | undefined): Promise<void> {
     if (capability === 'none') return;
-    const subject = this.subject(principal);
+    const grants = await this.grantsOf(principal);
     if (capability === 'authenticated') return;
-    const groups = (await this.grants(subject)).groupsHolding(capability);
-    const ok = scope === undefined ? groups.length > 0 : groups.some((g) => scope === g || scope.startsWith(`${g}/`));
+    const groups = grants.groupsHolding(capability);
+    const ok = scope === undefined ? groups.length > 0 : groups.some((g) => within(scope, g));
     if (!ok) throw permissionDenied(`${capability.join(' and ')} ${capability.length > 1 ? 'are' : 'is'} required ${scope === undefined ? 'in some group' : `at ${scope}`}`);
   }
 
-  /** No escalation: a record that grants a role needs a caller who already holds that role's capabilities there. */
-  async requireGrantable(principal: Principal, r: ResourceModel, data: Row, scope: string | undefined): Promise<void> {
-    for (const [name, f] of Object.entries(r.fields)) {
-      if (!f.grantsRole || typeof data[name] !== 'string') continue;
-      const role = await this.store.em().findOne(this.model.resources.roles.type, { uid: data[name] }, { fields: ['capabilities'] as never[] }) as Row | null;
-      const caps = (role?.capabilities as string[] | null) ?? [];
-      if (caps.length > 0) await this.requireCapability(principal, caps, scope);
+  /**
+   * No escalation, for every way a write can make a grant grow: a record that grants a role (a binding, an
+   * invite, an identity provider's default role) needs a caller who holds that role's capabilities where the
+   * record applies, whenever it is created or names another role; a role's new capabilities need a caller who
+   * holds them in the role's group and wherever the role is already granted. Runs in the write's transaction,
+   * so a role cannot be bound between the check and the write.
+   */
+  noEscalation(principal: Principal, r: ResourceModel): WriteGuard | undefined {
+    const named = (flag: 'grantsRole' | 'grantsCapabilities' | 'grantScope') => Object.entries(r.fields).filter(([, f]) => f[flag]).map(([name]) => name);
+    const [grantsRole, grantsCapabilities, [scopeField]] = [named('grantsRole'), named('grantsCapabilities'), named('grantScope')];
+    if (grantsRole.length === 0 && grantsCapabilities.length === 0) return undefined;
+    const roles = this.model.resources.roles;
+    return async (sql, next, current) => {
+      const group = groupOf(this.model, r, next.uid as string) ?? undefined;
+      const appliesAt = this.appliesAt(r, next);
+      if (scopeField && group !== undefined && !within(appliesAt!, group)) {
+        throw invalidArgument([{ field: scopeField, description: `${scopeField} must be the uid of ${group} or of a group below it` }]);
+      }
+      const moved = !current || (scopeField !== undefined && current[scopeField] !== next[scopeField]);
+      for (const name of grantsRole) {
+        const roleUid = next[name];
+        if (typeof roleUid !== 'string' || (!moved && current![name] === roleUid)) continue;
+        const role = await this.resources.table(roles.type).get(roleUid, sql);
+        const caps = (role?.capabilities as string[] | null) ?? [];
+        if (caps.length > 0) await this.requireCapability(principal, caps, appliesAt);
+      }
+      for (const name of grantsCapabilities) {
+        const before = new Set((current?.[name] as string[] | null) ?? []);
+        const added = ((next[name] as string[] | null) ?? []).filter((c) => !before.has(c));
+        if (added.length === 0) continue;
+        await this.requireCapability(principal, added, group);
+        for (const g of await this.groupsGranting(sql, next.uid as string)) await this.requireCapability(principal, added, g);
+      }
+    };
+  }
+
+  /** The group where a record that grants a role grants it: its declared scope field, else its own group. */
+  private appliesAt(r: ResourceModel, row: Row): string | undefined {
+    const scopeField = Object.entries(r.fields).find(([, f]) => f.grantScope)?.[0];
+    const declared = scopeField ? row[scopeField] : undefined;
+    return typeof declared === 'string' && declared !== '' ? declared : groupOf(this.model, r, row.uid as string) ?? undefined;
+  }
+
+  /** The groups where records (bindings, invites, providers) grant the role with this uid. */
+  private async groupsGranting(sql: Sql, roleUid: string): Promise<string[]> {
+    const groups = new Set<string>();
+    for (const other of Object.values(this.model.resources)) {
+      for (const [name, f] of Object.entries(other.fields)) {
+        if (!f.grantsRole) continue;
+        const rows = await this.resources.table(other.type).find({ [name]: roleUid }, [{ property: 'uid', desc: false }], -1, 0, sql);
+        for (const row of rows) {
+          const g = this.appliesAt(other, row);
+          if (g !== undefined) groups.add(g);
+        }
+      }
     }
+    return [...groups].sort();
   }
 
   /**
    * The conditions that limit a list to what the principal may see, or undefined when it may see nothing.
    * Records outside the group tree (library artifacts) are visible to anyone holding the capability somewhere.
-   * `within`: the group the list is confined to (descendants_of or children_of), when it is.
+   * `confinedTo`: the group the list is confined to (descendants_of or children_of), when it is.
    */
-  async visibility(principal: Principal, capability: Capability, r: ResourceModel, within?: string): Promise<Where[] | undefined> {
+  async visibility(principal: Principal, capability: Capability, r: ResourceModel, confinedTo?: string): Promise<Where[] | undefined> {
     if (capability === 'none') return [];
-    const subject = this.subject(principal);
+    const grants = await this.grantsOf(principal);
     if (capability === 'authenticated') return [];
-    const groups = (await this.grants(subject)).groupsHolding(capability);
+    const groups = grants.groupsHolding(capability);
     if (groups.length === 0) return undefined;
     if (!isGroupScoped(this.model, r)) return [];
     // A list already confined below a group where the capability is held needs no condition of ours.
-    if (within && groups.some((g) => within === g || within.startsWith(`${g}/`))) return [];
+    if (confinedTo && groups.some((g) => within(confinedTo, g))) return [];
     const anyOf: Where[] = groups.flatMap((g) => [{ uid: g }, { uid: descendantRange(g) }]);
     if (r.publicRootRecords) anyOf.push({ parentUid: null });
     return [{ $or: anyOf }];

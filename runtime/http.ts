@@ -2,7 +2,7 @@
 import { randomUUID } from 'node:crypto';
 import Koa from 'koa';
 import type Router from '@koa/router';
-import { ApiError, internal } from './errors.js';
+import { ApiError, internal, unauthenticated } from './errors.js';
 import type { Principal } from './authorization.js';
 import { jsonBody } from './json-body.js';
 import type { TokenIssuer } from './issuer.js';
@@ -14,11 +14,15 @@ export interface AppOptions {
   openapi: unknown;
   log: (line: Record<string, unknown>) => void;
   issuer: () => TokenIssuer;
-  /** hand-written routes outside the generated router (the token exchange) */
+  /** the principal of a bearer token; UNAUTHENTICATED when the token is not good here */
+  authenticate: (token: string) => Promise<Principal>;
+  /** routes that read the Authorization header themselves (the token exchange takes another issuer's token) */
+  publicRoutes: Koa.Middleware[];
+  /** hand-written routes outside the generated router (v1) */
   extraRoutes: Koa.Middleware[];
 }
 
-export function createApp({ model, router, openapi, log, issuer, extraRoutes }: AppOptions): Koa {
+export function createApp({ model, router, openapi, log, issuer, authenticate, publicRoutes, extraRoutes }: AppOptions): Koa {
   const app = new Koa();
   const domains = new Set(model.domains);
   const errorDomain = (path: string) => {
@@ -47,27 +51,6 @@ export function createApp({ model, router, openapi, log, issuer, extraRoutes }: 
 
   app.use(jsonBody());
 
-  // Authenticate: a verified bearer token names the caller. Whether a caller is needed is the route's
-  // business (its capability), so refused credentials are kept for the authorize step to report.
-  app.use(async (ctx, next) => {
-    const header = ctx.get('authorization');
-    const principal: Principal = {};
-    if (header) {
-      const m = /^Bearer\s+(\S+)\s*$/i.exec(header);
-      if (!m) principal.refused = 'the Authorization header must be "Bearer <token>"';
-      else {
-        try {
-          principal.subject = await issuer().verify(m[1]);
-        } catch (e) {
-          if (!(e instanceof ApiError)) throw e;
-          principal.refused = e.message.replace(/^Unauthenticated: /, '');
-        }
-      }
-    }
-    ctx.state.principal = principal;
-    await next();
-  });
-
   const documents: Record<string, () => unknown> = {
     '/openapi.json': () => openapi,
     '/.well-known/openid-configuration': () => issuer().discovery(),
@@ -79,6 +62,22 @@ export function createApp({ model, router, openapi, log, issuer, extraRoutes }: 
       ctx.body = document();
       return;
     }
+    await next();
+  });
+
+  for (const m of publicRoutes) app.use(m);
+
+  // Authenticate: presented credentials must be good on every route, whether or not it needs a capability, so
+  // a refused token is refused the same way everywhere. Whether a caller is needed at all is the route's business.
+  app.use(async (ctx, next) => {
+    const header = ctx.get('authorization');
+    let principal: Principal = {};
+    if (header) {
+      const m = /^Bearer +([^\s]+) *$/i.exec(header);
+      if (!m) throw unauthenticated('the Authorization header must be "Bearer <token>"');
+      principal = await authenticate(m[1]);
+    }
+    ctx.state.principal = principal;
     await next();
   });
 

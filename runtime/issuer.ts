@@ -4,9 +4,78 @@ import { existsSync, readFileSync, renameSync, statSync, writeFileSync } from 'n
 import { join } from 'node:path';
 import { createLocalJWKSet, errors, exportJWK, generateKeyPair, importJWK, jwtVerify, SignJWT, type JWK } from 'jose';
 import { unauthenticated } from './errors.js';
+import { isUidPath } from './uid.js';
 
 /** Tokens last at most this long. */
 export const maxTokenSeconds = 3600;
+
+/**
+ * How far in the future a token's iat may be: the one allowance for clock skew (instances on several machines).
+ * Expiry is exact: a verified token is cached until its exp, and must not verify again after it.
+ */
+export const clockSkewSeconds = 60;
+
+/** The order of P-256: an ECDSA signature (r, s) verifies as (r, n - s) too, so only s <= n/2 is accepted. */
+const p256Order = 0xffffffff00000000ffffffffffffffffbce6faada7179e84f3b9cac2fc632551n;
+const halfOrder = p256Order >> 1n;
+const scalarOf = (bytes: Buffer) => BigInt(`0x${bytes.toString('hex')}`);
+
+/** Rewrites an ES256 JWS so that its s is the low one of the two that verify. WebCrypto picks either. */
+export function lowS(token: string): string {
+  const [header, payload, signature] = token.split('.');
+  const raw = Buffer.from(signature, 'base64url');
+  const s = scalarOf(raw.subarray(32));
+  if (s <= halfOrder) return token;
+  const low = Buffer.from((p256Order - s).toString(16).padStart(64, '0'), 'hex');
+  return `${header}.${payload}.${Buffer.concat([raw.subarray(0, 32), low]).toString('base64url')}`;
+}
+
+/** The longest token we would ever issue, with room to spare; longer ones are refused unread. */
+const maxTokenLength = 2048;
+const compactJws = /^([A-Za-z0-9_-]+)\.([A-Za-z0-9_-]+)\.([A-Za-z0-9_-]{86})$/;
+const issuedHeader = ['alg', 'kid', 'typ'];
+const issuedClaims = ['aud', 'exp', 'iat', 'iss', 'sub'];
+const sameKeys = (o: object, keys: string[]) => Object.keys(o).sort().join() === keys.join();
+
+/** A base64url part as our issuer writes it: decoding and encoding again gives the same text. */
+function decodePart(part: string): Buffer | undefined {
+  const bytes = Buffer.from(part, 'base64url');
+  return bytes.toString('base64url') === part ? bytes : undefined;
+}
+
+function parseJson(bytes: Buffer | undefined): Record<string, unknown> | undefined {
+  try {
+    const v = bytes && JSON.parse(bytes.toString('utf8'));
+    return typeof v === 'object' && v !== null && !Array.isArray(v) ? v : undefined;
+  } catch {
+    return undefined;
+  }
+}
+
+/**
+ * Why a token is not one our issuer could have written, before any signature check: the exact compact form,
+ * header and claim set that mint() produces, a low-S signature, and times within our rules. jose checks the
+ * signature, issuer, audience and expiry after this.
+ */
+function notOurs(token: string, nowSeconds: number): string | undefined {
+  const m = token.length <= maxTokenLength ? compactJws.exec(token) : null;
+  if (!m) return 'the token is malformed';
+  const [header, payload, signature] = [parseJson(decodePart(m[1])), parseJson(decodePart(m[2])), decodePart(m[3])];
+  if (!header || !payload || !signature || signature.length !== 64) return 'the token is malformed';
+  if (!sameKeys(header, issuedHeader) || header.alg !== 'ES256' || header.typ !== 'JWT' || typeof header.kid !== 'string') {
+    return 'the token header is not one this server issues (alg ES256, typ JWT, kid)';
+  }
+  if (scalarOf(signature.subarray(32)) > halfOrder) return 'the token signature is not in canonical (low-S) form';
+  if (!sameKeys(payload, issuedClaims)) return `the token must carry exactly the claims ${issuedClaims.join(', ')}`;
+  const { sub, aud, iat, exp } = payload;
+  if (typeof sub !== 'string' || !isUidPath(sub)) return 'the token subject is not an identity uid';
+  if (typeof aud !== 'string') return 'the token audience must be a single string';
+  if (!Number.isSafeInteger(iat) || !Number.isSafeInteger(exp)) return 'the token iat and exp must be whole seconds';
+  if ((iat as number) > nowSeconds + clockSkewSeconds) return 'the token was issued in the future (iat)';
+  if ((exp as number) - (iat as number) > maxTokenSeconds) return `the token lasts longer than ${maxTokenSeconds} s (exp - iat)`;
+  if ((exp as number) <= (iat as number)) return 'the token expires before it was issued';
+  return undefined;
+}
 
 interface StoredKey { kid: string; createdAt: string; privateJwk: JWK; publicJwk: JWK }
 
@@ -107,7 +176,8 @@ export class TokenIssuer {
       .setProtectedHeader({ alg: 'ES256', kid: key.kid, typ: 'JWT' })
       .setIssuer(this.issuer).setSubject(subject).setAudience(audience)
       .setIssuedAt(now).setExpirationTime(exp)
-      .sign(await importJWK(key.privateJwk, 'ES256'));
+      .sign(await importJWK(key.privateJwk, 'ES256'))
+      .then(lowS);
     return { token, expiry: new Date(exp * 1000).toISOString() };
   }
 
@@ -130,15 +200,18 @@ export class TokenIssuer {
       const known = this.verified.get(token);
       if (known && known.expiresMs > Date.now()) return known.subject;
       if (known) this.verified.delete(token);
-      const { payload } = await this.verifySignature(token);
-      if (typeof payload.sub !== 'string' || payload.sub === '') throw unauthenticated('the token has no subject');
-      if (payload.exp === undefined) throw unauthenticated('the token has no expiry');
+      const refused = notOurs(token, Math.floor(Date.now() / 1000));
+      if (refused) throw unauthenticated(refused);
+      const { payload } = await this.verifySignature(token) as { payload: { sub: string; exp: number } };
       if (this.verified.size >= maxVerifiedTokens) this.verified.delete(this.verified.keys().next().value!);
       this.verified.set(token, { subject: payload.sub, expiresMs: payload.exp * 1000 });
       return payload.sub;
     } catch (e) {
       if (e instanceof errors.JWTExpired) throw unauthenticated('the token has expired');
-      if (e instanceof errors.JWTClaimValidationFailed) throw unauthenticated(`the token's ${e.claim} claim is not accepted here`);
+      if (e instanceof errors.JWTClaimValidationFailed) {
+        const expected = e.claim === 'iss' ? `: this server issues tokens as ${this.issuer}` : e.claim === 'aud' ? `: this server accepts the audience ${this.audience}` : '';
+        throw unauthenticated(`the token's ${e.claim} claim is not accepted here${expected}`);
+      }
       if (e instanceof errors.JWSSignatureVerificationFailed) throw unauthenticated('the token signature does not verify');
       if (e instanceof errors.JWKSNoMatchingKey) throw unauthenticated('the token was not signed by a key of this server');
       if (e instanceof errors.JOSEError) throw unauthenticated('the token is malformed');

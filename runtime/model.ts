@@ -27,6 +27,12 @@ export interface FieldModel {
   references?: string;
   /** the field names a role this record grants: the caller must hold all its capabilities where it applies */
   grantsRole?: boolean;
+  /** the uid of the group where the role this record grants applies: its own group or one below (default: its group) */
+  grantScope?: boolean;
+  /** the field lists capabilities that every record granting this one (a role) grants: adding one needs the caller to hold it */
+  grantsCapabilities?: boolean;
+  /** the referenced record must live in this record's group or above it (an identity or role bound here) */
+  inScope?: boolean;
   description?: string;
 }
 

@@ -6,12 +6,23 @@ import { operationOf, type ApiModel, type ResourceModel } from './model.js';
 import { PageToken, type Cursor } from './page-token.js';
 import { canonicalTimestamp, inputObject, now, outputObject, toResource, withDefaults, type Row } from './records.js';
 import { groupOf, outboxEntity, outboxRow, type NewEvent } from './outbox.js';
+import type { WriteGuard } from './authorization.js';
 import { together, type Sql } from './sql.js';
 import type { Store } from './store.js';
 import { Table, type Order } from './table.js';
 import { ancestorsOf, descendantRange, isUidPath, newChildUid, newRootUid } from './uid.js';
 
 export type Where = Record<string, unknown>;
+
+/** Who writes, and the steps a create or update runs in its transaction. */
+export interface WriteOptions {
+  /** the identity making the change, recorded with its event */
+  actor?: string;
+  /** a hand-written create step: completes the record; reveal adds fields to the create response only */
+  prepare?: (record: Row) => Promise<{ record: Row; reveal?: Row }>;
+  /** checks the record as it will be stored (no escalation) */
+  guard?: WriteGuard;
+}
 
 export interface ListResult {
   items: Row[];
@@ -86,7 +97,7 @@ export class Resources {
 
   /** Notes a committed write to r, for caches of access decisions. */
   noteWrite(r: ResourceModel): void {
-    if (r.collection === 'roleBindings' || r.collection === 'roles' || r.children.includes('roleBindings')) this.accessVersion++;
+    if (['roleBindings', 'roles', 'identities'].includes(r.collection) || r.children.includes('roleBindings')) this.accessVersion++;
   }
 
   /** Records an event in the outbox, in the caller's transaction: stored if and only if the change is. */
@@ -113,14 +124,37 @@ export class Resources {
     }
   }
 
-  /** Fields that name another record must name one that exists. */
+  /**
+   * Fields that name another record must name one that exists; an `inScope` reference must name a record of
+   * this record's group or of a group above it (an identity made under a subgroup is not bound above it).
+   */
   private async checkReferences(sql: Sql, r: ResourceModel, data: Row): Promise<void> {
     for (const [name, f] of Object.entries(r.fields)) {
       if (!f.references || data[name] === undefined || data[name] === null) continue;
       const target = this.model.resources[f.references];
-      if (await this.table(target.type).count({ uid: data[name] }, sql) === 0) {
-        throw invalidArgument([{ field: name, description: `${name}: no ${target.type.toLowerCase()} ${String(data[name])}` }]);
+      const uid = String(data[name]);
+      const found = isUidPath(uid) ? await this.table(target.type).get(uid, sql) : null;
+      if (!found) throw invalidArgument([{ field: name, description: `${name}: no ${target.type.toLowerCase()} ${uid}` }]);
+      const home = f.inScope ? groupOf(this.model, target, uid) : null;
+      const group = groupOf(this.model, r, data.uid as string);
+      if (home !== null && group !== null && group !== home && !group.startsWith(`${home}/`)) {
+        throw invalidArgument([{ field: name, description: `${name}: ${target.type.toLowerCase()} ${uid} belongs to group ${home} and cannot be used in ${group}, which is not within it` }]);
       }
+    }
+  }
+
+  /**
+   * The creator of a root record is bound in it, but an identity made under a group reaches nothing outside that
+   * group (spec section 4, rule 2): it would found a record it could never use.
+   */
+  private async refuseConfinedCreator(sql: Sql, r: ResourceModel, creator: string): Promise<void> {
+    const identity = await this.table(this.model.resources.identities.type).get(creator, sql);
+    const home = identity?.parentUid as string | null | undefined;
+    if (home) {
+      throw failedPrecondition([{
+        type: 'IDENTITY_CONFINED', subject: creator,
+        description: `identity ${creator} is confined to group ${home}, so it could not use a new root ${r.type.toLowerCase()}; use an identity made at the root`,
+      }]);
     }
   }
 
@@ -165,10 +199,8 @@ export class Resources {
   }
 
   /** Creates a record; a root record of a resource with a creatorRole binds its creator to that role in it. */
-  async create(
-    r: ResourceModel, parent: string | undefined, body: Row, creator?: string,
-    prepare?: (record: Row) => Promise<{ record: Row; reveal?: Row }>,
-  ): Promise<Row> {
+  async create(r: ResourceModel, parent: string | undefined, body: Row, options: WriteOptions = {}): Promise<Row> {
+    const { actor: creator, prepare, guard } = options;
     if (parent !== undefined) checkUid(parent, 'parent');
     const table = this.table(r.type);
     const result = await this.store.transaction(async (sql) => {
@@ -189,12 +221,15 @@ export class Resources {
       if (existing) {
         const changes: Row = { updateTime: time };
         for (const name of Object.keys(r.fields)) changes[name] = data[name] ?? null;
+        await guard?.(sql, { ...existing, ...changes }, existing);
         await table.update(sql, existing.uid as string, changes);
         const replaced = toResource({ ...existing, ...changes }, r);
         await this.event(sql, r, operationOf(r, 'create')?.event, existing.uid as string, replaced, creator);
         return replaced;
       }
+      await guard?.(sql, data);
       const role = r.creatorRole && parent === undefined && creator ? this.model.roles.find((x) => x.name === r.creatorRole) : undefined;
+      if (role) await this.refuseConfinedCreator(sql, r, creator!);
       const created = toResource(data, r);
       await together([
         table.insert(sql, data),
@@ -214,7 +249,8 @@ export class Resources {
    * Updates the fields the mask names. `body` may be a function of the current record, run in the same
    * transaction: a read-modify-write (append to a list field) that loses no concurrent write.
    */
-  async update(r: ResourceModel, uid: string, body: Row | ((current: Row) => Row), rawMask: string | undefined, actor?: string): Promise<Row> {
+  async update(r: ResourceModel, uid: string, body: Row | ((current: Row) => Row), rawMask: string | undefined, options: WriteOptions = {}): Promise<Row> {
+    const { actor, guard } = options;
     const result = await this.store.transaction(async (sql) => {
       const row = await this.find(r, uid, sql);
       this.refuseManaged(r, uid);
@@ -232,13 +268,14 @@ export class Resources {
         }
       }
       this.checkExclusive(r, next);
-      await this.checkReferences(sql, r, next);
+      await this.checkReferences(sql, r, { ...next, uid });
       // Only the columns that change: SQLite rewrites the index entries of every column an UPDATE sets.
       const changes: Row = { updateTime: now() };
       for (const name of Object.keys(r.fields)) {
         const value = next[name] ?? null;
         if (JSON.stringify(value) !== JSON.stringify(row[name] ?? null)) changes[name] = value;
       }
+      await guard?.(sql, { ...row, ...changes }, row);
       const updated = toResource({ ...row, ...changes }, r);
       await together([this.table(r.type).update(sql, uid, changes), this.event(sql, r, operationOf(r, 'update')?.event, uid, updated, actor)]);
       return updated;

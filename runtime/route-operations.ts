@@ -1,7 +1,7 @@
 // Koa middleware for each kind of route: read the request, validate, authorize, run the shared operation.
 import type { Context, Middleware } from 'koa';
 import { invalidArgument } from './errors.js';
-import { isUidPath, parentOf } from './uid.js';
+import { isUidPath } from './uid.js';
 import { capabilityScope, type Policy, type Principal } from './authorization.js';
 import { parseListRequest } from './list-request.js';
 import type { ApiModel, EndpointModel, ResourceModel } from './model.js';
@@ -112,17 +112,17 @@ export function createRouteOperations(deps: { model: ApiModel; store: Store; res
       const data = body(ctx);
       await policy.requireCapability(principal(ctx), capability(r, 'create'), scopeOf(r, parent));
       validate('body', `${r.collection}.create`, data);
-      await policy.requireGrantable(principal(ctx), r, data, scopeOf(r, parent));
       const complete = prepare && ((record: Row) => prepare(record, handlerContext(ctx)));
-      ctx.body = await one(ctx, await resources.create(r, parent, data, principal(ctx).subject, complete), present);
+      const created = await resources.create(r, parent, data, { actor: principal(ctx).subject, prepare: complete, guard: policy.noEscalation(principal(ctx), r) });
+      ctx.body = await one(ctx, created, present);
     },
     update: (r, names, present) => async (ctx) => {
       const { uid } = pathParams(ctx, names);
       const data = body(ctx);
       await policy.requireCapability(principal(ctx), capability(r, 'update'), scopeOf(r, uid));
       validate('body', `${r.collection}.update`, data);
-      await policy.requireGrantable(principal(ctx), r, data, scopeOf(r, parentOf(uid)));
-      ctx.body = await one(ctx, await resources.update(r, uid, data, updateMask(ctx), principal(ctx).subject), present);
+      const updated = await resources.update(r, uid, data, updateMask(ctx), { actor: principal(ctx).subject, guard: policy.noEscalation(principal(ctx), r) });
+      ctx.body = await one(ctx, updated, present);
     },
     delete: (r, names) => async (ctx) => {
       const { uid } = pathParams(ctx, names);

@@ -70,7 +70,7 @@ export async function startServer(config: Config, generated?: GeneratedParts): P
   const { model } = parts;
   const { store, resources } = await openResources(config, parts);
   await ensureBootstrap(store, model, config.dataDir);
-  const policy = new Policy(store, model, () => resources.accessVersion);
+  const policy = new Policy(resources);
   const validators = loadValidators(parts.dir);
   const ops = createRouteOperations({ model, store, resources, validators, policy });
   const v1 = createV1Router({ model, resources, policy, validators, createSteps: parts.createSteps(handlers) }, v1Extensions);
@@ -81,7 +81,11 @@ export async function startServer(config: Config, generated?: GeneratedParts): P
   const v1Routes = v1.routes() as unknown as Middleware;
   // Every v1 path has a /v1/ segment: other requests skip matching the v1 routes.
   const v1Only: Middleware = (ctx, next) => (ctx.path.includes('/v1/') ? v1Routes(ctx, next) : next());
-  const app = createApp({ model, router: parts.createRouter(ops, handlers), openapi, log, issuer: () => issuer!, extraRoutes: [exchange.middleware(), v1Only] });
+  const app = createApp({
+    model, router: parts.createRouter(ops, handlers), openapi, log, issuer: () => issuer!,
+    authenticate: async (token) => policy.authenticate(await issuer!.verify(token)),
+    publicRoutes: [exchange.middleware()], extraRoutes: [v1Only],
+  });
   const server: Server = await new Promise((resolve, reject) => {
     const s = app.listen(config.port, config.host, () => resolve(s));
     s.once('error', reject);

@@ -2,6 +2,7 @@
 import { SignJWT, generateKeyPair } from 'jose';
 import { test } from 'uvu';
 import * as assert from 'uvu/assert';
+import { lowS } from '../runtime/issuer.js';
 import { runScript } from './support/process.js';
 import { startTestServer, type Reply, type TestServer } from './support/server.js';
 
@@ -176,7 +177,7 @@ test('every kind of bad credential is 401 UNAUTHENTICATED with an ErrorInfo', as
   const payload = JSON.parse(Buffer.from(good.split('.')[1], 'base64url').toString());
   const { privateKey } = await generateKeyPair('ES256');
   const forge = (claims: Record<string, unknown>, key = privateKey) =>
-    new SignJWT({ ...payload, ...claims }).setProtectedHeader({ alg: 'ES256', kid: JSON.parse(Buffer.from(good.split('.')[0], 'base64url').toString()).kid }).sign(key);
+    new SignJWT({ ...payload, ...claims }).setProtectedHeader({ alg: 'ES256', typ: 'JWT', kid: JSON.parse(Buffer.from(good.split('.')[0], 'base64url').toString()).kid }).sign(key);
   const cases: [string, Record<string, string>, RegExp][] = [
     ['missing', { authorization: '' }, /bearer token is required/],
     ['not bearer', { authorization: `Basic ${good}` }, /Bearer <token>/],
@@ -199,13 +200,13 @@ test('expired, wrong-audience and wrong-issuer tokens of our own key are refused
   const { importJWK } = await import('jose');
   const keys = JSON.parse((await import('node:fs')).readFileSync(`${s.dataDir}/signing-keys.json`, 'utf8'));
   const key = await importJWK(keys[keys.length - 1].privateJwk, 'ES256');
-  const sign = (iss: string, aud: string, exp: number) => new SignJWT({}).setProtectedHeader({ alg: 'ES256', kid: keys[keys.length - 1].kid })
-    .setIssuer(iss).setAudience(aud).setSubject(s.bootstrap.owner).setIssuedAt(exp - 60).setExpirationTime(exp).sign(key);
   const now = Math.floor(Date.now() / 1000);
+  const sign = (iss: string, aud: string, exp: number) => new SignJWT({}).setProtectedHeader({ alg: 'ES256', typ: 'JWT', kid: keys[keys.length - 1].kid })
+    .setIssuer(iss).setAudience(aud).setSubject(s.bootstrap.owner).setIssuedAt(Math.min(now, exp - 60)).setExpirationTime(exp).sign(key).then(lowS);
   const valid = await sign(s.url, s.url, now + 600);
   assert.is((await s.call('GET', '/registry/v2/repos', undefined, { authorization: `Bearer ${valid}` })).status, 200, 'the control case passes');
   for (const [what, t, message] of [
-    ['expired', await sign(s.url, s.url, now - 10), /expired/],
+    ['expired', await sign(s.url, s.url, now - 600), /expired/],
     ['wrong audience', await sign(s.url, 'https://elsewhere', now + 600), /aud/],
     ['wrong issuer', await sign('https://elsewhere', s.url, now + 600), /iss/],
   ] as const) {
@@ -230,9 +231,17 @@ test('key rotation: old tokens keep working until they expire, new ones use the 
 });
 
 test('the creator of an organization becomes its owner', async () => {
-  const created = await s.call('POST', '/iam/v2/groups', { name: 'second org' }, as('teamOwner'));
+  const founder = await identity(org, 'founder');
+  await bind(org, founder, 'owner');
+  const scoped = await s.mint(founder);
+  const refused = await s.call('POST', '/iam/v2/groups', { name: 'second org' }, { authorization: `Bearer ${scoped}` });
+  expectCode(refused, 400, 9, 'an identity confined to its organization cannot found another');
+  const rootIdentity = (await s.call('POST', '/iam/v2/identities', { name: 'founder' })).body.uid;
+  await bind(org, rootIdentity, 'owner');
+  const unscoped = { authorization: `Bearer ${await s.mint(rootIdentity)}` };
+  const created = await s.call('POST', '/iam/v2/groups', { name: 'second org' }, unscoped);
   assert.is(created.status, 200, JSON.stringify(created.body));
-  const repo = await s.call('POST', `/registry/v2/repos/${created.body.uid}`, { name: 'mine' }, as('teamOwner'));
+  const repo = await s.call('POST', `/registry/v2/repos/${created.body.uid}`, { name: 'mine' }, unscoped);
   assert.is(repo.status, 200, JSON.stringify(repo.body));
   expectCode(await s.call('GET', `/iam/v2/groups/${created.body.uid}`, undefined, as('editor')), 403, 7, 'another org');
   expectCode(await s.call('POST', '/iam/v2/groups', { name: 'nope' }, as('viewer')), 403, 7, 'a viewer creating an organization');
