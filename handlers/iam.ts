@@ -12,12 +12,14 @@ import { ancestorsOf, newChildUid } from '../runtime/uid.js';
 import type { Row } from '../runtime/records.js';
 import type { HandlerContext } from '../runtime/route-operations.js';
 
+const byUidOrder = [{ property: 'uid', desc: false }];
+
 async function byUid(context: HandlerContext, collection: string, uids: string[], fields: string[]): Promise<Map<string, Row>> {
   const unique = [...new Set(uids.filter(Boolean))];
   if (unique.length === 0) return new Map();
   const type = context.model.resources[collection].type;
-  const rows = await context.store.em().find(type, { uid: { $in: unique } }, { fields: ['uid', ...fields] as never[] }) as Row[];
-  return new Map(rows.map((r) => [r.uid as string, r]));
+  const rows = await context.resources.table(type).find({ uid: { $in: unique } }, byUidOrder, -1);
+  return new Map(rows.map((r) => [r.uid as string, Object.fromEntries(['uid', ...fields].map((f) => [f, r[f]]))]));
 }
 
 const summary = (row: Row | undefined, uid: string) => ({ uid, name: row?.name ?? '', description: row?.description ?? '' });
@@ -103,7 +105,7 @@ export const iam: IamHandlers = {
   /** The identity whose claimMatch names exactly this issuer and subject. */
   async lookupIdentity(request: LookupIdentityRequest, context): Promise<LookupIdentityResponse> {
     const identities = context.model.resources.identities;
-    const found = await context.store.em().findOne(identities.type, { claimMatch: { issuer: request.issuer, subject: request.subject } } as object, { fields: ['uid'] as never[] }) as Row | null;
+    const [found] = await context.resources.table(identities.type).find({ claimMatch: { issuer: request.issuer, subject: request.subject } }, byUidOrder, 1);
     if (!found) throw notFound(identities.type, `${request.issuer} ${request.subject}`);
     return { uid: found.uid as string };
   },

@@ -4,10 +4,10 @@ import type { GetArtifactCountRequest, GetArtifactCountResponse, LibrariesHandle
 export const libraries: LibrariesHandlers = {
   async getArtifactCount(request: GetArtifactCountRequest, context): Promise<GetArtifactCountResponse> {
     const artifact = context.model.resources.artifacts;
-    const em = context.store.em();
+    const artifacts = context.resources.table(artifact.type);
     const counts: GetArtifactCountResponse['counts'] = [];
     for (const ecosystem of [...new Set(request.ecosystems)].sort()) {
-      counts.push({ ecosystem, totalCount: String(await em.count(artifact.type, { ecosystem })) });
+      counts.push({ ecosystem, totalCount: String(await artifacts.count({ ecosystem })) });
     }
     return { counts };
   },

@@ -7,7 +7,7 @@ interface ImageRow { architectures?: string[] | null; sizes?: Record<string, str
 
 async function findImage(repoUid: string, digest: string, context: HandlerContext): Promise<ImageRow> {
   const image = context.model.resources.images;
-  const row = await context.store.em().findOne(image.type, { parentUid: repoUid, digest } as object) as ImageRow | null;
+  const [row] = await context.resources.table(image.type).find({ parentUid: repoUid, digest }, [{ property: 'uid', desc: false }], 1) as ImageRow[];
   if (!row) throw notFound(image.type, `${repoUid}@${digest}`);
   return row;
 }

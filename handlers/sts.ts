@@ -8,6 +8,8 @@ import type { TokenIssuer } from '../runtime/issuer.js';
 import type { ApiModel } from '../runtime/model.js';
 import { now } from '../runtime/records.js';
 import type { Store } from '../runtime/store.js';
+import { Table } from '../runtime/table.js';
+import { isUidPath } from '../runtime/uid.js';
 
 const fetchTimeoutMs = 5000;
 const discoveryTtlMs = 10 * 60 * 1000;
@@ -44,7 +46,11 @@ function matches(value: string | undefined, exact: string | undefined, pattern: 
 export class TokenExchange {
   private readonly keySets = new Map<string, { jwks: ReturnType<typeof createRemoteJWKSet>; fetched: number }>();
 
-  constructor(private readonly store: Store, private readonly model: ApiModel, private readonly issuer: () => TokenIssuer) {}
+  private readonly identities: Table;
+
+  constructor(private readonly store: Store, private readonly model: ApiModel, private readonly issuer: () => TokenIssuer) {
+    this.identities = new Table(store, model.resources.identities.type);
+  }
 
   private async keySet(iss: string): Promise<ReturnType<typeof createRemoteJWKSet>> {
     const cached = this.keySets.get(iss);
@@ -69,8 +75,7 @@ export class TokenExchange {
 
   async exchange(upstreamToken: string, identityUid: string, audience: string | undefined): Promise<{ token: string; expiry: string }> {
     const identities = this.model.resources.identities;
-    const em = this.store.em();
-    const identity = await em.findOne(identities.type, { uid: identityUid }) as Record<string, unknown> | null;
+    const identity = isUidPath(identityUid) ? await this.identities.get(identityUid) : null;
     if (!identity) throw notFound(identities.type, identityUid);
     const claimMatch = identity.claimMatch as ClaimMatch | null;
     if (!claimMatch || !(claimMatch.issuer || claimMatch.issuerPattern) || !(claimMatch.subject || claimMatch.subjectPattern)) {
@@ -104,7 +109,7 @@ export class TokenExchange {
         throw permissionDenied(`the presented token's audience does not match identity ${identityUid}`);
       }
     }
-    await em.nativeUpdate(identities.type, { uid: identityUid }, { lastSeenTime: now() });
+    await this.store.transaction((sql) => this.identities.update(sql, identityUid, { lastSeenTime: now() }));
     return this.issuer().mint(identityUid, undefined, audience);
   }
 

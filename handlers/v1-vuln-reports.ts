@@ -130,7 +130,7 @@ function addVulnReportRoutes(router: Router, reports: ResourceModel, _shape: unk
   router.get('/registry/v1/vuln_reports/counts', async (ctx) => {
     const q = readQuery(ctx, ['repo', 'tag', 'from', 'to'], ['from', 'to']);
     const repos = model.resources[reports.parent!];
-    const named = q.repo ? await resources.store.em().find(repos.type, { name: q.repo }, { fields: ['uid', 'name'] as never[] }) as Row[] : undefined;
+    const named = q.repo ? await resources.table(repos.type).find({ name: q.repo }, [{ property: 'uid', desc: false }], -1) : undefined;
     if (named?.length === 0) {
       ctx.body = { items: [] };
       return;
@@ -141,7 +141,7 @@ function addVulnReportRoutes(router: Router, reports: ResourceModel, _shape: unk
     ];
     const found = await allReports(ctx, listed, { tag: q.tag, createdSince: q.from }, scope);
     const parents = [...new Set(found.map((r) => parentOf(r.uid as string)!))];
-    const names = new Map((named ?? await resources.store.em().find(repos.type, { uid: { $in: parents } }, { fields: ['uid', 'name'] as never[] }) as Row[]).map((r) => [r.uid, r.name as string]));
+    const names = new Map((named ?? await resources.table(repos.type).find({ uid: { $in: parents } }, [{ property: 'uid', desc: false }], -1)).map((r) => [r.uid, r.name as string]));
     ctx.body = { items: found.map((r) => countReport(r, names.get(parentOf(r.uid as string)!) ?? '')) };
   });
 }

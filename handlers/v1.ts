@@ -10,7 +10,7 @@
 import Router from '@koa/router';
 import type { Context, Middleware } from 'koa';
 import { capabilityScope, type Policy, type Principal } from '../runtime/authorization.js';
-import { ApiError, invalidArgument } from '../runtime/errors.js';
+import { invalidArgument } from '../runtime/errors.js';
 import { parseListRequest } from '../runtime/list-request.js';
 import { operationOf, type ApiModel, type FieldModel, type ResourceModel } from '../runtime/model.js';
 import type { Row } from '../runtime/records.js';
@@ -60,21 +60,24 @@ function invert(level: Level): Level {
   };
 }
 
+/** A table's own entry for a key from a request: never an Object.prototype member ("constructor", "toString"). */
+const own = <T>(table: Record<string, T> | undefined, key: string): T | undefined => (table && Object.hasOwn(table, key) ? table[key] : undefined);
+
 /** Renames a value; `accepted` (requests only) refuses an enum value that is in neither spelling, naming v1's. */
 function rename(value: unknown, level: Level | undefined, values: Record<string, string> | undefined, path: string, accepted?: Set<string>): unknown {
   if (Array.isArray(value)) return value.map((v, i) => rename(v, level, values, `${path}[${i}]`, accepted));
   if (values && typeof value === 'string') {
-    if (accepted && !(value in values) && !accepted.has(value)) {
+    if (accepted && own(values, value) === undefined && !accepted.has(value)) {
       const names = Object.keys(values);
       const choices = names.length > 8 ? `a known name such as ${names.slice(0, 3).join(', ')}` : `one of ${names.join(', ')}`;
       throw invalidArgument([{ field: path, description: `${path} must be ${choices}; "${value}" is not` }]);
     }
-    return values[value] ?? value;
+    return own(values, value) ?? value;
   }
   if (!level || value === null || typeof value !== 'object') return value;
   const out: Row = {};
   for (const [k, v] of Object.entries(value)) {
-    out[level.names[k] ?? k] = rename(v, level.nested[k], level.values[k], path ? `${path}.${k}` : k, level.accepted?.[k]);
+    out[own(level.names, k) ?? k] = rename(v, own(level.nested, k), own(level.values, k), path ? `${path}.${k}` : k, own(level.accepted, k));
   }
   return out;
 }
@@ -117,24 +120,10 @@ export interface V1Presenter {
   in(body: Row): Row;
 }
 
-/** v1 errors: the status and message of v2, without typed details. */
-function v1Errors(): Middleware {
-  return async (ctx, next) => {
-    try {
-      await next();
-    } catch (e) {
-      if (!(e instanceof ApiError)) throw e;
-      ctx.status = e.status();
-      ctx.body = { code: e.code, message: e.message, details: [] };
-    }
-  };
-}
-
 /** `extensions` by collection. */
 export function createV1Router(deps: V1Deps, extensions: Record<string, V1Extension> = {}): Router {
   const { model, resources, policy, validators } = deps;
   const router = new Router();
-  router.use(v1Errors());
   const principal = (ctx: Context) => ctx.state.principal as Principal;
 
   for (const r of Object.values(model.resources)) {

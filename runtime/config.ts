@@ -11,6 +11,10 @@ export interface Config {
   issuerUrl?: string;
   /** aud of our tokens; undefined: the issuer URL */
   audience?: string;
+  /** slow clients: the whole request, its headers, and an idle keep-alive connection */
+  requestTimeoutMs: number;
+  headersTimeoutMs: number;
+  keepAliveTimeoutMs: number;
 }
 
 export class ConfigError extends Error {}
@@ -19,6 +23,13 @@ export class ConfigError extends Error {}
 export function defaultIssuer(config: Config): string {
   const host = config.host.includes(':') ? `[${config.host}]` : config.host;
   return config.issuerUrl ?? `http://${host}:${config.port}`;
+}
+
+/** A duration in whole seconds from the environment. */
+function seconds(env: NodeJS.ProcessEnv, name: string, fallback: number): number {
+  const text = env[name] ?? String(fallback);
+  if (!/^\d+$/.test(text) || Number(text) < 1 || Number(text) > 3600) throw new ConfigError(`${name} must be a whole number of seconds from 1 to 3600, got "${text}"`);
+  return Number(text) * 1000;
 }
 
 export function readConfig(env: NodeJS.ProcessEnv = process.env): Config {
@@ -38,5 +49,13 @@ export function readConfig(env: NodeJS.ProcessEnv = process.env): Config {
   if (!['on', 'off'].includes(logText)) throw new ConfigError(`LOG must be on or off, got "${logText}"`);
   const issuerUrl = env.ISSUER_URL?.replace(/\/+$/, '');
   if (issuerUrl !== undefined && !/^https?:\/\/[^/\s]+(\/\S*)?$/.test(issuerUrl)) throw new ConfigError(`ISSUER_URL must be an http(s) URL, got "${env.ISSUER_URL}"`);
-  return { host, port, dataDir, databaseFile, log: logText === 'on', issuerUrl, audience: env.TOKEN_AUDIENCE || undefined };
+  // As a public server would: headers within 10 s, the whole request within 30 s, idle connections kept 5 s.
+  const requestTimeoutMs = seconds(env, 'REQUEST_TIMEOUT', 30);
+  const headersTimeoutMs = seconds(env, 'HEADERS_TIMEOUT', 10);
+  if (headersTimeoutMs > requestTimeoutMs) throw new ConfigError('HEADERS_TIMEOUT must not be longer than REQUEST_TIMEOUT');
+  const keepAliveTimeoutMs = seconds(env, 'KEEP_ALIVE_TIMEOUT', 5);
+  return {
+    host, port, dataDir, databaseFile, log: logText === 'on', issuerUrl, audience: env.TOKEN_AUDIENCE || undefined,
+    requestTimeoutMs, headersTimeoutMs, keepAliveTimeoutMs,
+  };
 }

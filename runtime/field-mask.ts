@@ -6,7 +6,7 @@ export type FieldMask = { kind: 'fields'; paths: string[] } | { kind: 'replace' 
 
 /** Parses update_mask; without one, the mask is the set of fields present in the body. */
 export function parseFieldMask(raw: string | undefined, body: Record<string, unknown>, fields: Record<string, FieldModel>): FieldMask {
-  if (raw === undefined || raw.trim() === '') return { kind: 'fields', paths: Object.keys(body).filter((k) => k in fields && !fields[k].outputOnly) };
+  if (raw === undefined || raw.trim() === '') return { kind: 'fields', paths: Object.keys(body).filter((k) => Object.hasOwn(fields, k) && !fields[k].outputOnly) };
   const paths = raw.split(',').map((p) => p.trim()).filter(Boolean);
   if (paths.length === 1 && paths[0] === '*') return { kind: 'replace' };
   const violations: FieldViolation[] = [];
@@ -21,7 +21,7 @@ export function parseFieldMask(raw: string | undefined, body: Record<string, unk
 function checkPath(path: string, fields: Record<string, FieldModel>): string | undefined {
   if (path === '*') return '"*" cannot be combined with other paths';
   const [head, ...rest] = path.split('.');
-  const f = fields[head];
+  const f = Object.hasOwn(fields, head) ? fields[head] : undefined;
   if (!f) return 'no such field';
   if (f.outputOnly) return 'field is output only';
   if (rest.length === 0) return undefined;

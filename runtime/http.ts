@@ -2,7 +2,8 @@
 import { randomUUID } from 'node:crypto';
 import Koa from 'koa';
 import type Router from '@koa/router';
-import { ApiError, internal, unauthenticated } from './errors.js';
+import { ApiError, internal, invalidArgument, unauthenticated } from './errors.js';
+import { unsafeRequestLine } from './input-safety.js';
 import type { Principal } from './authorization.js';
 import { jsonBody } from './json-body.js';
 import type { TokenIssuer } from './issuer.js';
@@ -44,11 +45,17 @@ export function createApp({ model, router, openapi, log, issuer, authenticate, p
         log({ level: 'error', requestId, method: ctx.method, path: ctx.path, error: e instanceof Error ? e.stack : String(e) });
       }
       ctx.status = error.status();
-      ctx.body = error.body(errorDomain(ctx.path));
+      // v1 answers errors with its code and message only, whichever step refused the request.
+      ctx.body = /^\/[a-z]+\/v1\//.test(ctx.path) ? { code: error.code, message: error.message, details: [] } : error.body(errorDomain(ctx.path));
     }
     log({ level: 'info', requestId, method: ctx.method, path: ctx.path, status: ctx.status, ms: Math.round(performance.now() - started) });
   });
 
+  app.use(async (ctx, next) => {
+    const unsafe = unsafeRequestLine(ctx.path, ctx.query);
+    if (unsafe) throw invalidArgument([unsafe]);
+    await next();
+  });
   app.use(jsonBody());
 
   const documents: Record<string, () => unknown> = {

@@ -1,6 +1,7 @@
 // Reads a JSON request body: bounded size, right content type, parse errors as INVALID_ARGUMENT.
 import type { Middleware } from 'koa';
 import { ApiError, invalidArgument } from './errors.js';
+import { unsafeJson } from './input-safety.js';
 
 export const maxBodyBytes = 1024 * 1024;
 
@@ -26,11 +27,15 @@ export function jsonBody(limit = maxBodyBytes): Middleware {
     if (!ctx.is('application/json')) {
       throw withStatus(invalidArgument([{ field: 'Content-Type', description: 'the body must be sent as application/json' }]), 415);
     }
+    let parsed: unknown;
     try {
-      (ctx.request as { body?: unknown }).body = JSON.parse(text);
+      parsed = JSON.parse(text);
     } catch (e) {
       throw invalidArgument([{ field: '(body)', description: `the body is not valid JSON: ${(e as Error).message}` }]);
     }
+    const unsafe = unsafeJson(parsed);
+    if (unsafe) throw invalidArgument([unsafe]);
+    (ctx.request as { body?: unknown }).body = parsed;
     return next();
   };
 }

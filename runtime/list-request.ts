@@ -35,19 +35,29 @@ export function parseOrderBy(raw: string | undefined, r: ResourceModel): ListReq
     return { key: r.defaultOrder.key, field: r.orderBy[r.defaultOrder.key], desc: r.defaultOrder.desc };
   }
   const m = /^\s*([A-Za-z_]+)(?:\s+(asc|desc))?\s*$/i.exec(raw);
-  const field = m ? r.orderBy[m[1]] : undefined;
+  const field = m && Object.hasOwn(r.orderBy, m[1]) ? r.orderBy[m[1]] : undefined;
   if (!m || !field) {
     throw invalidArgument([{ field: 'order_by', description: `must be one of ${Object.keys(r.orderBy).join(', ')}, optionally followed by " desc"` }]);
   }
   return { key: m[1], field, desc: (m[2] ?? '').toLowerCase() === 'desc' };
 }
 
+/** A parameter that may be repeated or comma-separated, as its strings (a schema may not have made it a list). */
+const list = (value: unknown): string[] => [value ?? []].flat().map(String);
+
+/** A count from the query: a whole number from 0 to 2^53 - 1 (AJV's integer lets 1e99 and Infinity through). */
+function count(q: Query, field: string, snake: string, camel?: string): number | undefined {
+  const value = param<number>(q, snake, camel);
+  if (value === undefined) return undefined;
+  if (value < 0) throw invalidArgument([{ field, description: 'must not be negative' }]);
+  if (!Number.isSafeInteger(value)) throw invalidArgument([{ field, description: `must be a whole number no larger than ${Number.MAX_SAFE_INTEGER}` }]);
+  return value;
+}
+
 export function parseListRequest(q: Query, r: ResourceModel): ListRequest {
-  const pageSize = param<number>(q, 'page_size', 'pageSize');
-  if (pageSize !== undefined && pageSize < 0) throw invalidArgument([{ field: 'page_size', description: 'must not be negative' }]);
-  const skip = param<number>(q, 'skip') ?? 0;
-  if (skip < 0) throw invalidArgument([{ field: 'skip', description: 'must not be negative' }]);
-  const ids = param<string[]>(q, 'uidp.ids')?.flatMap((s) => s.split(',')).filter(Boolean);
+  const pageSize = count(q, 'page_size', 'page_size', 'pageSize');
+  const skip = count(q, 'skip', 'skip') ?? 0;
+  const ids = list(param(q, 'uidp.ids')).flatMap((s) => s.split(',')).filter(Boolean);
   return {
     pageSize: pageSize === undefined || pageSize === 0 ? defaultPageSize : Math.min(pageSize, maxPageSize),
     pageToken: param<string>(q, 'page_token', 'pageToken') || undefined,
@@ -64,7 +74,7 @@ export function parseListRequest(q: Query, r: ResourceModel): ListRequest {
       .filter((f) => q[f.param] !== undefined && q[f.param] !== '')
       .map((f) => {
         const isTime = (r.fields[f.field] ?? standardFields[f.field]).type === 'timestamp';
-        const value = f.match === 'anyOf' ? (q[f.param] as unknown[]).flatMap((v) => (typeof v === 'string' ? v.split(',') : [v])) : q[f.param];
+        const value = f.match === 'anyOf' ? list(q[f.param]).flatMap((v) => v.split(',')) : q[f.param];
         return { filter: f, value: isTime && typeof value === 'string' ? canonicalTimestamp(value) : value };
       }),
   };

@@ -16,6 +16,7 @@ import { Policy } from './authorization.js';
 import { ensureBootstrap } from './bootstrap.js';
 import { defaultIssuer, type Config } from './config.js';
 import { createApp } from './http.js';
+import { listen } from './http-server.js';
 import { TokenIssuer } from './issuer.js';
 import { PageToken } from './page-token.js';
 import { Resources } from './resources.js';
@@ -86,10 +87,7 @@ export async function startServer(config: Config, generated?: GeneratedParts): P
     authenticate: async (token) => policy.authenticate(await issuer!.verify(token)),
     publicRoutes: [exchange.middleware()], extraRoutes: [v1Only],
   });
-  const server: Server = await new Promise((resolve, reject) => {
-    const s = app.listen(config.port, config.host, () => resolve(s));
-    s.once('error', reject);
-  });
+  const server: Server = await listen(app, { ...config, errorDomain: `api.${model.service}.dev` });
   const { port } = server.address() as AddressInfo;
   // With PORT=0 the issuer URL is known only once listening.
   const url = defaultIssuer({ ...config, port, issuerUrl: undefined });

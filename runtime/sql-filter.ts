@@ -1,6 +1,6 @@
 // Compiles the filters the runtime writes (MikroORM's filter syntax: $and, $or, $in, $gt, $gte, $lt, $lte, $ne,
-// $like, null, and JSON properties) to SQL for SQLite, for the read paths that skip the ORM. Anything else
-// throws UnsupportedFilter and the caller uses the ORM instead, so a new kind of condition is slower, never wrong.
+// $like, null, and JSON properties) to SQL for SQLite. Every value is a bound parameter, never text of the
+// statement; anything else throws UnsupportedFilter, a mistake in the runtime rather than in a request.
 
 export interface Column {
   /** SQL column name */

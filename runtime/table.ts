@@ -5,7 +5,7 @@
 import { CountCache } from './count-cache.js';
 import type { Row } from './records.js';
 import type { Sql } from './sql.js';
-import { compileFilter, quoteIdentifier, UnsupportedFilter, type Column, type Filter } from './sql-filter.js';
+import { compileFilter, quoteIdentifier, type Column, type Filter } from './sql-filter.js';
 import type { Store } from './store.js';
 
 export interface Order { property: string; desc: boolean }
@@ -44,15 +44,6 @@ export class Table {
     return [c.name, c.kind === 'json' ? JSON.stringify(v) : c.kind === 'boolean' ? (v ? 1 : 0) : v];
   }
 
-  /** Compiled, or the ORM answers (only outside a transaction: the ORM would wait for the connection we hold). */
-  private compile(where: Filter, sql: Sql | undefined) {
-    try {
-      return compileFilter(where, this.columns);
-    } catch (e) {
-      if (!(e instanceof UnsupportedFilter) || sql) throw e;
-      return undefined;
-    }
-  }
 
   async get(uid: string, sql?: Sql): Promise<Row | null> {
     const [raw] = await (sql ?? this.store.read).all(`select ${this.selectList} from ${this.table} where "uid" = ?`, [uid]);
@@ -61,12 +52,7 @@ export class Table {
 
   /** Rows matching, in order; in the caller's transaction when given one, else on the read-only connection. */
   async find(where: Filter, order: Order[], limit: number, offset?: number, sql?: Sql): Promise<Row[]> {
-    const compiled = this.compile(where, sql);
-    if (!compiled) {
-      return await this.store.em().find(this.entity, where, {
-        orderBy: Object.fromEntries(order.map((o) => [o.property, o.desc ? 'desc' : 'asc'])), limit, offset,
-      }) as Row[];
-    }
+    const compiled = compileFilter(where, this.columns);
     const orderBy = order.map((o) => `${quoteIdentifier(this.columns.get(o.property)!.name)} ${o.desc ? 'desc' : 'asc'}`).join(', ');
     const rows = await (sql ?? this.store.read).all(
       `select ${this.selectList} from ${this.table} where ${compiled.sql} order by ${orderBy} limit ? offset ?`,
@@ -76,8 +62,7 @@ export class Table {
   }
 
   async count(where: Filter, sql?: Sql): Promise<number> {
-    const compiled = this.compile(where, sql);
-    if (!compiled) return this.store.em().count(this.entity, where);
+    const compiled = compileFilter(where, this.columns);
     const query = `select count(*) as n from ${this.table} where ${compiled.sql}`;
     const countOn = async (q: Sql) => Number((await q.all(query, compiled.params))[0].n);
     if (sql) return countOn(sql);

@@ -1,0 +1,37 @@
+// What no request may carry, whatever the route: NUL characters (no field holds one, and they end C strings in
+// the layers below), object keys that name a prototype (`__proto__`), and JSON nested deeper than any resource.
+import type { FieldViolation } from './errors.js';
+
+/** Deeper than any resource's fields nest (a map inside an object inside a list is 4). */
+export const maxJsonDepth = 32;
+
+/** The first thing a parsed JSON body must not hold, as a field violation; undefined when it holds none. */
+export function unsafeJson(value: unknown, path = '(body)', depth = 0): FieldViolation | undefined {
+  if (typeof value === 'string') return value.includes('\0') ? { field: path, description: `${path} must not contain NUL characters` } : undefined;
+  if (typeof value !== 'object' || value === null) return undefined;
+  if (depth >= maxJsonDepth) return { field: path, description: `the body nests deeper than ${maxJsonDepth} levels` };
+  if (Array.isArray(value)) {
+    for (const [i, v] of value.entries()) {
+      const found = unsafeJson(v, `${path}[${i}]`, depth + 1);
+      if (found) return found;
+    }
+    return undefined;
+  }
+  for (const [k, v] of Object.entries(value)) {
+    const at = path === '(body)' ? k : `${path}.${k}`;
+    if (k === '__proto__' || k.includes('\0')) return { field: at, description: `"${k.replace(/\0/g, '\\u0000')}" is not an allowed field name` };
+    const found = unsafeJson(v, at, depth + 1);
+    if (found) return found;
+  }
+  return undefined;
+}
+
+/** The first NUL character in the path or the query, as a field violation. */
+export function unsafeRequestLine(path: string, query: Record<string, unknown>): FieldViolation | undefined {
+  if (/%00/i.test(path) || path.includes('\0')) return { field: '(path)', description: 'the path must not contain NUL characters' };
+  for (const [k, v] of Object.entries(query)) {
+    if (k.includes('\0')) return { field: '(query)', description: 'query parameter names must not contain NUL characters' };
+    if ([v].flat().some((x) => typeof x === 'string' && x.includes('\0'))) return { field: k, description: `${k} must not contain NUL characters` };
+  }
+  return undefined;
+}
