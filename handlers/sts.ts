@@ -4,7 +4,7 @@
 import type { Context } from 'koa';
 import { createRemoteJWKSet, decodeJwt, errors, jwtVerify, type JWTPayload } from 'jose';
 import { ApiError, invalidArgument, notFound, permissionDenied, unauthenticated } from '../runtime/errors.js';
-import type { TokenIssuer } from '../runtime/issuer.js';
+import { clockSkewSeconds, type TokenIssuer } from '../runtime/issuer.js';
 import type { ApiModel } from '../runtime/model.js';
 import { now } from '../runtime/records.js';
 import type { Store } from '../runtime/store.js';
@@ -93,13 +93,14 @@ export class TokenExchange {
     const jwks = await this.keySet(unverified.iss);
     let payload: JWTPayload;
     try {
-      ({ payload } = await jwtVerify(upstreamToken, jwks, { issuer: unverified.iss }));
+      ({ payload } = await jwtVerify(upstreamToken, jwks, { issuer: unverified.iss, clockTolerance: clockSkewSeconds }));
     } catch (e) {
       if (e instanceof errors.JWKSTimeout) throw unavailable(`the key set of ${unverified.iss} did not answer in time`);
       if (e instanceof errors.JWTExpired) throw unauthenticated('the presented token has expired');
       if (e instanceof errors.JOSEError) throw unauthenticated(`the presented token does not verify (${e.code})`);
       throw unavailable(`cannot fetch the key set of ${unverified.iss} (${(e as Error).message})`);
     }
+    if (typeof payload.iat === 'number' && payload.iat > Date.now() / 1000 + clockSkewSeconds) throw unauthenticated('the presented token was issued in the future (iat)');
     if (!matches(payload.sub, claimMatch.subject, claimMatch.subjectPattern)) {
       throw permissionDenied(`subject ${String(payload.sub)} cannot assume identity ${identityUid}`);
     }
