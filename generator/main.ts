@@ -1,7 +1,7 @@
 // npm run generate [-- --spec DIR --out DIR]: spec/ -> generated/ (wiped first).
 import { mkdirSync, rmSync, writeFileSync } from 'node:fs';
 import { join, relative } from 'node:path';
-import { parseArgs } from 'node:util';
+import { parseCommandLine } from '../scripts/cli-args.js';
 import { emitConformancePlan } from './emit-conformance.js';
 import { buildOpenApi } from './emit-openapi.js';
 import { banner, emitEntities, emitModel, emitRouter } from './emit-typescript.js';
@@ -9,7 +9,15 @@ import { emitValidators } from './emit-validators.js';
 import { routesOf } from './routes-table.js';
 import { loadSpec, SpecError } from './spec.js';
 
-const { values } = parseArgs({ options: { spec: { type: 'string', default: 'spec' }, out: { type: 'string', default: 'generated' } } });
+const { values } = parseCommandLine({
+  name: 'generate',
+  usage: `
+usage: npm run generate [-- --spec DIR] [--out DIR]
+Reads and validates the spec and writes everything generated (wiped first).
+  --spec DIR   the spec (default spec)
+  --out DIR    where to write (default generated)`,
+  options: { spec: { type: 'string', default: 'spec' }, out: { type: 'string', default: 'generated' } },
+});
 const started = performance.now();
 
 try {

@@ -2,6 +2,16 @@
 // stay in the JWKS until every token they signed has expired, so nothing in flight breaks.
 import { ConfigError, defaultIssuer, readConfig } from '../runtime/config.js';
 import { TokenIssuer } from '../runtime/issuer.js';
+import { parseCommandLine } from './cli-args.js';
+
+parseCommandLine({
+  name: 'rotate-key',
+  usage: `
+usage: npm run rotate-key
+Adds a new signing key to DATA_DIR/signing-keys.json (DATA_DIR: ./data). New tokens are signed with it; older
+keys stay published in the JWKS until every token they signed has expired. A running server picks it up within
+a second. Takes no arguments.`,
+});
 
 try {
   const config = readConfig();

@@ -1,15 +1,25 @@
 // npm run -s token [-- --identity UID] [--ttl SECONDS]: prints a token (and nothing else) for the owner made on
 // first start, or for any identity. Reads DATA_DIR; works whether or not the server runs.
-import { parseArgs } from 'node:util';
 import { readBootstrap } from '../runtime/bootstrap.js';
 import { ConfigError, defaultIssuer, readConfig } from '../runtime/config.js';
 import { TokenIssuer, maxTokenSeconds } from '../runtime/issuer.js';
 import { loadGenerated, openResources } from '../runtime/server.js';
+import { parseCommandLine } from './cli-args.js';
 
 class TokenError extends Error {}
 
+const { values } = parseCommandLine({
+  name: 'token',
+  usage: `
+usage: npm run -s token [-- --identity UID] [--ttl SECONDS]
+Prints a token of this server on stdout, and nothing else: for the owner made on first start, or for --identity.
+  --identity UID   the identity the token is for (default: the owner in DATA_DIR/bootstrap.json)
+  --ttl SECONDS    how long it lasts, 1 to ${maxTokenSeconds} (default ${maxTokenSeconds})
+Reads DATA_DIR (./data); the server need not run.`,
+  options: { identity: { type: 'string' }, ttl: { type: 'string', default: String(maxTokenSeconds) } },
+});
+
 async function main(): Promise<void> {
-  const { values } = parseArgs({ options: { identity: { type: 'string' }, ttl: { type: 'string', default: String(maxTokenSeconds) } } });
   const config = readConfig();
   const ttl = Number(values.ttl);
   if (!Number.isInteger(ttl) || ttl <= 0 || ttl > maxTokenSeconds) throw new TokenError(`--ttl must be 1 to ${maxTokenSeconds} seconds`);
