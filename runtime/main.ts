@@ -1,6 +1,6 @@
 // npm start: serve the API until SIGTERM or SIGINT.
 import { parseCommandLine } from '../scripts/cli-args.js';
-import { ConfigError, readConfig } from './config.js';
+import { ConfigError, ensureDataDir, readConfig } from './config.js';
 
 parseCommandLine({
   name: 'start',
@@ -13,6 +13,7 @@ ISSUER_URL, TOKEN_AUDIENCE, LOG (on|off). See README.md, "Configuration".`,
 
 try {
   const config = readConfig();
+  ensureDataDir(config);
   // Loaded only now: --help and configuration errors answer without loading the generated server.
   const { startServer } = await import('./server.js');
   const server = await startServer(config);

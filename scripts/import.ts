@@ -4,7 +4,7 @@
 // "$<type>:<name>" (the record of that type with that name, e.g. "$repo:nginx"); records without one go
 // under --parent.
 import { readFileSync } from 'node:fs';
-import { ConfigError, readConfig } from '../runtime/config.js';
+import { ConfigError, ensureDataDir, readConfig } from '../runtime/config.js';
 import type { ResourceModel } from '../runtime/model.js';
 import type { Row } from '../runtime/records.js';
 import { loadGenerated, openResources } from '../runtime/server.js';
@@ -54,6 +54,7 @@ A record's "parent" is a uid, "$ORG", or "$<type>:<name>" (e.g. "$repo:nginx").`
 
 async function main(): Promise<void> {
   const config = readConfig();
+  ensureDataDir(config);
   const [collection, file] = positionals;
   const generated = await loadGenerated();
   const { model } = generated;

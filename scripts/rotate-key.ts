@@ -1,6 +1,6 @@
 // npm run rotate-key: adds a new signing key to DATA_DIR. New tokens are signed with it; the previous keys
 // stay in the JWKS until every token they signed has expired, so nothing in flight breaks.
-import { ConfigError, defaultIssuer, readConfig } from '../runtime/config.js';
+import { ConfigError, defaultIssuer, ensureDataDir, readConfig } from '../runtime/config.js';
 import { TokenIssuer } from '../runtime/issuer.js';
 import { parseCommandLine } from './cli-args.js';
 
@@ -15,6 +15,7 @@ a second. Takes no arguments.`,
 
 try {
   const config = readConfig();
+  ensureDataDir(config);
   const issuer = await TokenIssuer.open(config.dataDir, defaultIssuer(config), config.audience ?? defaultIssuer(config));
   const kid = await issuer.rotate();
   console.log(`new signing key ${kid}; the JWKS now publishes ${issuer.jwks().keys.length} key(s)`);

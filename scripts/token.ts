@@ -1,7 +1,7 @@
 // npm run -s token [-- --identity UID] [--ttl SECONDS]: prints a token (and nothing else) for the owner made on
 // first start, or for any identity. Reads DATA_DIR; works whether or not the server runs.
 import { readBootstrap } from '../runtime/bootstrap.js';
-import { ConfigError, defaultIssuer, readConfig } from '../runtime/config.js';
+import { ConfigError, defaultIssuer, ensureDataDir, readConfig } from '../runtime/config.js';
 import { TokenIssuer, maxTokenSeconds } from '../runtime/issuer.js';
 import { loadGenerated, openResources } from '../runtime/server.js';
 import { parseCommandLine } from './cli-args.js';
@@ -21,6 +21,7 @@ Reads DATA_DIR (./data); the server need not run.`,
 
 async function main(): Promise<void> {
   const config = readConfig();
+  ensureDataDir(config);
   const ttl = Number(values.ttl);
   if (!Number.isInteger(ttl) || ttl <= 0 || ttl > maxTokenSeconds) throw new TokenError(`--ttl must be 1 to ${maxTokenSeconds} seconds`);
   let subject = values.identity;

@@ -1,7 +1,7 @@
 // Every CLI's command line: --help and -h print the usage and exit 0, an unknown option is one line and exit 2
-// before the CLI does anything.
+// before the CLI does anything, and a DATA_DIR that cannot be written stops a command with one line.
 import { spawnSync } from 'node:child_process';
-import { existsSync, mkdtempSync, rmSync } from 'node:fs';
+import { existsSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { test } from 'uvu';
@@ -69,6 +69,20 @@ test('through npm, after the pre-script, --help still answers and exits 0', () =
     const r = spawnSync('npm', ['run', '-s', script, '--', '--help'], { encoding: 'utf8', env: { ...process.env, DATA_DIR: dataDir } });
     assert.is(r.status, 0, r.stderr);
     assert.match(r.stdout, /^usage: npm /, script);
+  }
+});
+
+test('a DATA_DIR that cannot be written stops each command with one line naming it', async () => {
+  // Under a regular file: refused even to root, whom permission bits do not stop.
+  writeFileSync(join(scratch, 'a-file'), '');
+  const bad = join(scratch, 'a-file', 'data');
+  for (const [name, args] of [['start', []], ['token', []], ['rotate-key', []], ['import', ['repos', 'samples/advisories.json']]] as const) {
+    const r = await runScript(clis[name], [...args], { DATA_DIR: bad });
+    assert.is(r.status, 1, `${name}: ${r.stderr}`);
+    const lines = linesOf(r.stderr);
+    assert.is(lines.length, 1, `${name}: ${r.stderr}`);
+    assert.match(lines[0], `DATA_DIR=${bad} is not writable: ENOTDIR`);
+    assert.match(lines[0], /; set DATA_DIR to a writable directory$/);
   }
 });
 
