@@ -17,6 +17,7 @@ import { ensureBootstrap } from './bootstrap.js';
 import { defaultIssuer, type Config } from './config.js';
 import { createApp } from './http.js';
 import { TokenIssuer } from './issuer.js';
+import { recordIssuer } from './issuer-record.js';
 import { PageToken } from './page-token.js';
 import { Resources } from './resources.js';
 import { createRouteOperations } from './route-operations.js';
@@ -91,6 +92,7 @@ export async function startServer(config: Config, generated?: GeneratedParts): P
   const url = defaultIssuer({ ...config, port, issuerUrl: undefined });
   const iss = config.issuerUrl ?? url;
   issuer = await TokenIssuer.open(config.dataDir, iss, config.audience ?? iss);
+  recordIssuer(config.dataDir, { issuer: iss, audience: config.audience ?? iss });
   return {
     url,
     issuer,

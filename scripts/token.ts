@@ -1,8 +1,9 @@
 // npm run -s token [-- --identity UID] [--ttl SECONDS]: prints a token (and nothing else) for the owner made on
 // first start, or for any identity. Reads DATA_DIR; works whether or not the server runs.
 import { readBootstrap } from '../runtime/bootstrap.js';
-import { ConfigError, defaultIssuer, ensureDataDir, readConfig } from '../runtime/config.js';
+import { ConfigError, ensureDataDir, readConfig } from '../runtime/config.js';
 import { TokenIssuer, maxTokenSeconds } from '../runtime/issuer.js';
+import { issuerInUse } from '../runtime/issuer-record.js';
 import { loadGenerated, openResources } from '../runtime/server.js';
 import { parseCommandLine } from './cli-args.js';
 
@@ -15,7 +16,8 @@ usage: npm run -s token [-- --identity UID] [--ttl SECONDS]
 Prints a token of this server on stdout, and nothing else: for the owner made on first start, or for --identity.
   --identity UID   the identity the token is for (default: the owner in DATA_DIR/bootstrap.json)
   --ttl SECONDS    how long it lasts, 1 to ${maxTokenSeconds} (default ${maxTokenSeconds})
-Reads DATA_DIR (./data); the server need not run.`,
+Reads DATA_DIR (./data); the server need not run. The token's issuer and audience are those the server of
+DATA_DIR last started with (DATA_DIR/issuer.json), unless ISSUER_URL or TOKEN_AUDIENCE are set.`,
   options: { identity: { type: 'string' }, ttl: { type: 'string', default: String(maxTokenSeconds) } },
 });
 
@@ -39,8 +41,9 @@ async function main(): Promise<void> {
       await store.close();
     }
   }
-  const issuer = await TokenIssuer.open(config.dataDir, defaultIssuer(config), config.audience ?? defaultIssuer(config));
-  process.stdout.write(`${(await issuer.mint(subject, ttl)).token}\n`);
+  const { issuer, audience } = issuerInUse(config);
+  const tokens = await TokenIssuer.open(config.dataDir, issuer, audience);
+  process.stdout.write(`${(await tokens.mint(subject, ttl)).token}\n`);
 }
 
 main().catch((e) => {
