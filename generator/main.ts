@@ -29,7 +29,7 @@ try {
     'model.ts': emitModel(model),
     'entities.ts': emitEntities(model),
     'routes.ts': emitRouter(model, routes),
-    'openapi.json': `${JSON.stringify({ $comment: banner.slice(3), ...openapi }, null, 2)}\n`,
+    'openapi.json': `${JSON.stringify({ 'x-generated': banner.slice(3), ...openapi }, null, 2)}\n`,
     'validators/bodies.cjs': `${banner}\n${validators.bodies}\n`,
     'validators/queries.cjs': `${banner}\n${validators.queries}\n`,
     'conformance/plan.json': `${JSON.stringify({ $comment: banner.slice(3), ...emitConformancePlan(model) }, null, 2)}\n`,
