@@ -2,6 +2,7 @@
 import { mkdirSync, rmSync, writeFileSync } from 'node:fs';
 import { join, relative } from 'node:path';
 import { parseCommandLine } from '../scripts/cli-args.js';
+import { sourceHashes, sourceRecordFile } from '../scripts/source-hash.mjs';
 import { emitConformancePlan } from './emit-conformance.js';
 import { buildOpenApi } from './emit-openapi.js';
 import { banner, emitEntities, emitModel, emitRouter } from './emit-typescript.js';
@@ -21,6 +22,8 @@ Reads and validates the spec and writes everything generated (wiped first).
 const started = performance.now();
 
 try {
+  // Taken before reading: a source changed meanwhile makes the record stale, and ensure-ready regenerate.
+  const sources = sourceHashes(values.spec);
   const model = loadSpec(values.spec!);
   const routes = routesOf(model);
   const openapi = await buildOpenApi(model, routes);
@@ -33,6 +36,7 @@ try {
     'validators/bodies.cjs': `${banner}\n${validators.bodies}\n`,
     'validators/queries.cjs': `${banner}\n${validators.queries}\n`,
     'conformance/plan.json': `${JSON.stringify({ $comment: banner.slice(3), ...emitConformancePlan(model) }, null, 2)}\n`,
+    [sourceRecordFile]: `${JSON.stringify({ $comment: banner.slice(3), ...sources }, null, 2)}\n`,
   };
   const out = values.out!;
   rmSync(out, { recursive: true, force: true });

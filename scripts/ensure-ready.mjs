@@ -5,30 +5,14 @@
 // Plain Node: it runs before any install. `--install-only` is for pregenerate, which must not regenerate.
 import { execSync } from 'node:child_process';
 import { createHash } from 'node:crypto';
-import { existsSync, lstatSync, readdirSync, readFileSync, realpathSync, statSync, writeFileSync } from 'node:fs';
+import { existsSync, lstatSync, readFileSync, realpathSync, statSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
+import { sourceHashes, sourceRecordFile } from './source-hash.mjs';
 
 const lockRecord = 'node_modules/.lock-hash';
-const sourceRecord = 'generated/.source-hash';
-const sources = ['spec', 'generator', 'runtime/model.ts'];
 
 const hash = (data) => createHash('sha256').update(data).digest('hex');
 const read = (file) => (existsSync(file) ? readFileSync(file, 'utf8') : undefined);
-
-/** The hash of a file, or of a directory's files with their paths, in a fixed order. */
-function hashOf(path) {
-  if (!existsSync(path)) return 'missing';
-  if (!statSync(path).isDirectory()) return hash(readFileSync(path));
-  const files = [];
-  const walk = (dir) => {
-    for (const e of readdirSync(dir, { withFileTypes: true })) {
-      if (e.isDirectory()) walk(join(dir, e.name));
-      else files.push(join(dir, e.name));
-    }
-  };
-  walk(path);
-  return hash(files.sort().map((f) => `${f}\0${hash(readFileSync(f))}\n`).join(''));
-}
 
 function run(why, command) {
   console.error(`> ${why}: ${command}`);
@@ -68,11 +52,11 @@ function ensureInstalled() {
 }
 
 function ensureGenerated() {
-  const current = Object.fromEntries(sources.map((s) => [s, hashOf(s)]));
-  const recordText = read(sourceRecord);
+  const current = sourceHashes();
+  const recordText = read(join('generated', sourceRecordFile));
   let why;
   if (!existsSync('generated/model.ts')) why = 'generated/ is missing';
-  else if (recordText === undefined) why = `generated/ does not record what it was generated from (${sourceRecord})`;
+  else if (recordText === undefined) why = `generated/ does not record what it was generated from (generated/${sourceRecordFile})`;
   else {
     let recorded = {};
     try {
@@ -80,12 +64,12 @@ function ensureGenerated() {
     } catch {
       // an unreadable record: every source counts as changed
     }
-    const changed = sources.filter((s) => recorded[s] !== current[s]).map((s) => (s.includes('.') ? s : `${s}/`));
+    const changed = Object.keys(current).filter((s) => recorded[s] !== current[s]);
     if (changed.length === 0) return;
     why = `${changed.join(' and ')} changed since the last generate`;
   }
+  // The generator records the hashes of what it read.
   run(why, 'npm run -s generate');
-  writeFileSync(sourceRecord, `${JSON.stringify(current, null, 2)}\n`);
 }
 
 ensureInstalled();

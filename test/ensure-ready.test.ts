@@ -8,19 +8,22 @@ import { test } from 'uvu';
 import * as assert from 'uvu/assert';
 
 const ensureReady = resolve('scripts/ensure-ready.mjs');
+const sourceHash = resolve('scripts/source-hash.mjs');
 const scratch = mkdtempSync(join(tmpdir(), 'platform-api-ready-'));
 test.after(() => rmSync(scratch, { recursive: true, force: true }));
 
 const bin = join(scratch, 'bin');
 const npmLog = join(scratch, 'npm.log');
 mkdirSync(bin);
-// The stand-in does what the real commands leave behind: an install's hidden lockfile, a generated model.
+// The stand-in does what the real commands leave behind: an install's hidden lockfile; a generated model and
+// the generator's record of its sources.
+const record = `import('${sourceHash}').then((m) => console.log(JSON.stringify(m.sourceHashes())))`;
 writeFileSync(join(bin, 'npm'), `#!/bin/sh
 echo "$*" >> "${npmLog}"
 echo "npm output"
 case "$*" in
   ci*) mkdir -p node_modules && echo '{}' > node_modules/.package-lock.json ;;
-  "run -s generate") mkdir -p generated && echo model > generated/model.ts ;;
+  "run -s generate") mkdir -p generated && echo model > generated/model.ts && node -e "${record}" > generated/.source-hash ;;
 esac
 `);
 chmodSync(join(bin, 'npm'), 0o755);
@@ -73,6 +76,8 @@ test('removing or renaming a spec file regenerates; touching one does not', () =
   r = ready(dir);
   assert.match(r.stderr, '> generator/ and runtime/model.ts changed since the last generate');
   assert.equal(ready(dir).npm, []);
+  rmSync(join(dir, 'generated/.source-hash'));
+  assert.match(ready(dir).stderr, '> generated/ does not record what it was generated from');
 });
 
 test('a changed package-lock.json reinstalls; --install-only does not generate', () => {

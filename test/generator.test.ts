@@ -6,6 +6,7 @@ import { test } from 'uvu';
 import * as assert from 'uvu/assert';
 import { loadSpec } from '../generator/spec.js';
 import { loadGenerated } from '../runtime/server.js';
+import { sourceHashes } from '../scripts/source-hash.mjs';
 import { startTestServer } from './support/server.js';
 
 // Generated code imports packages, so scratch output lives inside the project where node_modules resolves.
@@ -47,6 +48,8 @@ test('two runs give byte-identical output, each file marked as generated', () =>
   for (const expected of ['openapi.json', 'model.ts', 'entities.ts', 'routes.ts', 'validators/bodies.cjs', 'validators/queries.cjs']) {
     assert.ok(expected in fa, `${expected} is generated`);
   }
+  const { $comment: _, ...recorded } = JSON.parse(fa['.source-hash']);
+  assert.equal(recorded, sourceHashes(), 'the record of its sources is what ensure-ready compares');
 });
 
 test('a wrong spec fails with the file, the path inside it and what is wrong, and generates nothing', () => {
