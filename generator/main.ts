@@ -1,7 +1,8 @@
 // npm run generate [-- --spec DIR --out DIR]: spec/ -> generated/ (wiped first).
 import { mkdirSync, rmSync, writeFileSync } from 'node:fs';
 import { join, relative } from 'node:path';
-import { parseArgs } from 'node:util';
+import { parseCommandLine } from '../scripts/cli-args.js';
+import { sourceHashes, sourceRecordFile } from '../scripts/source-hash.mjs';
 import { emitConformancePlan } from './emit-conformance.js';
 import { buildOpenApi } from './emit-openapi.js';
 import { banner, emitEntities, emitModel, emitRouter } from './emit-typescript.js';
@@ -9,10 +10,20 @@ import { emitValidators } from './emit-validators.js';
 import { routesOf } from './routes-table.js';
 import { loadSpec, SpecError } from './spec.js';
 
-const { values } = parseArgs({ options: { spec: { type: 'string', default: 'spec' }, out: { type: 'string', default: 'generated' } } });
+const { values } = parseCommandLine({
+  name: 'generate',
+  usage: `
+usage: npm run generate [-- --spec DIR] [--out DIR]
+Reads and validates the spec and writes everything generated (wiped first).
+  --spec DIR   the spec (default spec)
+  --out DIR    where to write (default generated)`,
+  options: { spec: { type: 'string', default: 'spec' }, out: { type: 'string', default: 'generated' } },
+});
 const started = performance.now();
 
 try {
+  // Taken before reading: a source changed meanwhile makes the record stale, and ensure-ready regenerate.
+  const sources = sourceHashes(values.spec);
   const model = loadSpec(values.spec!);
   const routes = routesOf(model);
   const openapi = await buildOpenApi(model, routes);
@@ -21,10 +32,11 @@ try {
     'model.ts': emitModel(model),
     'entities.ts': emitEntities(model),
     'routes.ts': emitRouter(model, routes),
-    'openapi.json': `${JSON.stringify({ $comment: banner.slice(3), ...openapi }, null, 2)}\n`,
+    'openapi.json': `${JSON.stringify({ 'x-generated': banner.slice(3), ...openapi }, null, 2)}\n`,
     'validators/bodies.cjs': `${banner}\n${validators.bodies}\n`,
     'validators/queries.cjs': `${banner}\n${validators.queries}\n`,
     'conformance/plan.json': `${JSON.stringify({ $comment: banner.slice(3), ...emitConformancePlan(model) }, null, 2)}\n`,
+    [sourceRecordFile]: `${JSON.stringify({ $comment: banner.slice(3), ...sources }, null, 2)}\n`,
   };
   const out = values.out!;
   rmSync(out, { recursive: true, force: true });

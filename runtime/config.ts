@@ -1,5 +1,6 @@
 // Configuration from the environment; a bad value stops start-up with one line saying what to fix.
-import { resolve } from 'node:path';
+import { mkdirSync, rmSync, writeFileSync } from 'node:fs';
+import { join, resolve } from 'node:path';
 
 export interface Config {
   host: string;
@@ -58,4 +59,19 @@ export function readConfig(env: NodeJS.ProcessEnv = process.env): Config {
     host, port, dataDir, databaseFile, log: logText === 'on', issuerUrl, audience: env.TOKEN_AUDIENCE || undefined,
     requestTimeoutMs, headersTimeoutMs, keepAliveTimeoutMs,
   };
+}
+
+/**
+ * Creates the data directory if need be and proves it writable by writing into it (as root, permission bits
+ * say nothing), so that a bad DATA_DIR stops a command with one line instead of failing deep inside.
+ */
+export function ensureDataDir(config: Config): void {
+  const probe = join(config.dataDir, `.writable-${process.pid}`);
+  try {
+    mkdirSync(config.dataDir, { recursive: true });
+    writeFileSync(probe, '');
+    rmSync(probe);
+  } catch (e) {
+    throw new ConfigError(`DATA_DIR=${config.dataDir} is not writable: ${(e as Error).message}; set DATA_DIR to a writable directory`);
+  }
 }

@@ -1,9 +1,21 @@
 // npm start: serve the API until SIGTERM or SIGINT.
-import { ConfigError, readConfig } from './config.js';
-import { startServer } from './server.js';
+import { parseCommandLine } from '../scripts/cli-args.js';
+import { ConfigError, ensureDataDir, readConfig } from './config.js';
+
+parseCommandLine({
+  name: 'start',
+  usage: `
+usage: npm start
+Serves the API until SIGTERM or SIGINT. Installs and generates first as needed. Takes no arguments; configured by
+the environment: PORT (8080; 0 picks a free port), HOST (127.0.0.1), DATA_DIR (./data), DATABASE_URL,
+ISSUER_URL, TOKEN_AUDIENCE, LOG (on|off). See README.md, "Configuration".`,
+});
 
 try {
   const config = readConfig();
+  ensureDataDir(config);
+  // Loaded only now: --help and configuration errors answer without loading the generated server.
+  const { startServer } = await import('./server.js');
   const server = await startServer(config);
   console.log(`platform-api listening on ${server.url} (data in ${config.dataDir})`);
   let stopping = false;

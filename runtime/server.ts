@@ -18,6 +18,7 @@ import { defaultIssuer, type Config } from './config.js';
 import { createApp } from './http.js';
 import { listen } from './http-server.js';
 import { TokenIssuer } from './issuer.js';
+import { recordIssuer } from './issuer-record.js';
 import { PageToken } from './page-token.js';
 import { Resources } from './resources.js';
 import { createRouteOperations } from './route-operations.js';
@@ -93,6 +94,7 @@ export async function startServer(config: Config, generated?: GeneratedParts): P
   const url = defaultIssuer({ ...config, port, issuerUrl: undefined });
   const iss = config.issuerUrl ?? url;
   issuer = await TokenIssuer.open(config.dataDir, iss, config.audience ?? iss);
+  recordIssuer(config.dataDir, { issuer: iss, audience: config.audience ?? iss });
   return {
     url,
     issuer,

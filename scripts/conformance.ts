@@ -3,10 +3,10 @@
 // Checks any implementation of the API against the rules generated from spec/.
 import { execSync } from 'node:child_process';
 import { readFileSync, writeFileSync } from 'node:fs';
-import { parseArgs } from 'node:util';
 import { Client } from '../conformance/client.js';
 import type { ConformancePlan } from '../conformance/plan.js';
 import { runConformance } from '../conformance/run.js';
+import { parseCommandLine } from './cli-args.js';
 
 class UsageError extends Error {}
 
@@ -25,14 +25,30 @@ async function waitForTarget(baseUrl: string, seconds: number): Promise<void> {
   throw new UsageError(`${baseUrl} did not answer within ${seconds} s (${last}); is the server running?`);
 }
 
+const { values } = parseCommandLine({
+  name: 'conformance',
+  usage: `
+usage: npm run conformance -- --base-url URL [options]
+Runs the rules generated from spec/ (generated/conformance/plan.json) against any implementation of the API.
+  --base-url URL               the server to check (required)
+  --token T                    the bearer token to call it with
+  --token-command CMD          a command that prints one, e.g. 'npm run -s token'
+  --low-privilege-token T      a token without grants, for the permission rules
+  --parent GROUP_UID           work under this group (default: a root group it creates and deletes)
+  --filter GLOB                only rules whose name matches (repeatable), e.g. 'registry.*'
+  --skip-file FILE             known failures: rule names or globs, one a line, # comments
+  --json FILE                  also write the results as JSON
+  --plan FILE                  the plan (default generated/conformance/plan.json)
+  --wait SECONDS               how long to wait for the target to answer (default 30)
+Prints failures first, then "N passed, N failed, N skipped"; exits 1 on any failure.`,
+  options: {
+    'base-url': { type: 'string' }, token: { type: 'string' }, 'token-command': { type: 'string' }, 'low-privilege-token': { type: 'string' },
+    parent: { type: 'string' }, filter: { type: 'string', multiple: true }, 'skip-file': { type: 'string' },
+    json: { type: 'string' }, plan: { type: 'string', default: 'generated/conformance/plan.json' }, wait: { type: 'string', default: '30' },
+  },
+});
+
 async function main(): Promise<number> {
-  const { values } = parseArgs({
-    options: {
-      'base-url': { type: 'string' }, token: { type: 'string' }, 'token-command': { type: 'string' }, 'low-privilege-token': { type: 'string' },
-      parent: { type: 'string' }, filter: { type: 'string', multiple: true }, 'skip-file': { type: 'string' },
-      json: { type: 'string' }, plan: { type: 'string', default: 'generated/conformance/plan.json' }, wait: { type: 'string', default: '30' },
-    },
-  });
   const baseUrl = values['base-url']?.replace(/\/+$/, '');
   if (!baseUrl) throw new UsageError('--base-url URL is required, e.g. npm run conformance -- --base-url http://127.0.0.1:8080');
   if (values.token && values['token-command']) throw new UsageError('give --token or --token-command, not both');

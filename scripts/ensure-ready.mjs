@@ -1,32 +1,76 @@
-// Runs before npm start and npm test: installs dependencies and regenerates generated/ when they are
-// missing or older than what they come from, saying what it does. Plain Node: it runs before any install.
+// Runs before every npm script that needs dependencies or generated/: installs them with npm ci when
+// package-lock.json is not what node_modules/ was installed from, and regenerates generated/ when spec/,
+// generator/ or runtime/model.ts are not what it was generated from (content hashes: a removed or renamed file
+// counts). Says what it does, on stderr so that `TOKEN=$(npm run -s token)` stays the token alone.
+// Plain Node: it runs before any install. `--install-only` is for pregenerate, which must not regenerate.
 import { execSync } from 'node:child_process';
-import { existsSync, readdirSync, statSync } from 'node:fs';
+import { createHash } from 'node:crypto';
+import { existsSync, lstatSync, readFileSync, realpathSync, statSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
+import { sourceHashes, sourceRecordFile } from './source-hash.mjs';
 
-const mtime = (p) => (existsSync(p) ? statSync(p).mtimeMs : 0);
-const newest = (dir) => {
-  if (!existsSync(dir)) return 0;
-  let max = 0;
-  for (const e of readdirSync(dir, { withFileTypes: true })) {
-    max = Math.max(max, e.isDirectory() ? newest(join(dir, e.name)) : mtime(join(dir, e.name)));
-  }
-  return max;
-};
-const run = (why, command) => {
-  console.log(`> ${why}: ${command}`);
+const lockRecord = 'node_modules/.lock-hash';
+
+const hash = (data) => createHash('sha256').update(data).digest('hex');
+const read = (file) => (existsSync(file) ? readFileSync(file, 'utf8') : undefined);
+
+function run(why, command) {
+  console.error(`> ${why}: ${command}`);
   try {
-    execSync(command, { stdio: 'inherit' });
+    // stdout too goes to stderr: ours must stay clean for the script that follows.
+    execSync(command, { stdio: ['inherit', process.stderr, 'inherit'] });
   } catch {
     console.error(`'${command}' failed; fix the error above and run it again`);
     process.exit(1);
   }
-};
+}
 
-const installed = mtime('node_modules/.package-lock.json');
-if (installed === 0) run('dependencies are not installed', 'npm ci --no-audit --no-fund');
-else if (mtime('package-lock.json') > installed) run('package-lock.json changed since the last install', 'npm ci --no-audit --no-fund');
+function ensureInstalled() {
+  const lockHash = hash(readFileSync('package-lock.json'));
+  const recorded = read(lockRecord)?.trim();
+  if (recorded === lockHash) return;
+  if (lstatSync('node_modules', { throwIfNoEntry: false })?.isSymbolicLink()) {
+    // npm ci empties node_modules/ through the link, under every checkout that shares it: never do that here.
+    if (!existsSync('node_modules')) {
+      console.error(`node_modules is a link to a directory that does not exist; remove the link or point it at an install`);
+      process.exit(1);
+    }
+    if (recorded !== undefined) {
+      console.error(`> node_modules links to ${realpathSync('node_modules')}, installed from another package-lock.json; not reinstalling through a link (run npm ci where it points, or replace the link)`);
+    }
+    return;
+  }
+  const installedAt = existsSync('node_modules/.package-lock.json') ? statSync('node_modules/.package-lock.json').mtimeMs : 0;
+  if (recorded === undefined && installedAt > statSync('package-lock.json').mtimeMs) {
+    // Installed before installs were recorded, and since the last change of the lock: adopt it.
+    writeFileSync(lockRecord, `${lockHash}\n`);
+    return;
+  }
+  const why = installedAt === 0 ? 'dependencies are not installed' : 'package-lock.json changed since the last install';
+  run(why, 'npm ci --no-audit --no-fund');
+  writeFileSync(lockRecord, `${lockHash}\n`);
+}
 
-const generated = mtime('generated/model.ts');
-if (generated === 0) run('generated/ is missing', 'npm run -s generate');
-else if (Math.max(newest('spec'), newest('generator'), mtime('runtime/model.ts')) > generated) run('spec/ or generator/ changed', 'npm run -s generate');
+function ensureGenerated() {
+  const current = sourceHashes();
+  const recordText = read(join('generated', sourceRecordFile));
+  let why;
+  if (!existsSync('generated/model.ts')) why = 'generated/ is missing';
+  else if (recordText === undefined) why = `generated/ does not record what it was generated from (generated/${sourceRecordFile})`;
+  else {
+    let recorded = {};
+    try {
+      recorded = JSON.parse(recordText);
+    } catch {
+      // an unreadable record: every source counts as changed
+    }
+    const changed = Object.keys(current).filter((s) => recorded[s] !== current[s]);
+    if (changed.length === 0) return;
+    why = `${changed.join(' and ')} changed since the last generate`;
+  }
+  // The generator records the hashes of what it read.
+  run(why, 'npm run -s generate');
+}
+
+ensureInstalled();
+if (!process.argv.includes('--install-only')) ensureGenerated();

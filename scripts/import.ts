@@ -4,12 +4,12 @@
 // "$<type>:<name>" (the record of that type with that name, e.g. "$repo:nginx"); records without one go
 // under --parent.
 import { readFileSync } from 'node:fs';
-import { parseArgs } from 'node:util';
-import { ConfigError, readConfig } from '../runtime/config.js';
+import { ConfigError, ensureDataDir, readConfig } from '../runtime/config.js';
 import type { ResourceModel } from '../runtime/model.js';
 import type { Row } from '../runtime/records.js';
 import { loadGenerated, openResources } from '../runtime/server.js';
 import { loadValidators, violationsOf } from '../runtime/validation.js';
+import { parseCommandLine } from './cli-args.js';
 
 class ImportError extends Error {}
 
@@ -40,8 +40,21 @@ function parseRecords(file: string): Row[] {
   return records;
 }
 
+const { values, positionals } = parseCommandLine({
+  name: 'import',
+  usage: `
+usage: npm run import -- <resource> <file> [--parent UID]
+Loads records (a JSON array or NDJSON) into a resource of DATA_DIR (./data), all or nothing; the server may run.
+  <resource>     a collection, e.g. advisories, artifacts, images (without arguments: the list)
+  --parent UID   the parent of records that name none, and the organization "$ORG" stands for
+A record's "parent" is a uid, "$ORG", or "$<type>:<name>" (e.g. "$repo:nginx").`,
+  options: { parent: { type: 'string' } },
+  allowPositionals: true,
+});
+
 async function main(): Promise<void> {
-  const { values, positionals } = parseArgs({ allowPositionals: true, options: { parent: { type: 'string' } } });
+  const config = readConfig();
+  ensureDataDir(config);
   const [collection, file] = positionals;
   const generated = await loadGenerated();
   const { model } = generated;
@@ -60,7 +73,6 @@ async function main(): Promise<void> {
     }
   }
 
-  const config = readConfig();
   console.log(`importing ${records.length} ${r.collection} from ${file} into ${config.databaseFile}`);
   const { store, resources } = await openResources({ ...config, log: false }, generated);
   try {

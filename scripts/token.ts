@@ -1,16 +1,29 @@
 // npm run -s token [-- --identity UID] [--ttl SECONDS]: prints a token (and nothing else) for the owner made on
 // first start, or for any identity. Reads DATA_DIR; works whether or not the server runs.
-import { parseArgs } from 'node:util';
 import { readBootstrap } from '../runtime/bootstrap.js';
-import { ConfigError, defaultIssuer, readConfig } from '../runtime/config.js';
+import { ConfigError, ensureDataDir, readConfig } from '../runtime/config.js';
 import { TokenIssuer, maxTokenSeconds } from '../runtime/issuer.js';
+import { issuerInUse } from '../runtime/issuer-record.js';
 import { loadGenerated, openResources } from '../runtime/server.js';
+import { parseCommandLine } from './cli-args.js';
 
 class TokenError extends Error {}
 
+const { values } = parseCommandLine({
+  name: 'token',
+  usage: `
+usage: npm run -s token [-- --identity UID] [--ttl SECONDS]
+Prints a token of this server on stdout, and nothing else: for the owner made on first start, or for --identity.
+  --identity UID   the identity the token is for (default: the owner in DATA_DIR/bootstrap.json)
+  --ttl SECONDS    how long it lasts, 1 to ${maxTokenSeconds} (default ${maxTokenSeconds})
+Reads DATA_DIR (./data); the server need not run. The token's issuer and audience are those the server of
+DATA_DIR last started with (DATA_DIR/issuer.json), unless ISSUER_URL or TOKEN_AUDIENCE are set.`,
+  options: { identity: { type: 'string' }, ttl: { type: 'string', default: String(maxTokenSeconds) } },
+});
+
 async function main(): Promise<void> {
-  const { values } = parseArgs({ options: { identity: { type: 'string' }, ttl: { type: 'string', default: String(maxTokenSeconds) } } });
   const config = readConfig();
+  ensureDataDir(config);
   const ttl = Number(values.ttl);
   if (!Number.isInteger(ttl) || ttl <= 0 || ttl > maxTokenSeconds) throw new TokenError(`--ttl must be 1 to ${maxTokenSeconds} seconds`);
   let subject = values.identity;
@@ -28,8 +41,9 @@ async function main(): Promise<void> {
       await store.close();
     }
   }
-  const issuer = await TokenIssuer.open(config.dataDir, defaultIssuer(config), config.audience ?? defaultIssuer(config));
-  process.stdout.write(`${(await issuer.mint(subject, ttl)).token}\n`);
+  const { issuer, audience } = issuerInUse(config);
+  const tokens = await TokenIssuer.open(config.dataDir, issuer, audience);
+  process.stdout.write(`${(await tokens.mint(subject, ttl)).token}\n`);
 }
 
 main().catch((e) => {

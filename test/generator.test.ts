@@ -4,7 +4,9 @@ import { cpSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync, writ
 import { join, relative } from 'node:path';
 import { test } from 'uvu';
 import * as assert from 'uvu/assert';
+import { loadSpec } from '../generator/spec.js';
 import { loadGenerated } from '../runtime/server.js';
+import { sourceHashes } from '../scripts/source-hash.mjs';
 import { startTestServer } from './support/server.js';
 
 // Generated code imports packages, so scratch output lives inside the project where node_modules resolves.
@@ -34,7 +36,8 @@ test('two runs give byte-identical output, each file marked as generated', () =>
   const b = generate('spec', join(scratch, 'b'));
   assert.is(a.status, 0, a.stderr);
   assert.is(b.status, 0, b.stderr);
-  assert.match(a.stdout, /generated \d+ files .* from 7 domains, \d+ resources, \d+ routes in \d+ ms/);
+  const spec = loadSpec('spec');
+  assert.match(a.stdout, new RegExp(`generated \\d+ files .* from ${spec.domains.length} domains, ${Object.keys(spec.resources).length} resources, \\d+ routes in \\d+ ms`));
   const fa = files(join(scratch, 'a'));
   const fb = files(join(scratch, 'b'));
   assert.equal(Object.keys(fa).sort(), Object.keys(fb).sort());
@@ -45,6 +48,8 @@ test('two runs give byte-identical output, each file marked as generated', () =>
   for (const expected of ['openapi.json', 'model.ts', 'entities.ts', 'routes.ts', 'validators/bodies.cjs', 'validators/queries.cjs']) {
     assert.ok(expected in fa, `${expected} is generated`);
   }
+  const { $comment: _, ...recorded } = JSON.parse(fa['.source-hash']);
+  assert.equal(recorded, sourceHashes(), 'the record of its sources is what ensure-ready compares');
 });
 
 test('a wrong spec fails with the file, the path inside it and what is wrong, and generates nothing', () => {

@@ -1,5 +1,5 @@
 // npm start's process: configuration errors, persistence across restarts, clean shutdown on SIGTERM.
-import { mkdtempSync, rmSync } from 'node:fs';
+import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { test } from 'uvu';
@@ -48,6 +48,28 @@ test('data survives a restart and SIGTERM shuts down cleanly; npm run token work
   } finally {
     second.child.kill('SIGTERM');
     await exitOf(second.child);
+  }
+});
+
+test('a token from npm run token is accepted by the server of its DATA_DIR on any port', async () => {
+  const fresh = mkdtempSync(join(tmpdir(), 'platform-api-port-'));
+  // No ISSUER_URL: the issuer is where the server listens, a port only it knows.
+  const server = await spawnServer({ PORT: '0', DATA_DIR: fresh });
+  try {
+    assert.is.not(new URL(server.url).port, '8080');
+    assert.equal(JSON.parse(readFileSync(join(fresh, 'issuer.json'), 'utf8')), { issuer: server.url, audience: server.url });
+    const minted = await runScript('scripts/token.ts', [], { DATA_DIR: fresh });
+    assert.is(minted.status, 0, minted.stderr);
+    const { organization } = JSON.parse(readFileSync(join(fresh, 'bootstrap.json'), 'utf8'));
+    const res = await fetch(`${server.url}/registry/v2/repos?uidp.descendants_of=${organization}`, { headers: { authorization: `Bearer ${minted.stdout.trim()}` } });
+    assert.is(res.status, 200, await res.text());
+    const explicit = await runScript('scripts/token.ts', [], { DATA_DIR: fresh, ISSUER_URL: 'http://elsewhere.test' });
+    const refused = await fetch(`${server.url}/registry/v2/repos?uidp.descendants_of=${organization}`, { headers: { authorization: `Bearer ${explicit.stdout.trim()}` } });
+    assert.is(refused.status, 401, 'ISSUER_URL set for the token command wins over the record');
+  } finally {
+    server.child.kill('SIGTERM');
+    await exitOf(server.child);
+    rmSync(fresh, { recursive: true, force: true });
   }
 });
 

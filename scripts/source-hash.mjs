@@ -1,0 +1,30 @@
+// What generated/ is made from, as content hashes: the spec, generator/ and runtime/model.ts. The generator
+// records them beside its output (.source-hash); ensure-ready regenerates when they differ from the record.
+// Plain Node: ensure-ready runs before any install.
+import { createHash } from 'node:crypto';
+import { existsSync, readdirSync, readFileSync, statSync } from 'node:fs';
+import { join, relative } from 'node:path';
+
+export const sourceRecordFile = '.source-hash';
+
+const hash = (data) => createHash('sha256').update(data).digest('hex');
+
+/** A file's hash, or a directory's: its files' paths and contents in a fixed order, so renames count. */
+function hashOf(path) {
+  if (!existsSync(path)) return 'missing';
+  if (!statSync(path).isDirectory()) return hash(readFileSync(path));
+  const files = [];
+  const walk = (dir) => {
+    for (const e of readdirSync(dir, { withFileTypes: true })) {
+      if (e.isDirectory()) walk(join(dir, e.name));
+      else files.push(join(dir, e.name));
+    }
+  };
+  walk(path);
+  return hash(files.map((f) => `${relative(path, f)}\0${hash(readFileSync(f))}\n`).sort().join(''));
+}
+
+/** The hashes by source, named as ensure-ready reports them; paths from the project root, as npm runs scripts. */
+export function sourceHashes(specDir = 'spec') {
+  return { 'spec/': hashOf(specDir), 'generator/': hashOf('generator'), 'runtime/model.ts': hashOf('runtime/model.ts') };
+}

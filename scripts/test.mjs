@@ -1,0 +1,27 @@
+// npm test [-- DIR [PATTERN]]: runs the uvu tests and adds the line uvu's summary lacks, "Failed: N".
+// uvu counts skipped tests outside Total, so failed = Total - Passed. A run whose counts show a failure
+// exits 1 even when uvu would exit 0 (it does when a before hook throws).
+import { spawn } from 'node:child_process';
+
+const args = process.argv.length > 2 ? process.argv.slice(2) : ['test', '\\.test\\.ts$'];
+const child = spawn(process.execPath, ['--import', 'tsx', 'node_modules/uvu/bin.js', ...args, '--no-color'], { stdio: ['inherit', 'pipe', 'inherit'] });
+let output = '';
+child.stdout.on('data', (chunk) => {
+  process.stdout.write(chunk);
+  output += chunk;
+});
+child.on('close', (code, signal) => {
+  const count = (label) => {
+    const all = [...output.matchAll(new RegExp(`^\\s*${label}:\\s+(\\d+)`, 'gm'))];
+    return all.length ? Number(all[all.length - 1][1]) : undefined;
+  };
+  const total = count('Total');
+  const passed = count('Passed');
+  if (total === undefined || passed === undefined) {
+    console.error(`the test run ended without uvu's summary (${signal ? `signal ${signal}` : `exit status ${code}`})`);
+    process.exit(code || 1);
+  }
+  const failed = total - passed;
+  process.stdout.write(`  Failed:    ${failed}\n\n`);
+  process.exit(failed > 0 ? 1 : code ?? 1);
+});
