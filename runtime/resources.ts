@@ -7,6 +7,7 @@ import { PageToken, type Cursor } from './page-token.js';
 import { canonicalTimestamp, inputObject, now, outputObject, toResource, withDefaults, type Row } from './records.js';
 import { groupOf, outboxEntity, outboxRow, type NewEvent } from './outbox.js';
 import { together, type Sql } from './sql.js';
+import { containsPattern } from './sql-filter.js';
 import type { Store } from './store.js';
 import { Table, type Order } from './table.js';
 import { ancestorsOf, descendantRange, isUidPath, newChildUid, newRootUid } from './uid.js';
@@ -40,7 +41,7 @@ function filterWhere(req: ListRequest): Where[] {
     switch (filter.match) {
       case 'exact': return { [filter.field]: value };
       case 'anyOf': return { [filter.field]: { $in: value } };
-      case 'contains': return { [filter.field]: { $like: `%${String(value)}%` } };
+      case 'contains': return { [filter.field]: { $like: containsPattern(String(value)) } };
       case 'atLeast': return { [filter.field]: { $gte: value } };
       case 'atMost': return { [filter.field]: { $lte: value } };
     }

@@ -27,7 +27,16 @@ function sqlValue(v: unknown, column: Column): unknown {
   throw new UnsupportedFilter(`value ${JSON.stringify(v)} for ${column.name}`);
 }
 
-const comparisons: Record<string, string> = { $gt: '>', $gte: '>=', $lt: '<', $lte: '<=', $like: 'like' };
+// A $like pattern escapes its wildcards with a backslash (see containsPattern).
+const comparisons: Record<string, string> = { $gt: '> ?', $gte: '>= ?', $lt: '< ?', $lte: '<= ?', $like: "like ? escape '\\'" };
+
+/**
+ * The $like pattern for "contains this text": % and _ in the text match themselves, not any characters. The
+ * ORM's own $like has no ESCAPE clause, so such a pattern is only meant for this compiler.
+ */
+export function containsPattern(text: string): string {
+  return `%${text.replace(/[\\%_]/g, '\\$&')}%`;
+}
 
 /** One column (or JSON path in it) against a value or an operator object. */
 function condition(target: string, column: Column, value: unknown, params: unknown[]): string {
@@ -57,7 +66,7 @@ function condition(target: string, column: Column, value: unknown, params: unkno
       }
     } else if (op in comparisons) {
       params.push(sqlValue(operand, column));
-      parts.push(`${target} ${comparisons[op]} ?`);
+      parts.push(`${target} ${comparisons[op]}`);
     } else {
       throw new UnsupportedFilter(`operator ${op}`);
     }
