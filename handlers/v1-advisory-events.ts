@@ -12,7 +12,7 @@ import { invalidArgument, notFound } from '../runtime/errors.js';
 import { operationOf, type ResourceModel } from '../runtime/model.js';
 import { now, type Row } from '../runtime/records.js';
 import { body, pathParams } from '../runtime/route-operations.js';
-import { parentOf } from '../runtime/uid.js';
+import { parentOf, uidCapture } from '../runtime/uid.js';
 import { check } from '../runtime/validation.js';
 import type { V1Deps, V1Extension, V1Presenter } from './v1.js';
 
@@ -73,7 +73,7 @@ function addAdvisoryEventRoutes(router: Router, advisories: ResourceModel, shape
     ctx.body = v1Event(updated, index);
   });
 
-  router.put(/^\/vulnerabilities\/v1\/advisory_events\/(.+)$/, async (ctx) => {
+  router.put(new RegExp(`^/vulnerabilities/v1/advisory_events/${uidCapture}$`), async (ctx) => {
     const { id } = pathParams(ctx, ['id']);
     const advisory = parentOf(id);
     if (!advisory) throw invalidArgument([{ field: 'id', description: 'an advisory event id is its advisory uid, a slash, and 16 hex digits' }]);

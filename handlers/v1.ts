@@ -16,7 +16,7 @@ import { operationOf, type ApiModel, type FieldModel, type ResourceModel } from 
 import type { Row } from '../runtime/records.js';
 import type { Resources } from '../runtime/resources.js';
 import { body, pathParams, type Prepare } from '../runtime/route-operations.js';
-import { isUidPath, parentOf } from '../runtime/uid.js';
+import { isUidPath, parentOf, uidCapture } from '../runtime/uid.js';
 import { check, type Validators } from '../runtime/validation.js';
 
 export interface V1Deps {
@@ -209,12 +209,12 @@ export function createV1Router(deps: V1Deps, extensions: Record<string, V1Extens
         });
       } else {
         const inPath: Middleware = async (ctx) => createIn(ctx, ctx.captures?.length ? pathParams(ctx, ['parent']).parent : undefined, body(ctx));
-        if (r.parent) router.post(new RegExp(`^${base}/(.+)$`), inPath);
+        if (r.parent) router.post(new RegExp(`^${base}/${uidCapture}$`), inPath);
         if (!r.parent || r.parentOptional) router.post(new RegExp(`^${base}$`), inPath);
       }
     }
     if (update) {
-      router.put(new RegExp(`^${base}/(.+)$`), async (ctx) => {
+      router.put(new RegExp(`^${base}/${uidCapture}$`), async (ctx) => {
         const uid = pathParams(ctx, ['id']).id;
         const data = shape.in(body(ctx));
         await policy.requireCapability(principal(ctx), update.capability, scopeOf(uid));
@@ -224,7 +224,7 @@ export function createV1Router(deps: V1Deps, extensions: Record<string, V1Extens
       });
     }
     if (remove) {
-      router.delete(new RegExp(`^${base}/(.+)$`), async (ctx) => {
+      router.delete(new RegExp(`^${base}/${uidCapture}$`), async (ctx) => {
         const uid = pathParams(ctx, ['id']).id;
         await policy.requireCapability(principal(ctx), remove.capability, scopeOf(uid));
         await resources.delete(r, uid, principal(ctx).subject);
