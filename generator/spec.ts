@@ -189,8 +189,9 @@ export function loadSpec(specDir: string): ApiModel {
 
 function toResource(domain: string, r: RawResource, at: string, problems: string[]): ResourceModel {
   const all = { ...standardFields, ...r.fields };
-  for (const f of Object.keys(r.fields)) {
-    if (f in standardFields) problems.push(`${at}/fields/${f}: is a standard field, declared by the server`);
+  for (const [name, f] of Object.entries(r.fields)) {
+    if (name in standardFields) problems.push(`${at}/fields/${name}: is a standard field, declared by the server`);
+    if (f.setOnCreate && (f.type !== 'timestamp' || !f.outputOnly || f.repeated)) problems.push(`${at}/fields/${name}/setOnCreate: only for an output-only timestamp`);
   }
   const filters = r.filters ?? [];
   filters.forEach((flt, j) => {

@@ -13,6 +13,8 @@ export interface FieldModel {
   immutable?: boolean;
   /** shown by the create response alone */
   createOnly?: boolean;
+  /** an output-only timestamp set to the record's create time */
+  setOnCreate?: boolean;
   pattern?: string;
   minLength?: number;
   maxLength?: number;

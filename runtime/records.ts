@@ -57,11 +57,12 @@ export function canonicalTimestamp(value: string): string {
   return new Date(value).toISOString();
 }
 
-/** Declared defaults for fields the body leaves out. */
-export function withDefaults(data: Row, fields: Record<string, FieldModel>): Row {
+/** Declared defaults for fields the body leaves out; fields set on create take the record's create time. */
+export function withDefaults(data: Row, fields: Record<string, FieldModel>, createTime: string): Row {
   const out = { ...data };
   for (const [name, f] of Object.entries(fields)) {
-    if (out[name] === undefined && f.default !== undefined) out[name] = structuredClone(f.default);
+    if (f.setOnCreate) out[name] = createTime;
+    else if (out[name] === undefined && f.default !== undefined) out[name] = structuredClone(f.default);
   }
   return out;
 }

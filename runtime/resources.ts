@@ -179,7 +179,7 @@ export class Resources {
         throw new ApiError('ALREADY_EXISTS', `Already exists: ${r.type} ${uid}`);
       }
       const time = now();
-      let data: Row = { ...withDefaults(inputObject(body, r.fields), r.fields), uid, parentUid: parent ?? null, createTime: time, updateTime: time };
+      let data: Row = { ...withDefaults(inputObject(body, r.fields), r.fields, time), uid, parentUid: parent ?? null, createTime: time, updateTime: time };
       let reveal: Row = {};
       if (prepare) ({ record: data, reveal = {} } = await prepare(data));
       this.checkExclusive(r, data);
