@@ -95,7 +95,9 @@ export function loadSpec(specDir: string): ApiModel {
   const addCapabilities = (caps: RawCapabilities, file: string) => {
     for (const [name, c] of Object.entries(caps)) {
       if (model.capabilities[name]) problems.push(`${file}: /capabilities/${name}: is already declared`);
-      model.capabilities[name] = { v1: c.v1, ...(c.deprecated ? { deprecated: true } : {}), ...(c.internal ? { internal: true } : {}) };
+      model.capabilities[name] = {
+        v1: c.v1, ...(c.deprecated ? { deprecated: true } : {}), ...(c.internal ? { internal: true } : {}), ...(c.extension ? { extension: true } : {}),
+      };
       for (const role of c.roles ?? []) (grants.get(role) ?? grants.set(role, new Set()).get(role)!).add(name);
     }
   };
@@ -139,6 +141,14 @@ export function loadSpec(specDir: string): ApiModel {
     });
   }
   model.domains.sort();
+
+  // Every file has declared its capabilities now: the vocabulary is complete.
+  const vocabulary = Object.keys(model.capabilities);
+  for (const r of Object.values(model.resources)) {
+    resolveCapabilityValues(r.fields, vocabulary);
+    for (const sub of r.subresources) resolveCapabilityValues(sub.fields, vocabulary);
+  }
+  for (const e of model.endpoints) for (const fields of [e.query, e.body, e.response]) resolveCapabilityValues(fields, vocabulary);
 
   for (const r of Object.values(model.resources)) {
     const at = `${origin.get(r.collection)}: resource ${r.collection}`;
@@ -243,6 +253,15 @@ function toResource(domain: string, r: RawResource, at: string, problems: string
     children: [],
     v1: r.v1 && toV1(r.v1, all, filters, ops, r.readOnly ?? false, `${at}/v1`, problems),
   };
+}
+
+/** `values: $capabilities` becomes the capability vocabulary, so that no list of capabilities is written twice. */
+function resolveCapabilityValues(fields: Record<string, FieldModel> | undefined, vocabulary: string[]): void {
+  for (const f of Object.values(fields ?? {})) {
+    if ((f.values as unknown) === '$capabilities') f.values = vocabulary;
+    resolveCapabilityValues(f.fields, vocabulary);
+    if (f.mapValue) resolveCapabilityValues({ value: f.mapValue }, vocabulary);
+  }
 }
 
 /** The field a dotted path names, through nested objects. */

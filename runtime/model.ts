@@ -134,6 +134,8 @@ export interface CapabilityModel {
   v1: string;
   deprecated?: boolean;
   internal?: boolean;
+  /** not in the published contract's Capability enum: an addition of ours */
+  extension?: boolean;
 }
 
 export interface BuiltInRole {
