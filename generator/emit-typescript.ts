@@ -25,6 +25,8 @@ function columnType(f: FieldModel): string {
   switch (f.type) {
     case 'bool': return 'boolean';
     case 'int32': return 'integer';
+    // An INTEGER column, so that order and ranges compare numbers; runtime/table.ts reads it back as exact text.
+    case 'int64': return 'bigint';
     case 'double': return 'double';
     case 'object': case 'map': return 'json';
     default: return 'text';
@@ -49,7 +51,9 @@ function entityProperties(r: ResourceModel): Record<string, Record<string, unkno
     updateTime: { type: 'text' },
   };
   for (const [name, f] of Object.entries(r.fields)) {
-    props[name] = { type: columnType(f), nullable: true, fieldName: snake(name) };
+    const type = columnType(f);
+    // The ORM's own reads (hand-written handlers) get strings, as the wire has them, not JavaScript bigints.
+    props[name] = { type, ...(type === 'bigint' ? { runtimeType: 'string' } : {}), nullable: true, fieldName: snake(name) };
   }
   for (const s of r.subresources) props[`subresource_${s.name}`] = { type: 'json', nullable: true };
   return props;

@@ -4,12 +4,12 @@ import addFormats from 'ajv-formats';
 import standaloneCode from 'ajv/dist/standalone/index.js';
 import type { ApiModel, FieldModel, ResourceModel } from '../runtime/model.js';
 import { operationOf, standardFields } from '../runtime/model.js';
-import { fieldSchema, objectSchema, type JsonSchema } from './json-schema.js';
+import { fieldSchema, int64Text, objectSchema, type JsonSchema } from './json-schema.js';
 
 function newAjv(coerce: boolean): Ajv {
   const ajv = new Ajv({ allErrors: true, strict: false, code: { source: true, esm: false }, coerceTypes: coerce ? 'array' : false });
   addFormats.default(ajv, ['date-time']);
-  ajv.addFormat('int64', /^-?[0-9]+$/);
+  ajv.addFormat('int64', new RegExp(int64Text));
   return ajv;
 }
 

@@ -1,6 +1,6 @@
 // The parameters every List takes (AIP-158 plus skip and hierarchy filters), read from a validated query.
 import { invalidArgument } from './errors.js';
-import { standardFields, type FilterModel, type ResourceModel } from './model.js';
+import { standardFields, type FieldType, type FilterModel, type ResourceModel } from './model.js';
 import { canonicalTimestamp } from './records.js';
 
 export const defaultPageSize = 50;
@@ -42,6 +42,14 @@ export function parseOrderBy(raw: string | undefined, r: ResourceModel): ListReq
   return { key: m[1], field, desc: (m[2] ?? '').toLowerCase() === 'desc' };
 }
 
+/** A filter value in the form stored values have, so that equal values compare equal. */
+function storedForm(value: unknown, type: FieldType): unknown {
+  if (Array.isArray(value)) return value.map((v) => storedForm(v, type));
+  if (type === 'timestamp' && typeof value === 'string') return canonicalTimestamp(value);
+  if (type === 'int64' && (typeof value === 'string' || typeof value === 'number')) return BigInt(value).toString();
+  return value;
+}
+
 export function parseListRequest(q: Query, r: ResourceModel): ListRequest {
   const pageSize = param<number>(q, 'page_size', 'pageSize');
   if (pageSize !== undefined && pageSize < 0) throw invalidArgument([{ field: 'page_size', description: 'must not be negative' }]);
@@ -63,9 +71,8 @@ export function parseListRequest(q: Query, r: ResourceModel): ListRequest {
     filters: r.filters
       .filter((f) => q[f.param] !== undefined && q[f.param] !== '')
       .map((f) => {
-        const isTime = (r.fields[f.field] ?? standardFields[f.field]).type === 'timestamp';
         const value = f.match === 'anyOf' ? (q[f.param] as unknown[]).flatMap((v) => (typeof v === 'string' ? v.split(',') : [v])) : q[f.param];
-        return { filter: f, value: isTime && typeof value === 'string' ? canonicalTimestamp(value) : value };
+        return { filter: f, value: storedForm(value, (r.fields[f.field] ?? standardFields[f.field]).type) };
       }),
   };
 }

@@ -29,6 +29,11 @@ function fieldPath(e: ErrorObject): string {
   return [base, child].filter(Boolean).join('.') || '(body)';
 }
 
+const formats: Record<string, string> = {
+  'date-time': 'an RFC 3339 timestamp',
+  int64: 'an int64: a decimal integer from -9223372036854775808 to 9223372036854775807',
+};
+
 function description(e: ErrorObject, field: string): string {
   switch (e.keyword) {
     case 'required': return `${field} is required`;
@@ -36,7 +41,11 @@ function description(e: ErrorObject, field: string): string {
     case 'pattern': return `${field} must match "${e.params.pattern}"`;
     case 'enum': return `${field} must be one of ${(e.params.allowedValues as string[]).join(', ')}`;
     case 'type': return `${field} must be of type ${[e.params.type].flat().join(' or ')}`;
-    case 'format': return `${field} must be ${e.params.format === 'date-time' ? 'an RFC 3339 timestamp' : `a ${e.params.format}`}`;
+    case 'format': return `${field} must be ${formats[e.params.format] ?? `a ${e.params.format}`}`;
+    case 'minimum': case 'maximum':
+      // The bound of every int64 number (generator/json-schema.ts): beyond it a JSON number is no longer exact.
+      if (Math.abs(e.params.limit) === Number.MAX_SAFE_INTEGER) return `${field} must be sent as a string: a JSON number beyond 2^53 is not exact`;
+      return `${field} must be ${e.params.comparison} ${e.params.limit}`;
     case 'maxLength': return `${field} must be at most ${e.params.limit} characters`;
     case 'minLength': return `${field} must be at least ${e.params.limit} characters`;
     default: return `${field} ${e.message}`;
