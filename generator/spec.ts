@@ -18,7 +18,7 @@ interface RawOperation { capability: string | string[]; event?: string; path?: s
 interface RawResource {
   type: string; collection: string; path?: string; description?: string; parent?: string; parentOptional?: boolean;
   uid?: 'generated' | 'parent'; onParentDelete?: 'restrict' | 'cascade'; readOnly?: boolean; publicRootRecords?: boolean; creatorRole?: string; presenter?: string; onCreate?: string; upsertOn?: string; exclusive?: string[][];
-  fields: Record<string, FieldModel>; filters?: ResourceModel['filters']; orderBy?: Record<string, string>;
+  fields: Record<string, FieldModel>; filters?: ResourceModel['filters']; unservedFilters?: string[]; orderBy?: Record<string, string>;
   defaultOrder?: string; operations: Record<string, RawOperation>;
   subresources?: { name: string; type?: string; fields: Record<string, FieldModel>; get: RawOperation; update?: RawOperation }[];
   v1?: {
@@ -205,12 +205,21 @@ function toResource(domain: string, r: RawResource, at: string, problems: string
   }
   const filters = r.filters ?? [];
   filters.forEach((flt, j) => {
-    const field = all[flt.field];
-    if (!field) problems.push(`${at}/filters/${j}/field: no field "${flt.field}"`);
-    else if (field.repeated || field.type === 'object' || field.type === 'map') {
-      problems.push(`${at}/filters/${j}/field: "${flt.field}" is not a scalar field`);
+    if (flt.field === 'parent') {
+      if (!r.parent) problems.push(`${at}/filters/${j}/field: "parent" needs a parent`);
+      return;
+    }
+    const named = flt.field !== undefined ? [flt.field] : Object.values(flt.fields ?? {}).filter((n): n is string => n !== null);
+    for (const name of named) {
+      const field = all[name];
+      if (!field) problems.push(`${at}/filters/${j}: no field "${name}"`);
+      else if (flt.match !== 'set' && (field.repeated || field.type === 'object' || field.type === 'map')) {
+        problems.push(`${at}/filters/${j}/field: "${name}" is not a scalar field`);
+      }
     }
   });
+  const params = [...filters.map((f) => f.param), ...(r.unservedFilters ?? [])];
+  for (const [i, name] of params.entries()) if (params.indexOf(name) < i) problems.push(`${at}: the list parameter "${name}" is declared twice`);
   const orderBy: Record<string, string> = { ...(r.orderBy ?? {}), uid: 'uid' };
   for (const [key, field] of Object.entries(orderBy)) {
     const f = all[field];
@@ -243,7 +252,7 @@ function toResource(domain: string, r: RawResource, at: string, problems: string
     domain, type: r.type, collection: r.collection, path: r.path ?? r.collection, listPath,
     parent: r.parent, parentOptional: r.parentOptional ?? false, uid: r.uid ?? 'generated',
     onParentDelete: r.onParentDelete ?? 'restrict', readOnly: r.readOnly ?? false, publicRootRecords: r.publicRootRecords ?? false, creatorRole: r.creatorRole, presenter: r.presenter, onCreate: r.onCreate, upsertOn: r.upsertOn, exclusive: r.exclusive ?? [],
-    fields: r.fields, filters, orderBy, defaultOrder: { key: orderKey, desc: direction === 'desc' },
+    fields: r.fields, filters, unservedFilters: r.unservedFilters ?? [], orderBy, defaultOrder: { key: orderKey, desc: direction === 'desc' },
     operations: ops,
     subresources: (r.subresources ?? []).map((s) => ({
       name: s.name, type: s.type ?? `${r.type}${s.name[0].toUpperCase()}${s.name.slice(1)}`, fields: s.fields,

@@ -1,6 +1,6 @@
 // The parameters every List takes (AIP-158 plus skip and hierarchy filters), read from a validated query.
 import { invalidArgument } from './errors.js';
-import { standardFields, type FieldType, type FilterModel, type ResourceModel } from './model.js';
+import { filterField, type FieldType, type FilterModel, type ResourceModel } from './model.js';
 import { canonicalTimestamp } from './records.js';
 
 export const defaultPageSize = 50;
@@ -72,7 +72,7 @@ export function parseListRequest(q: Query, r: ResourceModel): ListRequest {
       .filter((f) => q[f.param] !== undefined && q[f.param] !== '')
       .map((f) => {
         const value = f.match === 'anyOf' ? (q[f.param] as unknown[]).flatMap((v) => (typeof v === 'string' ? v.split(',') : [v])) : q[f.param];
-        return { filter: f, value: storedForm(value, (r.fields[f.field] ?? standardFields[f.field]).type) };
+        return { filter: f, value: storedForm(value, filterField(r, f).type) };
       }),
   };
 }

@@ -38,12 +38,17 @@ function hierarchyWhere(req: ListRequest): Where[] {
 
 function filterWhere(req: ListRequest): Where[] {
   return req.filters.map(({ filter, value }) => {
+    const property = filter.field === 'parent' ? 'parentUid' : filter.field!;
     switch (filter.match) {
-      case 'exact': return { [filter.field]: value };
-      case 'anyOf': return { [filter.field]: { $in: value } };
-      case 'contains': return { [filter.field]: { $like: containsPattern(String(value)) } };
-      case 'atLeast': return { [filter.field]: { $gte: value } };
-      case 'atMost': return { [filter.field]: { $lte: value } };
+      case 'exact': return { [property]: value };
+      case 'anyOf': return { [property]: { $in: value } };
+      case 'contains': return { [property]: { $like: containsPattern(String(value)) } };
+      case 'atLeast': return { [property]: { $gte: value } };
+      case 'atMost': return { [property]: { $lte: value } };
+      case 'set': {
+        const field = filter.fields![String(value)];
+        return field ? { [field]: { $ne: null } } : {};
+      }
     }
   });
 }
