@@ -17,7 +17,7 @@ export class SpecError extends Error {
 interface RawOperation { capability: string | string[]; event?: string; path?: string }
 interface RawResource {
   type: string; collection: string; path?: string; description?: string; parent?: string; parentOptional?: boolean;
-  uid?: 'generated' | 'parent'; onParentDelete?: 'restrict' | 'cascade'; readOnly?: boolean; publicRootRecords?: boolean; creatorRole?: string; presenter?: string; onCreate?: string; upsertOn?: string; exclusive?: string[][];
+  uid?: 'generated' | 'parent'; onParentDelete?: 'restrict' | 'cascade'; readOnly?: boolean; naturalKey?: string[]; publicRootRecords?: boolean; creatorRole?: string; presenter?: string; onCreate?: string; upsertOn?: string; exclusive?: string[][];
   fields: Record<string, FieldModel>; filters?: ResourceModel['filters']; unservedFilters?: string[]; orderBy?: Record<string, string>;
   defaultOrder?: string; operations: Record<string, RawOperation>;
   subresources?: { name: string; type?: string; fields: Record<string, FieldModel>; get: RawOperation; update?: RawOperation }[];
@@ -232,6 +232,13 @@ function toResource(domain: string, r: RawResource, at: string, problems: string
     if (!r.fields[f]) problems.push(`${at}: no field "${f}" (named by upsertOn or exclusive)`);
   }
   if (r.uid === 'parent' && r.parentOptional) problems.push(`${at}/uid: "parent" cannot combine with parentOptional`);
+  for (const k of r.naturalKey ?? []) {
+    const f = all[k];
+    if (k === 'parent' ? !r.parent : !f || k === 'uid') problems.push(`${at}/naturalKey: no field "${k}"`);
+    else if (f && (f.repeated || f.type === 'object' || f.type === 'map')) problems.push(`${at}/naturalKey: "${k}" is not a scalar field`);
+  }
+  // A record's uid is under its parent: a record found by its key must be found under the same parent.
+  if (r.naturalKey && r.parent && !r.naturalKey.includes('parent')) problems.push(`${at}/naturalKey: must include parent`);
 
   const ops: ResourceModel['operations'] = {};
   let listPath: string | undefined;
@@ -251,7 +258,7 @@ function toResource(domain: string, r: RawResource, at: string, problems: string
   return {
     domain, type: r.type, collection: r.collection, path: r.path ?? r.collection, listPath,
     parent: r.parent, parentOptional: r.parentOptional ?? false, uid: r.uid ?? 'generated',
-    onParentDelete: r.onParentDelete ?? 'restrict', readOnly: r.readOnly ?? false, publicRootRecords: r.publicRootRecords ?? false, creatorRole: r.creatorRole, presenter: r.presenter, onCreate: r.onCreate, upsertOn: r.upsertOn, exclusive: r.exclusive ?? [],
+    onParentDelete: r.onParentDelete ?? 'restrict', readOnly: r.readOnly ?? false, naturalKey: r.naturalKey, publicRootRecords: r.publicRootRecords ?? false, creatorRole: r.creatorRole, presenter: r.presenter, onCreate: r.onCreate, upsertOn: r.upsertOn, exclusive: r.exclusive ?? [],
     fields: r.fields, filters, unservedFilters: r.unservedFilters ?? [], orderBy, defaultOrder: { key: orderKey, desc: direction === 'desc' },
     operations: ops,
     subresources: (r.subresources ?? []).map((s) => ({

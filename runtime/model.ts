@@ -75,6 +75,8 @@ export interface ResourceModel {
   uid: 'generated' | 'parent';
   onParentDelete: 'restrict' | 'cascade';
   readOnly: boolean;
+  /** the fields that identify a record (`parent`: its parent's uid); the import is an upsert on them */
+  naturalKey?: string[];
   publicRootRecords: boolean;
   /** a create naming an existing value of this field under the same parent replaces that record */
   upsertOn?: string;
