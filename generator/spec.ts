@@ -57,6 +57,7 @@ function describe(error: ErrorObject): string {
   const where = error.instancePath || '/';
   if (error.keyword === 'additionalProperties') return `${where}: unknown property "${error.params.additionalProperty}"`;
   if (error.keyword === 'enum') return `${where}: ${error.message} (${(error.params.allowedValues as unknown[]).join(', ')})`;
+  if (error.keyword === 'const') return `${where}: must be ${JSON.stringify(error.params.allowedValue)}`;
   return `${where}: ${error.message}`;
 }
 
