@@ -88,7 +88,8 @@ function plan(r: ResourceModel, model: ApiModel, problems: string[]): ResourcePl
     createOnly: Object.entries(r.fields).filter(([, f]) => f.createOnly).map(([k]) => k),
     update: pair.length >= 2 ? { field: pair[0], value: updateValues[0], other: pair[1], otherValue: updateValues[1] } : undefined,
     orderBy: Object.fromEntries(Object.entries(r.orderBy).map(([k, field]) => [k, field])),
-    filters: r.filters.filter((f) => f.match === 'exact' || f.match === 'anyOf'),
+    // Filters on a field of the record: the suite checks them on the records it makes.
+    filters: r.filters.flatMap(({ param, field, match }) => ((match === 'exact' || match === 'anyOf') && field && field !== 'parent' ? [{ param, field, match }] : [])),
     restrictingChildren: r.children.filter((c) => model.resources[c].onParentDelete === 'restrict' && model.resources[c].operations.create),
   };
 }

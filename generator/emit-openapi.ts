@@ -1,7 +1,7 @@
 // The OpenAPI 3.1 document of the model, validated with @readme/openapi-parser before it is written.
 import { validate } from '@readme/openapi-parser';
 import type { ApiModel, Capability, FieldModel, ResourceModel } from '../runtime/model.js';
-import { standardFields } from '../runtime/model.js';
+import { filterField, standardFields } from '../runtime/model.js';
 import { fieldSchema, objectSchema, type JsonSchema } from './json-schema.js';
 import type { Route } from './routes-table.js';
 
@@ -22,9 +22,9 @@ function listParameters(r: ResourceModel): JsonSchema[] {
     q('uidp.ids', { type: 'array', items: { type: 'string' } }, 'Exactly these uids.'),
   ];
   for (const f of r.filters) {
-    const field = r.fields[f.field] ?? standardFields[f.field];
-    const schema = fieldSchema({ ...field, repeated: false, outputOnly: false }, 'output');
-    params.push(q(f.param, f.match === 'anyOf' ? { type: 'array', items: schema } : schema, `${f.match} filter on ${f.field}`));
+    const schema = fieldSchema(filterField(r, f), 'output');
+    const description = f.match === 'set' ? `which field is set: ${Object.entries(f.fields!).map(([v, field]) => `${v}: ${field ?? 'any'}`).join(', ')}` : `${f.match} filter on ${f.field}`;
+    params.push(q(f.param, f.match === 'anyOf' ? { type: 'array', items: schema } : schema, description));
   }
   return params;
 }

@@ -2,14 +2,14 @@
 import { Ajv } from 'ajv';
 import addFormats from 'ajv-formats';
 import standaloneCode from 'ajv/dist/standalone/index.js';
-import type { ApiModel, FieldModel, ResourceModel } from '../runtime/model.js';
-import { operationOf, standardFields } from '../runtime/model.js';
-import { fieldSchema, objectSchema, type JsonSchema } from './json-schema.js';
+import type { ApiModel, ResourceModel } from '../runtime/model.js';
+import { filterField, operationOf, standardFields } from '../runtime/model.js';
+import { fieldSchema, int64Text, objectSchema, type JsonSchema } from './json-schema.js';
 
 function newAjv(coerce: boolean): Ajv {
   const ajv = new Ajv({ allErrors: true, strict: false, code: { source: true, esm: false }, coerceTypes: coerce ? 'array' : false });
   addFormats.default(ajv, ['date-time']);
-  ajv.addFormat('int64', /^-?[0-9]+$/);
+  ajv.addFormat('int64', new RegExp(int64Text));
   return ajv;
 }
 
@@ -17,7 +17,7 @@ const aliases = (snake: string, camel: string, s: JsonSchema) => ({ [snake]: s, 
 
 export function listQuerySchema(r: ResourceModel): JsonSchema {
   const str = { type: 'string' };
-  const properties: Record<string, JsonSchema> = {
+  const properties: Record<string, JsonSchema | boolean> = {
     ...aliases('page_size', 'pageSize', { type: 'integer' }),
     ...aliases('page_token', 'pageToken', str),
     ...aliases('order_by', 'orderBy', str),
@@ -29,11 +29,18 @@ export function listQuerySchema(r: ResourceModel): JsonSchema {
     'uidp.ids': { type: 'array', items: str },
   };
   for (const f of r.filters) {
-    const field: FieldModel = { ...(r.fields[f.field] ?? standardFields[f.field]), repeated: false, outputOnly: false };
-    const s = fieldSchema(field, 'record');
+    const s = fieldSchema(filterField(r, f), 'record');
     properties[f.param] = f.match === 'anyOf' ? { type: 'array', items: s } : s;
   }
-  return { type: 'object', properties };
+  // A parameter of the reference's list that we do not serve is refused as such (the false schema).
+  for (const name of r.unservedFilters) properties[name] = false;
+  return takesOnly(properties);
+}
+
+/** An object of these properties and no others: a query parameter a call does not take is refused by name. */
+function takesOnly(properties: Record<string, JsonSchema | boolean>, required: string[] = []): JsonSchema {
+  const names = Object.keys(properties);
+  return { type: 'object', properties, propertyNames: names.length > 0 ? { enum: names } : false, ...(required.length > 0 ? { required } : {}) };
 }
 
 export function emitValidators(model: ApiModel): { bodies: string; queries: string } {
@@ -57,7 +64,8 @@ export function emitValidators(model: ApiModel): { bodies: string; queries: stri
   }
   for (const e of model.endpoints) {
     if (e.body) add(bodies, bodyExports, `${e.domain}.${e.name}.body`, objectSchema(e.body, 'input', true));
-    add(queries, queryExports, `${e.domain}.${e.name}.query`, { type: 'object', properties: Object.fromEntries(Object.entries(e.query).map(([k, f]) => [k, fieldSchema(f, 'record')])), required: Object.entries(e.query).filter(([, f]) => f.required).map(([k]) => k) });
+    const query = Object.fromEntries(Object.entries(e.query).map(([k, f]) => [k, fieldSchema(f, 'record')]));
+    add(queries, queryExports, `${e.domain}.${e.name}.query`, takesOnly(query, Object.entries(e.query).filter(([, f]) => f.required).map(([k]) => k)));
   }
   return {
     bodies: standaloneCode.default(bodies, bodyExports),

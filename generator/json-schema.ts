@@ -13,6 +13,21 @@ export type JsonSchema = Record<string, unknown>;
 
 const int32 = { minimum: -2147483648, maximum: 2147483647 };
 
+/** The decimal numbers of as many digits as limit, up to limit: at each digit, a smaller one and anything after. */
+function sameLengthUpTo(limit: string): string {
+  const below = [...limit].flatMap((d, i) => (Number(d) > (i === 0 ? 1 : 0) ? [`${limit.slice(0, i)}[${i === 0 ? 1 : 0}-${Number(d) - 1}][0-9]{${limit.length - i - 1}}`] : []));
+  return [...below, limit].join('|');
+}
+
+/**
+ * The int64 format: decimal text of a signed 64-bit integer, leading zeros allowed. 18 digits always fit; 19
+ * digits up to 9223372036854775807, or 9223372036854775808 below zero.
+ */
+export const int64Text = `^(?:-0*(?:[0-9]{1,18}|${sameLengthUpTo('9223372036854775808')})|0*(?:[0-9]{1,18}|${sameLengthUpTo('9223372036854775807')}))$`;
+
+/** Above 2^53 a JSON number has already lost digits when it is parsed: such values must come as strings. */
+const safeInteger = { minimum: -Number.MAX_SAFE_INTEGER, maximum: Number.MAX_SAFE_INTEGER };
+
 function scalarSchema(f: FieldModel, mode: SchemaMode): JsonSchema {
   switch (f.type) {
     case 'string': {
@@ -24,10 +39,11 @@ function scalarSchema(f: FieldModel, mode: SchemaMode): JsonSchema {
     }
     case 'bool': return { type: 'boolean' };
     case 'int32': return { type: 'integer', ...int32, ...bounds(f) };
-    // int64 travels as a JSON string (protojson); a JSON number is accepted on input.
+    // int64 travels as a JSON string (protojson); a JSON number is accepted on input while it is exact. Declared
+    // bounds apply to numbers here and to strings in runtime/records.ts: a JSON Schema bound ignores strings.
     case 'int64': return mode === 'output'
       ? { type: 'string', format: 'int64' }
-      : { type: ['string', 'integer'], pattern: '^-?[0-9]{1,19}$' };
+      : { type: ['string', 'integer'], format: 'int64', ...safeInteger, ...tighter(bounds(f)) };
     case 'double': return { type: 'number', ...bounds(f) };
     case 'timestamp': return { type: 'string', format: 'date-time' };
     case 'duration': return { type: 'string', pattern: '^-?[0-9]{1,12}(\\.[0-9]{1,9})?s$' };
@@ -35,6 +51,14 @@ function scalarSchema(f: FieldModel, mode: SchemaMode): JsonSchema {
     case 'object': return objectSchema(f.fields ?? {}, mode, false);
     case 'map': return { type: 'object', additionalProperties: fieldSchema(f.mapValue!, mode) };
   }
+}
+
+/** Declared bounds within the safe integers. */
+function tighter(b: JsonSchema): JsonSchema {
+  const out: JsonSchema = {};
+  if (typeof b.minimum === 'number' && b.minimum > safeInteger.minimum) out.minimum = b.minimum;
+  if (typeof b.maximum === 'number' && b.maximum < safeInteger.maximum) out.maximum = b.maximum;
+  return out;
 }
 
 function bounds(f: FieldModel): JsonSchema {

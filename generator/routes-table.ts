@@ -1,5 +1,6 @@
 // Every HTTP route of the model, in match order: the one list both the router and the OpenAPI document use.
 import type { ApiModel, EndpointModel, ResourceModel } from '../runtime/model.js';
+import { uidCapture } from '../runtime/uid.js';
 
 export type RouteKind = 'list' | 'get' | 'create' | 'update' | 'delete' | 'subresourceGet' | 'subresourceUpdate' | 'endpoint';
 
@@ -16,7 +17,7 @@ export interface Route {
   endpoint?: EndpointModel;
 }
 
-/** Turns a template such as repos/{repoUid*}/digests/{digest} into an anchored pattern; {x*} may span segments. */
+/** Turns a template such as repos/{repoUid*}/digests/{digest} into an anchored pattern; {x*} is a uid, which may span segments. */
 export function compileTemplate(prefix: string, template: string): Pick<Route, 'path' | 'pattern' | 'params'> {
   const params: string[] = [];
   let pattern = '';
@@ -26,7 +27,7 @@ export function compileTemplate(prefix: string, template: string): Pick<Route, '
     const m = /^\{(\w+)(\*?)\}$/.exec(part);
     if (m) {
       params.push(m[1]);
-      pattern += m[2] ? '(.+)' : '([^/]+)';
+      pattern += m[2] ? uidCapture : '([^/]+)';
       path += `{${m[1]}}`;
     } else {
       pattern += part.replace(/[.*+?^${}()|[\]\\/]/g, '\\$&');
@@ -38,9 +39,9 @@ export function compileTemplate(prefix: string, template: string): Pick<Route, '
 
 function specificity(r: Route): number {
   // Routes with literal text after a multi-segment parameter must be tried before the plain {uid} routes.
-  const wildcard = r.pattern.indexOf('(.+)');
+  const wildcard = r.pattern.indexOf(uidCapture);
   if (wildcard < 0) return 0;
-  return r.pattern.length - wildcard > '(.+)$'.length ? 1 : 2;
+  return r.pattern.length - wildcard > `${uidCapture}$`.length ? 1 : 2;
 }
 
 export function routesOf(model: ApiModel): Route[] {

@@ -17,8 +17,8 @@ export class SpecError extends Error {
 interface RawOperation { capability: string | string[]; event?: string; path?: string }
 interface RawResource {
   type: string; collection: string; path?: string; description?: string; parent?: string; parentOptional?: boolean;
-  uid?: 'generated' | 'parent'; onParentDelete?: 'restrict' | 'cascade'; readOnly?: boolean; publicRootRecords?: boolean; creatorRole?: string; presenter?: string; onCreate?: string; upsertOn?: string; exclusive?: string[][];
-  fields: Record<string, FieldModel>; filters?: ResourceModel['filters']; orderBy?: Record<string, string>;
+  uid?: 'generated' | 'parent'; onParentDelete?: 'restrict' | 'cascade'; readOnly?: boolean; naturalKey?: string[]; publicRootRecords?: boolean; creatorRole?: string; presenter?: string; onCreate?: string; upsertOn?: string; exclusive?: string[][];
+  fields: Record<string, FieldModel>; filters?: ResourceModel['filters']; unservedFilters?: string[]; orderBy?: Record<string, string>;
   defaultOrder?: string; operations: Record<string, RawOperation>;
   subresources?: { name: string; type?: string; fields: Record<string, FieldModel>; get: RawOperation; update?: RawOperation }[];
   v1?: {
@@ -57,6 +57,7 @@ function describe(error: ErrorObject): string {
   const where = error.instancePath || '/';
   if (error.keyword === 'additionalProperties') return `${where}: unknown property "${error.params.additionalProperty}"`;
   if (error.keyword === 'enum') return `${where}: ${error.message} (${(error.params.allowedValues as unknown[]).join(', ')})`;
+  if (error.keyword === 'const') return `${where}: must be ${JSON.stringify(error.params.allowedValue)}`;
   return `${where}: ${error.message}`;
 }
 
@@ -95,7 +96,9 @@ export function loadSpec(specDir: string): ApiModel {
   const addCapabilities = (caps: RawCapabilities, file: string) => {
     for (const [name, c] of Object.entries(caps)) {
       if (model.capabilities[name]) problems.push(`${file}: /capabilities/${name}: is already declared`);
-      model.capabilities[name] = { v1: c.v1, ...(c.deprecated ? { deprecated: true } : {}), ...(c.internal ? { internal: true } : {}) };
+      model.capabilities[name] = {
+        v1: c.v1, ...(c.deprecated ? { deprecated: true } : {}), ...(c.internal ? { internal: true } : {}), ...(c.extension ? { extension: true } : {}),
+      };
       for (const role of c.roles ?? []) (grants.get(role) ?? grants.set(role, new Set()).get(role)!).add(name);
     }
   };
@@ -139,6 +142,14 @@ export function loadSpec(specDir: string): ApiModel {
     });
   }
   model.domains.sort();
+
+  // Every file has declared its capabilities now: the vocabulary is complete.
+  const vocabulary = Object.keys(model.capabilities);
+  for (const r of Object.values(model.resources)) {
+    resolveCapabilityValues(r.fields, vocabulary);
+    for (const sub of r.subresources) resolveCapabilityValues(sub.fields, vocabulary);
+  }
+  for (const e of model.endpoints) for (const fields of [e.query, e.body, e.response]) resolveCapabilityValues(fields, vocabulary);
 
   for (const r of Object.values(model.resources)) {
     const at = `${origin.get(r.collection)}: resource ${r.collection}`;
@@ -189,17 +200,27 @@ export function loadSpec(specDir: string): ApiModel {
 
 function toResource(domain: string, r: RawResource, at: string, problems: string[]): ResourceModel {
   const all = { ...standardFields, ...r.fields };
-  for (const f of Object.keys(r.fields)) {
-    if (f in standardFields) problems.push(`${at}/fields/${f}: is a standard field, declared by the server`);
+  for (const [name, f] of Object.entries(r.fields)) {
+    if (name in standardFields) problems.push(`${at}/fields/${name}: is a standard field, declared by the server`);
+    if (f.setOnCreate && (f.type !== 'timestamp' || !f.outputOnly || f.repeated)) problems.push(`${at}/fields/${name}/setOnCreate: only for an output-only timestamp`);
   }
   const filters = r.filters ?? [];
   filters.forEach((flt, j) => {
-    const field = all[flt.field];
-    if (!field) problems.push(`${at}/filters/${j}/field: no field "${flt.field}"`);
-    else if (field.repeated || field.type === 'object' || field.type === 'map') {
-      problems.push(`${at}/filters/${j}/field: "${flt.field}" is not a scalar field`);
+    if (flt.field === 'parent') {
+      if (!r.parent) problems.push(`${at}/filters/${j}/field: "parent" needs a parent`);
+      return;
+    }
+    const named = flt.field !== undefined ? [flt.field] : Object.values(flt.fields ?? {}).filter((n): n is string => n !== null);
+    for (const name of named) {
+      const field = all[name];
+      if (!field) problems.push(`${at}/filters/${j}: no field "${name}"`);
+      else if (flt.match !== 'set' && (field.repeated || field.type === 'object' || field.type === 'map')) {
+        problems.push(`${at}/filters/${j}/field: "${name}" is not a scalar field`);
+      }
     }
   });
+  const params = [...filters.map((f) => f.param), ...(r.unservedFilters ?? [])];
+  for (const [i, name] of params.entries()) if (params.indexOf(name) < i) problems.push(`${at}: the list parameter "${name}" is declared twice`);
   const orderBy: Record<string, string> = { ...(r.orderBy ?? {}), uid: 'uid' };
   for (const [key, field] of Object.entries(orderBy)) {
     const f = all[field];
@@ -212,6 +233,13 @@ function toResource(domain: string, r: RawResource, at: string, problems: string
     if (!r.fields[f]) problems.push(`${at}: no field "${f}" (named by upsertOn or exclusive)`);
   }
   if (r.uid === 'parent' && r.parentOptional) problems.push(`${at}/uid: "parent" cannot combine with parentOptional`);
+  for (const k of r.naturalKey ?? []) {
+    const f = all[k];
+    if (k === 'parent' ? !r.parent : !f || k === 'uid') problems.push(`${at}/naturalKey: no field "${k}"`);
+    else if (f && (f.repeated || f.type === 'object' || f.type === 'map')) problems.push(`${at}/naturalKey: "${k}" is not a scalar field`);
+  }
+  // A record's uid is under its parent: a record found by its key must be found under the same parent.
+  if (r.naturalKey && r.parent && !r.naturalKey.includes('parent')) problems.push(`${at}/naturalKey: must include parent`);
 
   const ops: ResourceModel['operations'] = {};
   let listPath: string | undefined;
@@ -231,8 +259,8 @@ function toResource(domain: string, r: RawResource, at: string, problems: string
   return {
     domain, type: r.type, collection: r.collection, path: r.path ?? r.collection, listPath,
     parent: r.parent, parentOptional: r.parentOptional ?? false, uid: r.uid ?? 'generated',
-    onParentDelete: r.onParentDelete ?? 'restrict', readOnly: r.readOnly ?? false, publicRootRecords: r.publicRootRecords ?? false, creatorRole: r.creatorRole, presenter: r.presenter, onCreate: r.onCreate, upsertOn: r.upsertOn, exclusive: r.exclusive ?? [],
-    fields: r.fields, filters, orderBy, defaultOrder: { key: orderKey, desc: direction === 'desc' },
+    onParentDelete: r.onParentDelete ?? 'restrict', readOnly: r.readOnly ?? false, naturalKey: r.naturalKey, publicRootRecords: r.publicRootRecords ?? false, creatorRole: r.creatorRole, presenter: r.presenter, onCreate: r.onCreate, upsertOn: r.upsertOn, exclusive: r.exclusive ?? [],
+    fields: r.fields, filters, unservedFilters: r.unservedFilters ?? [], orderBy, defaultOrder: { key: orderKey, desc: direction === 'desc' },
     operations: ops,
     subresources: (r.subresources ?? []).map((s) => ({
       name: s.name, type: s.type ?? `${r.type}${s.name[0].toUpperCase()}${s.name.slice(1)}`, fields: s.fields,
@@ -242,6 +270,15 @@ function toResource(domain: string, r: RawResource, at: string, problems: string
     children: [],
     v1: r.v1 && toV1(r.v1, all, filters, ops, r.readOnly ?? false, `${at}/v1`, problems),
   };
+}
+
+/** `values: $capabilities` becomes the capability vocabulary, so that no list of capabilities is written twice. */
+function resolveCapabilityValues(fields: Record<string, FieldModel> | undefined, vocabulary: string[]): void {
+  for (const f of Object.values(fields ?? {})) {
+    if ((f.values as unknown) === '$capabilities') f.values = vocabulary;
+    resolveCapabilityValues(f.fields, vocabulary);
+    if (f.mapValue) resolveCapabilityValues({ value: f.mapValue }, vocabulary);
+  }
 }
 
 /** The field a dotted path names, through nested objects. */

@@ -10,6 +10,7 @@ import { now } from '../runtime/records.js';
 import type { Store } from '../runtime/store.js';
 import { Table } from '../runtime/table.js';
 import { isUidPath } from '../runtime/uid.js';
+import { checkParameterNames } from '../runtime/validation.js';
 
 const fetchTimeoutMs = 5000;
 const discoveryTtlMs = 10 * 60 * 1000;
@@ -125,6 +126,8 @@ export class TokenExchange {
       }
       const m = /^Bearer\s+(\S+)\s*$/i.exec(ctx.get('authorization'));
       if (!m) throw unauthenticated('present the upstream OIDC token as Authorization: Bearer <token>');
+      // The reference's scope, cap, scopes and identityProvider are not served: refused, not ignored.
+      checkParameterNames(ctx.query, ['identity', 'aud']);
       const identity = [ctx.query.identity].flat()[0];
       if (!identity) throw invalidArgument([{ field: 'identity', description: 'identity (the uid of the identity to assume) is required' }]);
       const aud = [ctx.query.aud].flat()[0] || undefined;

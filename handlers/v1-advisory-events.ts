@@ -12,8 +12,8 @@ import { invalidArgument, notFound } from '../runtime/errors.js';
 import { operationOf, type ResourceModel } from '../runtime/model.js';
 import { now, type Row } from '../runtime/records.js';
 import { body, pathParams } from '../runtime/route-operations.js';
-import { parentOf } from '../runtime/uid.js';
-import { check } from '../runtime/validation.js';
+import { parentOf, uidCapture } from '../runtime/uid.js';
+import { check, checkParameterNames } from '../runtime/validation.js';
 import type { V1Deps, V1Extension, V1Presenter } from './v1.js';
 
 const eventId = (advisory: string, index: number) => `${advisory}/${index.toString(16).padStart(16, '0')}`;
@@ -53,6 +53,7 @@ function addAdvisoryEventRoutes(router: Router, advisories: ResourceModel, shape
   };
 
   router.get(/^\/vulnerabilities\/v1\/advisories\/(.+)\/events$/, async (ctx) => {
+    checkParameterNames(ctx.query);
     const { uid: parentId } = pathParams(ctx, ['uid']);
     await policy.requireCapability(principal(ctx), list.capability, scope(parentId));
     const advisory = await resources.get(advisories, parentId);
@@ -73,7 +74,7 @@ function addAdvisoryEventRoutes(router: Router, advisories: ResourceModel, shape
     ctx.body = v1Event(updated, index);
   });
 
-  router.put(/^\/vulnerabilities\/v1\/advisory_events\/(.+)$/, async (ctx) => {
+  router.put(new RegExp(`^/vulnerabilities/v1/advisory_events/${uidCapture}$`), async (ctx) => {
     const { id } = pathParams(ctx, ['id']);
     const advisory = parentOf(id);
     if (!advisory) throw invalidArgument([{ field: 'id', description: 'an advisory event id is its advisory uid, a slash, and 16 hex digits' }]);

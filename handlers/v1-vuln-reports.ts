@@ -15,6 +15,7 @@ import { canonicalTimestamp, type Row } from '../runtime/records.js';
 import type { Where } from '../runtime/resources.js';
 import { pathParams } from '../runtime/route-operations.js';
 import { parentOf } from '../runtime/uid.js';
+import { checkParameterNames } from '../runtime/validation.js';
 import type { V1Deps, V1Extension } from './v1.js';
 
 const severities = ['CRITICAL', 'HIGH', 'MEDIUM', 'LOW', 'NEGLIGIBLE', 'UNKNOWN'] as const;
@@ -105,6 +106,7 @@ function addVulnReportRoutes(router: Router, reports: ResourceModel, _shape: unk
   };
 
   router.get(/^\/registry\/v1\/repos\/(.+)\/digests\/([^/]+)\/vulnreport$/, async (ctx) => {
+    checkParameterNames(ctx.query);
     const { uid: repo, digest } = pathParams(ctx, ['uid', 'digest']);
     await policy.requireCapability(principal(ctx), single, capabilityScope(model, reports, repo));
     const visible = (await policy.visibility(principal(ctx), single, reports))!;

@@ -16,8 +16,8 @@ import { operationOf, type ApiModel, type FieldModel, type ResourceModel } from 
 import type { Row } from '../runtime/records.js';
 import type { Resources } from '../runtime/resources.js';
 import { body, pathParams, type Prepare } from '../runtime/route-operations.js';
-import { isUidPath } from '../runtime/uid.js';
-import { check, type Validators } from '../runtime/validation.js';
+import { isUidPath, uidCapture } from '../runtime/uid.js';
+import { check, checkParameterNames, type Validators } from '../runtime/validation.js';
 
 export interface V1Deps {
   model: ApiModel; resources: Resources; policy: Policy; validators: Validators;
@@ -120,10 +120,19 @@ export interface V1Presenter {
   in(body: Row): Row;
 }
 
+/** v1's writes take no query parameters: one sent is refused by name, never ignored. Reads check their own. */
+function writesTakeNoQuery(): Middleware {
+  return async (ctx, next) => {
+    if (ctx.method !== 'GET' && ctx.method !== 'HEAD') checkParameterNames(ctx.query);
+    await next();
+  };
+}
+
 /** `extensions` by collection. */
 export function createV1Router(deps: V1Deps, extensions: Record<string, V1Extension> = {}): Router {
   const { model, resources, policy, validators } = deps;
   const router = new Router();
+  router.use(writesTakeNoQuery());
   const principal = (ctx: Context) => ctx.state.principal as Principal;
 
   for (const r of Object.values(model.resources)) {
@@ -156,10 +165,9 @@ export function createV1Router(deps: V1Deps, extensions: Record<string, V1Extens
           query[v2Name] = query[v1Name];
           delete query[v1Name];
         }
-        if (!v1.paged) {
-          delete query.pageSize;
-          delete query.pageToken;
-        }
+        // This v1 list answers every match: a page size or token would be ignored, so it is refused.
+        const paging = v1.paged ? [] : ['pageSize', 'pageToken', 'page_size', 'page_token'].filter((name) => query[name] !== undefined);
+        if (paging.length > 0) throw invalidArgument(paging.map((field) => ({ field, description: `${field}: this list answers every match, it does not page` })));
         check(validators.query(`${r.collection}.list`)!, query);
         const req = parseListRequest(query, r);
         if (typeof id === 'string' && id !== '') req.hierarchy.ids = [...(req.hierarchy.ids ?? []), id];
@@ -199,12 +207,12 @@ export function createV1Router(deps: V1Deps, extensions: Record<string, V1Extens
         });
       } else {
         const inPath: Middleware = async (ctx) => createIn(ctx, ctx.captures?.length ? pathParams(ctx, ['parent']).parent : undefined, body(ctx));
-        if (r.parent) router.post(new RegExp(`^${base}/(.+)$`), inPath);
+        if (r.parent) router.post(new RegExp(`^${base}/${uidCapture}$`), inPath);
         if (!r.parent || r.parentOptional) router.post(new RegExp(`^${base}$`), inPath);
       }
     }
     if (update) {
-      router.put(new RegExp(`^${base}/(.+)$`), async (ctx) => {
+      router.put(new RegExp(`^${base}/${uidCapture}$`), async (ctx) => {
         const uid = pathParams(ctx, ['id']).id;
         const data = shape.in(body(ctx));
         await policy.requireCapability(principal(ctx), update.capability, scopeOf(uid));
@@ -213,7 +221,7 @@ export function createV1Router(deps: V1Deps, extensions: Record<string, V1Extens
       });
     }
     if (remove) {
-      router.delete(new RegExp(`^${base}/(.+)$`), async (ctx) => {
+      router.delete(new RegExp(`^${base}/${uidCapture}$`), async (ctx) => {
         const uid = pathParams(ctx, ['id']).id;
         await policy.requireCapability(principal(ctx), remove.capability, scopeOf(uid));
         await resources.delete(r, uid, principal(ctx).subject);

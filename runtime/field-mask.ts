@@ -4,6 +4,9 @@ import { invalidArgument, type FieldViolation } from './errors.js';
 
 export type FieldMask = { kind: 'fields'; paths: string[] } | { kind: 'replace' };
 
+/** The query parameter an update's mask travels in, as the spec spells it and as the reference's clients do. */
+export const updateMaskParameters = ['update_mask', 'updateMask'];
+
 /** Parses update_mask; without one, the mask is the set of fields present in the body. */
 export function parseFieldMask(raw: string | undefined, body: Record<string, unknown>, fields: Record<string, FieldModel>): FieldMask {
   if (raw === undefined || raw.trim() === '') return { kind: 'fields', paths: Object.keys(body).filter((k) => Object.hasOwn(fields, k) && !fields[k].outputOnly) };

@@ -1,6 +1,6 @@
 // The parameters every List takes (AIP-158 plus skip and hierarchy filters), read from a validated query.
 import { invalidArgument } from './errors.js';
-import { standardFields, type FilterModel, type ResourceModel } from './model.js';
+import { filterField, type FieldType, type FilterModel, type ResourceModel } from './model.js';
 import { canonicalTimestamp } from './records.js';
 
 export const defaultPageSize = 50;
@@ -54,6 +54,14 @@ function count(q: Query, field: string, snake: string, camel?: string): number |
   return value;
 }
 
+/** A filter value in the form stored values have, so that equal values compare equal. */
+function storedForm(value: unknown, type: FieldType): unknown {
+  if (Array.isArray(value)) return value.map((v) => storedForm(v, type));
+  if (type === 'timestamp' && typeof value === 'string') return canonicalTimestamp(value);
+  if (type === 'int64' && (typeof value === 'string' || typeof value === 'number')) return BigInt(value).toString();
+  return value;
+}
+
 export function parseListRequest(q: Query, r: ResourceModel): ListRequest {
   const pageSize = count(q, 'page_size', 'page_size', 'pageSize');
   const skip = count(q, 'skip', 'skip') ?? 0;
@@ -73,9 +81,8 @@ export function parseListRequest(q: Query, r: ResourceModel): ListRequest {
     filters: r.filters
       .filter((f) => q[f.param] !== undefined && q[f.param] !== '')
       .map((f) => {
-        const isTime = (r.fields[f.field] ?? standardFields[f.field]).type === 'timestamp';
         const value = f.match === 'anyOf' ? list(q[f.param]).flatMap((v) => v.split(',')) : q[f.param];
-        return { filter: f, value: isTime && typeof value === 'string' ? canonicalTimestamp(value) : value };
+        return { filter: f, value: storedForm(value, filterField(r, f).type) };
       }),
   };
 }

@@ -13,6 +13,8 @@ export interface FieldModel {
   immutable?: boolean;
   /** shown by the create response alone */
   createOnly?: boolean;
+  /** an output-only timestamp set to the record's create time */
+  setOnCreate?: boolean;
   pattern?: string;
   minLength?: number;
   maxLength?: number;
@@ -36,12 +38,16 @@ export interface FieldModel {
   description?: string;
 }
 
-export type FilterMatch = 'exact' | 'anyOf' | 'contains' | 'atLeast' | 'atMost';
+/** set: the value names which of several fields is set (e.g. how an identity matches tokens). */
+export type FilterMatch = 'exact' | 'anyOf' | 'contains' | 'atLeast' | 'atMost' | 'set';
 
 export interface FilterModel {
   param: string;
-  field: string;
+  /** the field compared: a declared or standard field, or `parent` (the parent's uid); none for `set` */
+  field?: string;
   match: FilterMatch;
+  /** set: each value of the parameter -> the field that must be set, or null for no condition */
+  fields?: Record<string, string | null>;
 }
 
 /** Capabilities needed (all of them), 'authenticated' (any verified caller) or 'none' (anyone). */
@@ -75,6 +81,8 @@ export interface ResourceModel {
   uid: 'generated' | 'parent';
   onParentDelete: 'restrict' | 'cascade';
   readOnly: boolean;
+  /** the fields that identify a record (`parent`: its parent's uid); the import is an upsert on them */
+  naturalKey?: string[];
   publicRootRecords: boolean;
   /** a create naming an existing value of this field under the same parent replaces that record */
   upsertOn?: string;
@@ -89,6 +97,8 @@ export interface ResourceModel {
   /** Declared fields, without uid/createTime/updateTime. */
   fields: Record<string, FieldModel>;
   filters: FilterModel[];
+  /** list parameters of the reference contract this server does not serve: refused by name */
+  unservedFilters: string[];
   /** order_by name -> field; always includes uid. */
   orderBy: Record<string, string>;
   defaultOrder: { key: string; desc: boolean };
@@ -138,6 +148,8 @@ export interface CapabilityModel {
   v1: string;
   deprecated?: boolean;
   internal?: boolean;
+  /** not in the published contract's Capability enum: an addition of ours */
+  extension?: boolean;
 }
 
 export interface BuiltInRole {
@@ -159,6 +171,13 @@ export interface ApiModel {
   /** v2 enum name -> v1 form */
   capabilities: Record<string, CapabilityModel>;
   roles: BuiltInRole[];
+}
+
+/** What a filter's parameter holds: the field it compares, the parent's uid, or the values of a `set` filter. */
+export function filterField(r: ResourceModel, f: FilterModel): FieldModel {
+  if (f.match === 'set') return { type: 'enum', values: Object.keys(f.fields ?? {}) };
+  if (f.field === 'parent') return { type: 'string', description: "the parent's uid" };
+  return { ...(r.fields[f.field!] ?? standardFields[f.field!]), repeated: false, outputOnly: false };
 }
 
 /** Fields every resource has, maintained by the server. */

@@ -1,4 +1,5 @@
 // Between stored records and JSON: what a request may write and what a response shows.
+import { invalidArgument } from './errors.js';
 import type { FieldModel, ResourceModel } from './model.js';
 
 export type Row = Record<string, unknown>;
@@ -31,25 +32,38 @@ export function toResource(row: Row, r: ResourceModel): Row {
 }
 
 /**
- * A validated body reduced to what may be stored, int64 as strings. Output-only fields are dropped from
- * requests and kept from imported records (`source: 'record'`).
+ * A validated body reduced to what may be stored, int64 as canonical decimal text. Output-only fields are
+ * dropped from requests and kept from imported records (`source: 'record'`). `at` is the path of the body.
  */
-export function inputObject(body: Row, fields: Record<string, FieldModel>, source: 'request' | 'record' = 'request'): Row {
+export function inputObject(body: Row, fields: Record<string, FieldModel>, source: 'request' | 'record' = 'request', at = ''): Row {
   const out: Row = {};
   for (const [name, f] of Object.entries(fields)) {
     if ((f.outputOnly && source === 'request') || !(name in body) || body[name] === null) continue;
-    out[name] = inputValue(body[name], f, source);
+    out[name] = inputValue(body[name], f, source, at ? `${at}.${name}` : name);
   }
   return out;
 }
 
-function inputValue(value: unknown, f: FieldModel, source: 'request' | 'record'): unknown {
-  if (f.repeated && Array.isArray(value)) return value.map((v) => inputValue(v, { ...f, repeated: false }, source));
-  if (f.type === 'object') return inputObject(value as Row, f.fields ?? {}, source);
-  if (f.type === 'map') return Object.fromEntries(Object.entries(value as Row).map(([k, v]) => [k, inputValue(v, f.mapValue!, source)]));
-  if (f.type === 'int64') return String(value);
+function inputValue(value: unknown, f: FieldModel, source: 'request' | 'record', at: string): unknown {
+  if (f.repeated && Array.isArray(value)) return value.map((v, i) => inputValue(v, { ...f, repeated: false }, source, `${at}[${i}]`));
+  if (f.type === 'object') return inputObject(value as Row, f.fields ?? {}, source, at);
+  if (f.type === 'map') return Object.fromEntries(Object.entries(value as Row).map(([k, v]) => [k, inputValue(v, f.mapValue!, source, `${at}.${k}`)]));
+  if (f.type === 'int64') return int64Value(value as string | number, f, at);
   if (f.type === 'timestamp') return canonicalTimestamp(value as string);
   return value;
+}
+
+/**
+ * An int64 (validated: a safe integer, or decimal text in the int64 range) as canonical text, within the
+ * field's declared bounds: the validators check those for numbers only, as a JSON Schema bound ignores text.
+ */
+function int64Value(value: string | number, f: FieldModel, at: string): string {
+  const n = BigInt(value);
+  if ((f.minimum !== undefined && n < BigInt(Math.ceil(f.minimum))) || (f.maximum !== undefined && n > BigInt(Math.floor(f.maximum)))) {
+    const range = [f.minimum !== undefined ? `at least ${f.minimum}` : '', f.maximum !== undefined ? `at most ${f.maximum}` : ''].filter(Boolean).join(' and ');
+    throw invalidArgument([{ field: at, description: `${at} must be ${range}` }]);
+  }
+  return n.toString();
 }
 
 /** Timestamps are stored in one form (UTC, milliseconds) so that text order is time order. */
@@ -57,11 +71,12 @@ export function canonicalTimestamp(value: string): string {
   return new Date(value).toISOString();
 }
 
-/** Declared defaults for fields the body leaves out. */
-export function withDefaults(data: Row, fields: Record<string, FieldModel>): Row {
+/** Declared defaults for fields the body leaves out; fields set on create take the record's create time. */
+export function withDefaults(data: Row, fields: Record<string, FieldModel>, createTime: string): Row {
   const out = { ...data };
   for (const [name, f] of Object.entries(fields)) {
-    if (out[name] === undefined && f.default !== undefined) out[name] = structuredClone(f.default);
+    if (f.setOnCreate) out[name] = createTime;
+    else if (out[name] === undefined && f.default !== undefined) out[name] = structuredClone(f.default);
   }
   return out;
 }

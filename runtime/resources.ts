@@ -8,6 +8,7 @@ import { canonicalTimestamp, inputObject, now, outputObject, toResource, withDef
 import { groupOf, outboxEntity, outboxRow, type NewEvent } from './outbox.js';
 import type { WriteGuard } from './authorization.js';
 import { together, type Sql } from './sql.js';
+import { containsPattern } from './sql-filter.js';
 import type { Store } from './store.js';
 import { Table, type Order } from './table.js';
 import { ancestorsOf, descendantRange, isUidPath, newChildUid, newRootUid } from './uid.js';
@@ -48,12 +49,17 @@ function hierarchyWhere(req: ListRequest): Where[] {
 
 function filterWhere(req: ListRequest): Where[] {
   return req.filters.map(({ filter, value }) => {
+    const property = filter.field === 'parent' ? 'parentUid' : filter.field!;
     switch (filter.match) {
-      case 'exact': return { [filter.field]: value };
-      case 'anyOf': return { [filter.field]: { $in: value } };
-      case 'contains': return { [filter.field]: { $like: `%${String(value)}%` } };
-      case 'atLeast': return { [filter.field]: { $gte: value } };
-      case 'atMost': return { [filter.field]: { $lte: value } };
+      case 'exact': return { [property]: value };
+      case 'anyOf': return { [property]: { $in: value } };
+      case 'contains': return { [property]: { $like: containsPattern(String(value)) } };
+      case 'atLeast': return { [property]: { $gte: value } };
+      case 'atMost': return { [property]: { $lte: value } };
+      case 'set': {
+        const field = filter.fields![String(value)];
+        return field ? { [field]: { $ne: null } } : {};
+      }
     }
   });
 }
@@ -210,7 +216,7 @@ export class Resources {
         throw new ApiError('ALREADY_EXISTS', `Already exists: ${r.type} ${uid}`);
       }
       const time = now();
-      let data: Row = { ...withDefaults(inputObject(body, r.fields), r.fields), uid, parentUid: parent ?? null, createTime: time, updateTime: time };
+      let data: Row = { ...withDefaults(inputObject(body, r.fields), r.fields, time), uid, parentUid: parent ?? null, createTime: time, updateTime: time };
       let reveal: Row = {};
       if (prepare) ({ record: data, reveal = {} } = await prepare(data));
       this.checkExclusive(r, data);
@@ -295,32 +301,68 @@ export class Resources {
   }
 
   /**
-   * Stores imported records in one transaction: all or nothing. Each record names its parent uid (or none for
-   * root records); createTime/updateTime are kept when given. Records must already be validated.
+   * Loads imported records in one transaction, all or nothing, as an upsert on the resource's natural key: a
+   * record whose key matches a stored one replaces that record's fields and keeps its uid (and its createTime
+   * unless it gives one); any other record is created. Each record names its parent uid (or none for root
+   * records); createTime/updateTime are kept when given. Records must already be validated.
    */
-  async importRecords(r: ResourceModel, records: { parent?: string; data: Row }[]): Promise<number> {
+  async importRecords(r: ResourceModel, records: { parent?: string; data: Row }[]): Promise<{ created: number; updated: number }> {
+    const naturalKey = r.naturalKey;
+    if (!naturalKey) throw new Error(`${r.collection} declares no naturalKey: the import cannot tell a new record from a stored one`);
     // Stored in the one form the list filters and cursors compare.
     const given = (t: unknown) => (typeof t === 'string' ? canonicalTimestamp(t) : undefined);
+    const keyOf = (row: Row) => JSON.stringify(naturalKey.map((k) => row[k === 'parent' ? 'parentUid' : k] ?? null));
     const table = this.table(r.type);
-    const count = await this.store.transaction(async (sql) => {
-      const parents = new Set<string>();
+    const result = await this.store.transaction(async (sql) => {
+      /** Stored records by natural key, read once per parent: a key includes the parent wherever there is one. */
+      const stored = new Map<string, Row>();
+      const scopesRead = new Set<string | null>();
+      const inFile = new Map<string, number>();
+      let created = 0;
       for (const [i, { parent, data }] of records.entries()) {
-        if (parent !== undefined && r.parent && !parents.has(parent)) {
-          checkUid(parent, `record ${i + 1}: parent`);
-          await this.find(this.model.resources[r.parent], parent, sql);
-          parents.add(parent);
+        const at = `record ${i + 1}`;
+        const scope = parent ?? null;
+        if (!scopesRead.has(scope)) {
+          if (parent !== undefined && r.parent) {
+            checkUid(parent, `${at}: parent`);
+            await this.find(this.model.resources[r.parent], parent, sql);
+          }
+          const rows = await table.find(r.parent ? { parentUid: scope } : {}, [{ property: 'uid', desc: false }], -1, 0, sql);
+          for (const row of rows) stored.set(keyOf(row), row);
+          scopesRead.add(scope);
         }
+        let fields: Row;
+        try {
+          fields = inputObject(data, r.fields, 'record');
+        } catch (e) {
+          throw e instanceof ApiError ? new ApiError(e.codeName, `${at}: ${e.message}`, e.details) : e;
+        }
+        const record: Row = { ...fields, parentUid: scope, createTime: given(data.createTime) };
+        const missing = naturalKey.filter((k) => k !== 'parent' && record[k] === undefined);
+        if (missing.length > 0) {
+          throw invalidArgument(missing.map((k) => ({ field: `${at}: ${k}`, description: `${k} is part of the natural key (${naturalKey.join(', ')}): every record needs it` })));
+        }
+        const key = keyOf(record);
+        if (inFile.has(key)) throw invalidArgument([{ field: at, description: `the same ${naturalKey.join(', ')} as record ${inFile.get(key)! + 1}` }]);
+        inFile.set(key, i);
         const time = now();
-        const uid = r.uid === 'parent' ? parent! : parent !== undefined ? newChildUid(parent) : newRootUid();
-        await table.insert(sql, {
-          ...inputObject(data, r.fields, 'record'), uid, parentUid: parent ?? null,
-          createTime: given(data.createTime) ?? time, updateTime: given(data.updateTime) ?? given(data.createTime) ?? time,
-        });
+        const updateTime = given(data.updateTime) ?? given(data.createTime) ?? time;
+        const existing = stored.get(key);
+        if (existing) {
+          // A replacement: fields the record leaves out are cleared, as the file is the whole record.
+          const changes: Row = { createTime: record.createTime ?? existing.createTime, updateTime };
+          for (const name of Object.keys(r.fields)) changes[name] = fields[name] ?? null;
+          await table.update(sql, existing.uid as string, changes);
+        } else {
+          const uid = r.uid === 'parent' ? parent! : parent !== undefined ? newChildUid(parent) : newRootUid();
+          await table.insert(sql, { ...record, uid, createTime: record.createTime ?? time, updateTime });
+          created++;
+        }
       }
-      return records.length;
+      return { created, updated: records.length - created };
     });
     this.noteWrite(r);
-    return count;
+    return result;
   }
 
   async getSubresource(r: ResourceModel, name: string, uid: string): Promise<Row> {

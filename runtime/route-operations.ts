@@ -1,6 +1,7 @@
 // Koa middleware for each kind of route: read the request, validate, authorize, run the shared operation.
 import type { Context, Middleware } from 'koa';
 import { invalidArgument } from './errors.js';
+import { updateMaskParameters } from './field-mask.js';
 import { isUidPath } from './uid.js';
 import { capabilityScope, type Policy, type Principal } from './authorization.js';
 import { parseListRequest } from './list-request.js';
@@ -8,7 +9,7 @@ import type { ApiModel, EndpointModel, ResourceModel } from './model.js';
 import type { Resources } from './resources.js';
 import type { Row } from './records.js';
 import type { Store } from './store.js';
-import { check, type Validators } from './validation.js';
+import { check, checkParameterNames, type Validators } from './validation.js';
 
 /** What a hand-written handler may use. */
 export interface HandlerContext {
@@ -33,6 +34,8 @@ export interface RouteOperations {
   subresourceGet(r: ResourceModel, name: string): Middleware;
   subresourceUpdate(r: ResourceModel, name: string): Middleware;
   endpoint(e: EndpointModel, params: string[], call: (request: Record<string, unknown>, context: HandlerContext) => Promise<unknown>): Middleware;
+  /** Before a route whose query no generated validator checks: a parameter it does not take is refused by name. */
+  queryParameters(takes: string[]): Middleware;
 }
 
 const uidParams = new Set(['uid', 'parent', 'id']);
@@ -69,7 +72,7 @@ export function body(ctx: Context): Row {
 }
 
 function updateMask(ctx: Context): string | undefined {
-  const q = ctx.query.update_mask ?? ctx.query.updateMask;
+  const q = updateMaskParameters.map((name) => ctx.query[name]).find((v) => v !== undefined);
   return Array.isArray(q) ? q.join(',') : q;
 }
 
@@ -156,6 +159,10 @@ export function createRouteOperations(deps: { model: ApiModel; store: Store; res
         request.body = data;
       }
       ctx.body = await call(request, handlerContext(ctx));
+    },
+    queryParameters: (takes) => async (ctx, next) => {
+      checkParameterNames(ctx.query, takes);
+      await next();
     },
   };
 }

@@ -5,7 +5,8 @@
 export interface Column {
   /** SQL column name */
   name: string;
-  kind: 'json' | 'boolean' | 'plain';
+  /** int64: an INTEGER column whose values the runtime holds as decimal text (SQLite compares them as numbers) */
+  kind: 'json' | 'boolean' | 'int64' | 'plain';
 }
 
 export type Filter = Record<string, unknown>;
@@ -27,7 +28,16 @@ function sqlValue(v: unknown, column: Column): unknown {
   throw new UnsupportedFilter(`value ${JSON.stringify(v)} for ${column.name}`);
 }
 
-const comparisons: Record<string, string> = { $gt: '>', $gte: '>=', $lt: '<', $lte: '<=', $like: 'like' };
+// A $like pattern escapes its wildcards with a backslash (see containsPattern).
+const comparisons: Record<string, string> = { $gt: '> ?', $gte: '>= ?', $lt: '< ?', $lte: '<= ?', $like: "like ? escape '\\'" };
+
+/**
+ * The $like pattern for "contains this text": % and _ in the text match themselves, not any characters. The
+ * ORM's own $like has no ESCAPE clause, so such a pattern is only meant for this compiler.
+ */
+export function containsPattern(text: string): string {
+  return `%${text.replace(/[\\%_]/g, '\\$&')}%`;
+}
 
 /** One column (or JSON path in it) against a value or an operator object. */
 function condition(target: string, column: Column, value: unknown, params: unknown[]): string {
@@ -57,7 +67,7 @@ function condition(target: string, column: Column, value: unknown, params: unkno
       }
     } else if (op in comparisons) {
       params.push(sqlValue(operand, column));
-      parts.push(`${target} ${comparisons[op]} ?`);
+      parts.push(`${target} ${comparisons[op]}`);
     } else {
       throw new UnsupportedFilter(`operator ${op}`);
     }
@@ -82,11 +92,25 @@ const upperOps = new Set(['$lt', '$lte']);
 type Bound = [op: string, value: string | number];
 
 /**
+ * How two bounds of one column compare, as SQLite will compare them: the decimal text of an int64 column as the
+ * number it is ("9" < "10"). Undefined when they do not compare (text that is not an integer): not merged.
+ */
+function boundOrder(column: Column | undefined, a: string | number, b: string | number): number | undefined {
+  if (column?.kind !== 'int64') return a < b ? -1 : a > b ? 1 : 0;
+  try {
+    const [x, y] = [BigInt(a), BigInt(b)];
+    return x < y ? -1 : x > y ? 1 : 0;
+  } catch {
+    return undefined;
+  }
+}
+
+/**
  * Ranges on one property ANDed together become one range. SQLite seeks an index with one lower and one upper
  * bound per column: given a scope's range and a cursor's "after" on the same uid index, it would seek to the
  * start of the scope and read every row up to the cursor.
  */
-function mergeRanges(filters: Filter[]): Filter[] {
+function mergeRanges(filters: Filter[], columns: ReadonlyMap<string, Column>): Filter[] {
   const bounds = new Map<string, { lower?: Bound; upper?: Bound }>();
   const rest: Filter[] = [];
   const flat = filters.flatMap((f) => (Object.keys(f).length === 1 && Array.isArray(f.$and) ? f.$and as Filter[] : [f]));
@@ -96,15 +120,23 @@ function mergeRanges(filters: Filter[]): Filter[] {
     const mergeable = key !== undefined && more.length === 0 && !key.startsWith('$') && ops.length > 0
       && ops.every(([op, v]) => (lowerOps.has(op) || upperOps.has(op)) && (typeof v === 'string' || typeof v === 'number'));
     const b = bounds.get(key) ?? {};
-    const sameType = ops.every(([, v]) => [b.lower, b.upper].every((x) => !x || typeof x[1] === typeof v));
-    if (!mergeable || !sameType) {
+    const column = columns.get(key);
+    // Every bound of the property, those kept and these, must compare with the others.
+    const values = [b.lower?.[1], b.upper?.[1], ...ops.map(([, v]) => v)].filter((v) => v !== undefined) as (string | number)[];
+    const comparable = values.every((v) => typeof v === typeof values[0] && boundOrder(column, v, values[0]) !== undefined);
+    if (!mergeable || !comparable) {
       rest.push(f);
       continue;
     }
-    for (const [op, v] of ops as [string, string | number][]) {
-      if (lowerOps.has(op)) {
-        if (!b.lower || v > b.lower[1] || (v === b.lower[1] && op === '$gt')) b.lower = [op, v];
-      } else if (!b.upper || v < b.upper[1] || (v === b.upper[1] && op === '$lt')) b.upper = [op, v];
+    for (const [op, v] of ops as Bound[]) {
+      const lower = lowerOps.has(op);
+      const kept = lower ? b.lower : b.upper;
+      // How much tighter v is than the bound kept: the tighter one wins, and at equal values the strict one.
+      const tighter = kept ? boundOrder(column, v, kept[1])! * (lower ? 1 : -1) : 1;
+      if (tighter > 0 || (tighter === 0 && (op === '$gt' || op === '$lt'))) {
+        if (lower) b.lower = [op, v];
+        else b.upper = [op, v];
+      }
     }
     bounds.set(key, b);
   }
@@ -123,7 +155,7 @@ function compileInto(filter: Filter, columns: ReadonlyMap<string, Column>, param
         parts.push(key === '$and' ? '1' : '0');
         continue;
       }
-      const terms = key === '$and' ? mergeRanges(value as Filter[]) : value as Filter[];
+      const terms = key === '$and' ? mergeRanges(value as Filter[], columns) : value as Filter[];
       const joined = terms.map((f) => compileInto(f, columns, params)).join(key === '$and' ? ' and ' : ' or ');
       parts.push(`(${joined})`);
       continue;

@@ -21,10 +21,14 @@ export class Table {
     if (!meta) throw new Error(`no entity ${entity}`);
     this.table = quoteIdentifier(meta.tableName);
     for (const p of meta.props) {
-      const kind = p.customType?.constructor.name === 'JsonType' || p.type === 'json' ? 'json' : p.type === 'boolean' ? 'boolean' : 'plain';
+      const type = p.customType?.constructor.name;
+      const kind = type === 'JsonType' || p.type === 'json' ? 'json' : type === 'BigIntType' ? 'int64' : p.type === 'boolean' ? 'boolean' : 'plain';
       this.columns.set(p.name, { name: p.fieldNames[0], kind });
     }
-    this.selectList = [...this.columns].map(([prop, c]) => `${quoteIdentifier(c.name)} as ${quoteIdentifier(prop)}`).join(', ');
+    // int64 columns are INTEGER so that SQLite orders and compares them as numbers, but the driver would return
+    // a JavaScript number, inexact beyond 2^53: they are read as their exact decimal text instead.
+    const selected = (c: Column) => (c.kind === 'int64' ? `cast(${quoteIdentifier(c.name)} as text)` : quoteIdentifier(c.name));
+    this.selectList = [...this.columns].map(([prop, c]) => `${selected(c)} as ${quoteIdentifier(prop)}`).join(', ');
   }
 
   private toRow(raw: Row): Row {
@@ -53,7 +57,8 @@ export class Table {
   /** Rows matching, in order; in the caller's transaction when given one, else on the read-only connection. */
   async find(where: Filter, order: Order[], limit: number, offset?: number, sql?: Sql): Promise<Row[]> {
     const compiled = compileFilter(where, this.columns);
-    const orderBy = order.map((o) => `${quoteIdentifier(this.columns.get(o.property)!.name)} ${o.desc ? 'desc' : 'asc'}`).join(', ');
+    // Qualified: in ORDER BY a bare name would mean the select list's alias, the text of an int64 column.
+    const orderBy = order.map((o) => `${this.table}.${quoteIdentifier(this.columns.get(o.property)!.name)} ${o.desc ? 'desc' : 'asc'}`).join(', ');
     const rows = await (sql ?? this.store.read).all(
       `select ${this.selectList} from ${this.table} where ${compiled.sql} order by ${orderBy} limit ? offset ?`,
       [...compiled.params, limit, offset ?? 0],

@@ -3,6 +3,12 @@ import { randomBytes } from 'node:crypto';
 
 const uidPath = /^[0-9a-f]{40}(?:\/[0-9a-f]{16})*$/;
 
+/**
+ * A route's capture for a uid, "/" included (raw or as %2F). A uid never holds ":", so "<uid>:<verb>" is never
+ * read as a uid: a custom method the API does not serve matches no route (404) instead of reaching create or get.
+ */
+export const uidCapture = '([^:]+)';
+
 export function newRootUid(): string {
   return randomBytes(20).toString('hex');
 }

@@ -25,18 +25,33 @@ export function loadValidators(generatedDir: string): Validators {
 
 function fieldPath(e: ErrorObject): string {
   const base = e.instancePath.slice(1).split('/').filter(Boolean).join('.');
-  const child = e.keyword === 'required' ? e.params.missingProperty : e.keyword === 'additionalProperties' ? e.params.additionalProperty : undefined;
+  const child = e.keyword === 'required' ? e.params.missingProperty
+    : e.keyword === 'additionalProperties' ? e.params.additionalProperty
+      : e.keyword === 'propertyNames' ? e.params.propertyName : undefined;
   return [base, child].filter(Boolean).join('.') || '(body)';
 }
+
+const formats: Record<string, string> = {
+  'date-time': 'an RFC 3339 timestamp',
+  int64: 'an int64: a decimal integer from -9223372036854775808 to 9223372036854775807',
+};
 
 function description(e: ErrorObject, field: string): string {
   switch (e.keyword) {
     case 'required': return `${field} is required`;
     case 'additionalProperties': return `${field} is not a known field`;
+    // Query validators list the parameters a call takes (propertyNames) and refuse those of the reference it
+    // does not serve (a false schema).
+    case 'propertyNames': return notAParameter(field);
+    case 'false schema': return `${field} is not supported by this server`;
     case 'pattern': return `${field} must match "${e.params.pattern}"`;
     case 'enum': return `${field} must be one of ${(e.params.allowedValues as string[]).join(', ')}`;
     case 'type': return `${field} must be of type ${[e.params.type].flat().join(' or ')}`;
-    case 'format': return `${field} must be ${e.params.format === 'date-time' ? 'an RFC 3339 timestamp' : `a ${e.params.format}`}`;
+    case 'format': return `${field} must be ${formats[e.params.format] ?? `a ${e.params.format}`}`;
+    case 'minimum': case 'maximum':
+      // The bound of every int64 number (generator/json-schema.ts): beyond it a JSON number is no longer exact.
+      if (Math.abs(e.params.limit) === Number.MAX_SAFE_INTEGER) return `${field} must be sent as a string: a JSON number beyond 2^53 is not exact`;
+      return `${field} must be ${e.params.comparison} ${e.params.limit}`;
     case 'maxLength': return `${field} must be at most ${e.params.limit} characters`;
     case 'minLength': return `${field} must be at least ${e.params.limit} characters`;
     default: return `${field} ${e.message}`;
@@ -47,7 +62,8 @@ export function violationsOf(errors: ErrorObject[], paramNames?: Record<string, 
   const seen = new Set<string>();
   const out: FieldViolation[] = [];
   for (const e of errors) {
-    if (e.keyword === 'if') continue;
+    // A property name's own failure is reported once, by the propertyNames error that follows it.
+    if (e.keyword === 'if' || e.propertyName !== undefined) continue;
     let field = fieldPath(e);
     if (paramNames?.[field]) field = paramNames[field];
     const v = { field, description: description(e, field) };
@@ -55,6 +71,14 @@ export function violationsOf(errors: ErrorObject[], paramNames?: Record<string, 
     if (!seen.has(key)) { seen.add(key); out.push(v); }
   }
   return out;
+}
+
+const notAParameter = (name: string) => `${name} is not a parameter of this call`;
+
+/** Refuses, by name, every query parameter a hand-written call does not take: none is ever ignored. */
+export function checkParameterNames(query: Record<string, unknown>, takes: readonly string[] = []): void {
+  const unknown = Object.keys(query).filter((name) => !takes.includes(name));
+  if (unknown.length > 0) throw invalidArgument(unknown.map((field) => ({ field, description: notAParameter(field) })));
 }
 
 /** Validates data, throwing INVALID_ARGUMENT with one violation per failed field. */

@@ -1,5 +1,6 @@
 // npm run import -- <resource> <file> [--parent UID]: loads records (a JSON array or NDJSON) into a resource.
-// Every record is checked by the resource's generated record validator; the file loads all or nothing.
+// Every record is checked by the resource's generated record validator; the file loads all or nothing. A record
+// with the natural key of a stored one (naturalKey in the spec) replaces it: importing a file twice adds nothing.
 // A record's "parent" is a uid, "$ORG" (the --parent option, or the only organization), or
 // "$<type>:<name>" (the record of that type with that name, e.g. "$repo:nginx"); records without one go
 // under --parent.
@@ -62,6 +63,9 @@ async function main(): Promise<void> {
   if (!r || !file) {
     throw new ImportError(`usage: npm run import -- <resource> <file> [--parent UID]\n  resources: ${Object.keys(model.resources).sort().join(', ')}`);
   }
+  if (!r.naturalKey) {
+    throw new ImportError(`${r.collection} declares no naturalKey in the spec, so a second import could not find the records of the first; resources that do: ${Object.values(model.resources).filter((x) => x.naturalKey).map((x) => x.collection).sort().join(', ')}`);
+  }
   const records = parseRecords(file);
   const validate = loadValidators(generated.dir).body(`${r.collection}.record`)!;
   for (const [i, record] of records.entries()) {
@@ -108,8 +112,8 @@ async function main(): Promise<void> {
     };
     const prepared: { parent?: string; data: Row }[] = [];
     for (const [i, { parent, ...data }] of records.entries()) prepared.push({ parent: await resolveParent(parent, i), data });
-    const count = await resources.importRecords(r, prepared);
-    console.log(`imported ${count} ${r.collection}`);
+    const { created, updated } = await resources.importRecords(r, prepared);
+    console.log(`imported ${created + updated} ${r.collection}: ${created} created, ${updated} updated`);
   } finally {
     await store.close();
   }

@@ -74,6 +74,18 @@ test('an identity has at most one way of matching tokens', async () => {
   assert.is(swapped.body.claimMatch, undefined);
 });
 
+test('a created identity has a lastSeenTime, its create time, in v2 and in v1; an update does not move it', async () => {
+  const created = await s.call('POST', `/iam/v2/identities/${org}`, { name: 'seen', lastSeenTime: '2001-01-01T00:00:00.000Z' });
+  assert.is(created.status, 200, JSON.stringify(created.body));
+  assert.is(created.body.lastSeenTime, created.body.createTime, 'set by the server; the body cannot set it');
+  assert.is((await s.call('GET', `/iam/v2/identities/${created.body.uid}`)).body.lastSeenTime, created.body.createTime);
+  const updated = await s.call('PATCH', `/iam/v2/identities/${created.body.uid}`, { description: 'later' });
+  assert.is(updated.body.lastSeenTime, created.body.createTime);
+  const v1 = await s.call('POST', `/iam/v1/identities/${org}`, { name: 'seen-in-v1' });
+  assert.is(v1.status, 200, JSON.stringify(v1.body));
+  assert.is(v1.body.last_seen, v1.body.created_at);
+});
+
 test('identity providers: the client secret is never returned; the default role must exist', async () => {
   const viewer = (await s.call('GET', '/iam/v2/roles?name=viewer')).body.roles[0].uid;
   const oidc = { issuer: 'https://idp.example', clientId: 'platform', clientSecret: 's3cret' };

@@ -77,6 +77,30 @@ test('a wrong spec fails with the file, the path inside it and what is wrong, an
   assert.match(r3.stderr, /broken\.yaml: /);
 });
 
+test('the declarations of capabilities, filters, natural keys and create times are checked', () => {
+  const spec = join(scratch, 'declarations-spec');
+  cpSync('spec', spec, { recursive: true });
+  const thing = (lines: string[]) => writeFileSync(join(spec, 'things.yaml'), [
+    'domain: things', 'title: Things', 'resources:', '  - type: Thing', '    collection: things', '    parent: groups', ...lines.map((l) => `    ${l}`), '    operations: {}',
+  ].join('\n'));
+  thing(['fields:', '  kind: { type: enum, values: $roles }', 'filters:', '  - { param: kind, match: set }']);
+  const schema = generate(spec, join(scratch, 'declarations-out'));
+  assert.is(schema.status, 1);
+  assert.match(schema.stderr, /things\.yaml: \/resources\/0\/fields\/kind\/values: must be "\$capabilities"/);
+  assert.match(schema.stderr, /things\.yaml: \/resources\/0\/filters\/0: must have required property 'fields'/);
+  thing([
+    'naturalKey: [name, nope]', 'fields:', '  name: { type: string }', '  seen: { type: string, outputOnly: true, setOnCreate: true }',
+    '  kind: { type: enum, values: $capabilities }', 'filters:', '  - { param: name, field: name, match: exact }', '  - { param: kind, match: set, fields: { A: kinds } }',
+    'unservedFilters: [name]',
+  ]);
+  const model = generate(spec, join(scratch, 'declarations-out'));
+  assert.is(model.status, 1);
+  for (const problem of [
+    /\/fields\/seen\/setOnCreate: only for an output-only timestamp/, /the list parameter "name" is declared twice/, /\/filters\/1: no field "kinds"/,
+    /\/naturalKey: no field "nope"/, /\/naturalKey: must include parent/,
+  ]) assert.match(model.stderr, problem);
+});
+
 test('a resource added in YAML alone is generated and served', async () => {
   const spec = join(scratch, 'fixture-spec');
   cpSync('spec', spec, { recursive: true });

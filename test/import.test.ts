@@ -2,6 +2,7 @@
 import { readFileSync, writeFileSync } from 'node:fs';
 import { test } from 'uvu';
 import * as assert from 'uvu/assert';
+import { query } from './support/db.js';
 import { runScript } from './support/process.js';
 import { createOrg, startTestServer, type TestServer } from './support/server.js';
 
@@ -17,16 +18,68 @@ test.after(async () => s.stop());
 
 const importFile = (resource: string, file: string, ...args: string[]) => runScript('scripts/import.ts', [resource, file, ...args], { DATA_DIR: s.dataDir });
 
+const samples: [resource: string, file: string, table: string][] = [
+  ['advisories', 'samples/advisories.json', 'advisories'], ['artifacts', 'samples/artifacts.ndjson', 'artifacts'],
+  ['artifactVersions', 'samples/artifactVersions.json', 'artifact_versions'], ['images', 'samples/images.json', 'images'],
+  ['vulnReports', 'samples/vulnReports.json', 'vuln_reports'], ['documents', 'samples/documents.json', 'documents'],
+  ['vulnerabilityMetadata', 'samples/vulnerabilityMetadata.json', 'vulnerability_metadata'],
+  ['resolvedVulnsReports', 'samples/resolvedVulnsReports.json', 'resolved_vulns_reports'],
+];
+
+/** What is stored, as an operator would read it: every record's uid and create time. */
+const stored = (table: string) => query(s.dataDir, `select uid, create_time from ${table} order by uid`);
+
 test('every sample file imports with a count, while the server runs', async () => {
-  for (const [resource, file] of [
-    ['advisories', 'samples/advisories.json'], ['artifacts', 'samples/artifacts.ndjson'], ['artifactVersions', 'samples/artifactVersions.json'],
-    ['images', 'samples/images.json'], ['documents', 'samples/documents.json'], ['vulnerabilityMetadata', 'samples/vulnerabilityMetadata.json'],
-    ['resolvedVulnsReports', 'samples/resolvedVulnsReports.json'],
-  ]) {
+  for (const [resource, file, table] of samples) {
     const r = await importFile(resource, file, '--parent', org);
     assert.is(r.status, 0, r.stderr);
-    assert.match(r.stdout, new RegExp(`imported \\d+ ${resource}`));
+    const n = (await stored(table)).length;
+    assert.ok(n > 0, resource);
+    assert.match(r.stdout, new RegExp(`imported ${n} ${resource}: ${n} created, 0 updated`));
   }
+});
+
+test('importing the same file again adds nothing: the same records, with the same uids, all updated', async () => {
+  for (const [resource, file, table] of samples) {
+    const before = await stored(table);
+    const r = await importFile(resource, file, '--parent', org);
+    assert.is(r.status, 0, r.stderr);
+    assert.match(r.stdout, new RegExp(`imported ${before.length} ${resource}: 0 created, ${before.length} updated`), resource);
+    assert.equal(await stored(table), before, `${resource}: same uids and create times`);
+  }
+  assert.is((await s.call('GET', `/vulnerabilities/v2/advisories?uidp.descendants_of=${org}`)).body.totalCount, String(JSON.parse(readFileSync('samples/advisories.json', 'utf8')).length));
+});
+
+test('a record found by its natural key is replaced in place; a new key is created beside it', async () => {
+  const file = `${s.dataDir}/metadata.json`;
+  writeFileSync(file, JSON.stringify([{ id: 'CVE-2099-0001', summary: 'first', details: 'to be cleared' }]));
+  assert.match((await importFile('vulnerabilityMetadata', file)).stdout, /1 created, 0 updated/);
+  const [first] = (await s.call('GET', '/advisory/v2/metadata?id=CVE-2099-0001')).body.vulnerabilityMetadata;
+  writeFileSync(file, JSON.stringify([{ id: 'CVE-2099-0001', summary: 'second' }, { id: 'CVE-2099-0002', summary: 'new' }]));
+  assert.match((await importFile('vulnerabilityMetadata', file)).stdout, /imported 2 vulnerabilityMetadata: 1 created, 1 updated/);
+  const [again] = (await s.call('GET', '/advisory/v2/metadata?id=CVE-2099-0001')).body.vulnerabilityMetadata;
+  assert.is(again.uid, first.uid, 'the uid stays');
+  assert.is(again.createTime, first.createTime, 'so does the create time');
+  assert.is(again.summary, 'second');
+  assert.is(again.details, undefined, 'the file is the whole record: what it leaves out is cleared');
+  assert.is((await s.call('GET', '/advisory/v2/metadata?ids=CVE-2099-0001,CVE-2099-0002')).body.totalCount, '2');
+});
+
+test('a file with a key twice, or a record without its key, loads nothing; a resource without a natural key is not imported', async () => {
+  const file = `${s.dataDir}/keys.ndjson`;
+  const before = (await s.call('GET', '/libraries/v2/artifacts')).body.totalCount;
+  writeFileSync(file, '{"name":"twice","ecosystem":"ECOSYSTEM_JAVA"}\n{"name":"other","ecosystem":"ECOSYSTEM_JAVA"}\n{"name":"twice","ecosystem":"ECOSYSTEM_JAVA"}\n');
+  const twice = await importFile('artifacts', file);
+  assert.is(twice.status, 1);
+  assert.match(twice.stderr, /record 3: the same ecosystem, name as record 1/);
+  writeFileSync(file, '{"name":"no-ecosystem"}\n');
+  const keyless = await importFile('artifacts', file);
+  assert.is(keyless.status, 1);
+  assert.match(keyless.stderr, /record 1: ecosystem: ecosystem is part of the natural key/);
+  assert.is((await s.call('GET', '/libraries/v2/artifacts')).body.totalCount, before, 'nothing imported');
+  const groups = await importFile('groups', file);
+  assert.is(groups.status, 1);
+  assert.match(groups.stderr, /groups declares no naturalKey/);
 });
 
 test('advisories: list with any-of filters, get by uid', async () => {

@@ -30,7 +30,7 @@ test.before(async () => {
     }));
     em.persist(em.create('VulnReport', {
       uid: newChildUid(repo), parentUid: repo, createTime: time(i), updateTime: time(i), digest: `sha256:${'a'.repeat(64)}`,
-      scanner: { name: i % 2 ? 'GRYPE' : 'TRIVY', version: `0.${i % 3}` }, vulnerabilities: [],
+      scanner: { name: i % 2 ? 'GRYPE' : 'TRIVY', version: `0.${i % 3}` }, vulnerabilities: [], sizeBytes: String(i - 5),
     }));
   }
   await em.flush();
@@ -53,6 +53,8 @@ const filters: [string, string, Record<string, unknown>][] = [
   ['Tag', 'no match', { name: 'nope' }],
   ['Tag', 'a scope range and a cursor on the same index, merged', { $and: [{ uid: descendantRange(org) }, { uid: { $gt: `${repo}/8` } }, { uid: { $gte: `${repo}/4`, $lte: `${repo}/c` } }] }],
   ['Tag', 'ranges on different properties stay apart', { $and: [{ createTime: { $gt: '2026-01-03' } }, { name: { $lt: 't5' } }, { createTime: { $lte: '2026-01-20' } }] }],
+  ['VulnReport', 'int64 ranges on one property, merged as numbers', { $and: [{ sizeBytes: { $gte: '9' } }, { sizeBytes: { $gte: '10', $lt: '20' } }] }],
+  ['VulnReport', 'int64 ranges merged, the tighter bound numerically', { $and: [{ sizeBytes: { $gt: '-3' } }, { sizeBytes: { $gte: '-10' } }, { sizeBytes: { $lt: '9' } }, { sizeBytes: { $lt: '10' } }] }],
   ['VulnReport', 'a JSON property', { scanner: { name: 'GRYPE' } }],
   ['VulnReport', 'two JSON properties', { $and: [{ scanner: { name: 'TRIVY', version: '0.1' } }] }],
 ];
