@@ -1,6 +1,6 @@
 // The HTTP/1.1 listener: deliberate timeouts for slow clients, and structured errors for what Node's parser
 // refuses before the application ever sees a request (bad bytes, oversized headers, a request never finished).
-import { createServer, STATUS_CODES, type Server } from 'node:http';
+import { createServer, STATUS_CODES, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
 import type { Duplex } from 'node:stream';
 import type Koa from 'koa';
 import { ApiError } from './errors.js';
@@ -31,7 +31,11 @@ export function answerClientError(error: NodeJS.ErrnoException, socket: Duplex, 
     socket.destroy();
     return;
   }
-  const e = refusal(error);
+  writeRaw(socket, refusal(error), errorDomain);
+}
+
+/** An error answer written on a socket that no response object owns, and the connection closed. */
+function writeRaw(socket: Duplex, e: ApiError, errorDomain: string): void {
   const body = JSON.stringify(e.body(errorDomain));
   const status = e.status();
   socket.end(`HTTP/1.1 ${status} ${STATUS_CODES[status]}\r\nContent-Type: application/json\r\nContent-Length: ${Buffer.byteLength(body)}\r\nConnection: close\r\n\r\n${body}`);
@@ -43,9 +47,21 @@ export async function listen(app: Koa, o: ListenOptions): Promise<Server> {
     headersTimeout: o.headersTimeoutMs,
     // How often Node looks for requests past their time: often enough that the limits hold to about a second.
     connectionsCheckingInterval: Math.min(1000, o.headersTimeoutMs),
+    // Node would answer a request without Host with an empty 400; the application answers it in JSON instead.
+    requireHostHeader: false,
   }, app.callback());
   server.keepAliveTimeout = o.keepAliveTimeoutMs;
   server.on('clientError', (error: NodeJS.ErrnoException, socket: Duplex) => answerClientError(error, socket, o.errorDomain));
+  // What Node answers by itself with an empty body: an unknown Expect, and CONNECT (no tunnels here).
+  server.on('checkExpectation', (req: IncomingMessage, res: ServerResponse) => {
+    const e = Object.assign(new ApiError('INVALID_ARGUMENT', `Invalid argument: Expect: ${String(req.headers.expect)} is not supported; only 100-continue is`), { httpStatus: 417 });
+    const body = JSON.stringify(e.body(o.errorDomain));
+    res.writeHead(417, { 'content-type': 'application/json', 'content-length': Buffer.byteLength(body), connection: 'close' }).end(body);
+  });
+  server.on('connect', (_req: IncomingMessage, socket: Duplex) => {
+    const e = Object.assign(new ApiError('UNIMPLEMENTED', 'Method CONNECT is not allowed: this server is no proxy'), { httpStatus: 405 });
+    writeRaw(socket, e, o.errorDomain);
+  });
   await new Promise<void>((resolve, reject) => {
     server.once('error', reject);
     server.listen(o.port, o.host, () => {

@@ -52,7 +52,7 @@ export function createApp({ model, router, openapi, log, issuer, authenticate, p
   });
 
   app.use(async (ctx, next) => {
-    const unsafe = unsafeRequestLine(ctx.path, ctx.query);
+    const unsafe = unsafeRequestLine(ctx.path, ctx.query, ctx.get('host') || undefined, ctx.req.httpVersion);
     if (unsafe) throw invalidArgument([unsafe]);
     await next();
   });

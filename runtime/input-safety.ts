@@ -26,8 +26,9 @@ export function unsafeJson(value: unknown, path = '(body)', depth = 0): FieldVio
   return undefined;
 }
 
-/** The first NUL character in the path or the query, as a field violation. */
-export function unsafeRequestLine(path: string, query: Record<string, unknown>): FieldViolation | undefined {
+/** A missing Host header (HTTP/1.1 requires one), or the first NUL character in the path or the query. */
+export function unsafeRequestLine(path: string, query: Record<string, unknown>, host: string | undefined, httpVersion: string): FieldViolation | undefined {
+  if (!host && httpVersion === '1.1') return { field: 'Host', description: 'an HTTP/1.1 request must carry a Host header' };
   if (/%00/i.test(path) || path.includes('\0')) return { field: '(path)', description: 'the path must not contain NUL characters' };
   for (const [k, v] of Object.entries(query)) {
     if (k.includes('\0')) return { field: '(query)', description: 'query parameter names must not contain NUL characters' };

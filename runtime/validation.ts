@@ -58,10 +58,14 @@ function description(e: ErrorObject, field: string): string {
   }
 }
 
+/** Enough to fix a request by; a list of 100,000 bad items would otherwise take seconds to describe. */
+export const maxViolations = 20;
+
 export function violationsOf(errors: ErrorObject[], paramNames?: Record<string, string>): FieldViolation[] {
   const seen = new Set<string>();
   const out: FieldViolation[] = [];
   for (const e of errors) {
+    if (out.length >= maxViolations) break;
     // A property name's own failure is reported once, by the propertyNames error that follows it.
     if (e.keyword === 'if' || e.propertyName !== undefined) continue;
     let field = fieldPath(e);

@@ -4,7 +4,7 @@
 //   - no answer has a status >= 500, and every request gets an answer;
 //   - every answer >= 400 is JSON {code: number, message: string, details: array}, its status the code's
 //     (3->400, 5->404, 6->409, 7->403, 8->429, 9->400, 12->501, 13->500, 14->503, 16->401; also 405, 408, 413, 415
-//     and 431 for codes 3 and 12), and outside v1 its details hold exactly one google.rpc.ErrorInfo;
+//     417 and 431 for codes 3 and 12), and outside v1 its details hold exactly one google.rpc.ErrorInfo;
 //   - no answer shows a stack trace, SQL or a file path.
 // FUZZ_SEED picks the inputs (the default is fixed), FUZZ_REQUESTS how many (default 5200, at least 20 per
 // operation), FUZZ_CASES=1,2,3 runs only those cases of the seed, FUZZ_REPORT=file writes every failure as JSON,
@@ -316,7 +316,7 @@ async function runAll<T, R>(items: T[], worker: (item: T) => Promise<R>): Promis
 // Judging answers
 
 const statusOfCode: Record<number, number> = { 3: 400, 5: 404, 6: 409, 7: 403, 8: 429, 9: 400, 12: 501, 13: 500, 14: 503, 16: 401 };
-const transportStatuses = [405, 408, 413, 415, 431];
+const transportStatuses = [405, 408, 413, 415, 417, 431];
 const errorInfo = 'type.googleapis.com/google.rpc.ErrorInfo';
 
 const leaks: [string, RegExp][] = [
