@@ -4,6 +4,7 @@ import Koa from 'koa';
 import type Router from '@koa/router';
 import { ApiError, internal, invalidArgument, unauthenticated } from './errors.js';
 import { unsafeRequestLine } from './input-safety.js';
+import { checkParameterNames } from './validation.js';
 import type { Principal } from './authorization.js';
 import { jsonBody } from './json-body.js';
 import type { TokenIssuer } from './issuer.js';
@@ -66,6 +67,7 @@ export function createApp({ model, router, openapi, log, issuer, authenticate, p
   app.use(async (ctx, next) => {
     const document = ctx.method === 'GET' ? documents[ctx.path] : undefined;
     if (document) {
+      checkParameterNames(ctx.query);
       ctx.body = document();
       return;
     }

@@ -59,7 +59,7 @@ async function main(): Promise<void> {
   const [collection, file] = positionals;
   const generated = await loadGenerated();
   const { model } = generated;
-  const r: ResourceModel | undefined = model.resources[collection ?? ''];
+  const r: ResourceModel | undefined = Object.hasOwn(model.resources, collection ?? '') ? model.resources[collection!] : undefined;
   if (!r || !file) {
     throw new ImportError(`usage: npm run import -- <resource> <file> [--parent UID]\n  resources: ${Object.keys(model.resources).sort().join(', ')}`);
   }
@@ -80,8 +80,8 @@ async function main(): Promise<void> {
   console.log(`importing ${records.length} ${r.collection} from ${file} into ${config.databaseFile}`);
   const { store, resources } = await openResources({ ...config, log: false }, generated);
   try {
-    const em = store.em();
     const cache = new Map<string, string>();
+    const byUid = [{ property: 'uid', desc: false }];
     const resolveParent = async (value: unknown, i: number): Promise<string | undefined> => {
       if (value === undefined || value === null) {
         if (values.parent && r.parent) return values.parent;
@@ -95,7 +95,7 @@ async function main(): Promise<void> {
       if (text === '$ORG') {
         if (values.parent) uid = values.parent;
         else {
-          const orgs = await em.find(model.resources.groups.type, { parentUid: null }, { fields: ['uid'], limit: 2 }) as Row[];
+          const orgs = await resources.table(model.resources.groups.type).find({ parentUid: null }, byUid, 2);
           if (orgs.length !== 1) throw new ImportError(`record ${i + 1}: "$ORG" needs --parent UID (there are ${orgs.length === 0 ? 'no' : 'several'} organizations)`);
           uid = orgs[0].uid as string;
         }
@@ -103,7 +103,7 @@ async function main(): Promise<void> {
         const m = /^\$(\w+):(.+)$/.exec(text);
         const target = m && Object.values(model.resources).find((x) => x.type.toLowerCase() === m[1].toLowerCase());
         if (!m || !target) throw new ImportError(`record ${i + 1}: parent "${text}" is not a uid, "$ORG" or "$<type>:<name>"`);
-        const found = await em.find(target.type, { name: m[2] }, { fields: ['uid'], limit: 2 }) as Row[];
+        const found = await resources.table(target.type).find({ name: m[2] }, byUid, 2);
         if (found.length !== 1) throw new ImportError(`record ${i + 1}: parent "${text}": ${found.length === 0 ? 'no' : 'more than one'} ${target.type} named "${m[2]}"`);
         uid = found[0].uid as string;
       }

@@ -5,6 +5,7 @@ import { ConfigError, ensureDataDir, readConfig } from '../runtime/config.js';
 import { TokenIssuer, maxTokenSeconds } from '../runtime/issuer.js';
 import { issuerInUse } from '../runtime/issuer-record.js';
 import { loadGenerated, openResources } from '../runtime/server.js';
+import { isUidPath } from '../runtime/uid.js';
 import { parseCommandLine } from './cli-args.js';
 
 class TokenError extends Error {}
@@ -32,11 +33,11 @@ async function main(): Promise<void> {
     if (!bootstrap) throw new TokenError(`no server has started with DATA_DIR=${config.dataDir} yet: run npm start once, or pass --identity UID`);
     subject = bootstrap.owner;
   } else {
+    if (!isUidPath(subject)) throw new TokenError(`--identity must be an identity uid (40 hex characters, then /16 hex per level), got "${subject}"`);
     const generated = await loadGenerated();
-    const { store } = await openResources({ ...config, log: false }, generated);
+    const { store, resources } = await openResources({ ...config, log: false }, generated);
     try {
-      const found = await store.em().count(generated.model.resources.identities.type, { uid: subject });
-      if (found === 0) throw new TokenError(`no identity ${subject} in ${config.databaseFile}`);
+      if (!await resources.table(generated.model.resources.identities.type).get(subject)) throw new TokenError(`no identity ${subject} in ${config.databaseFile}`);
     } finally {
       await store.close();
     }

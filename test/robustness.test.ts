@@ -116,6 +116,15 @@ test('NUL characters are refused wherever they arrive', async () => {
   structured(await s.call('POST', `/registry/v1/repos/${org}`, { name: 'ok', description: 'a\u0000b' }), 400, 'v1 body string', true);
 });
 
+test('the documents take no query parameters either', async () => {
+  for (const path of ['/openapi.json', '/.well-known/jwks.json', '/.well-known/openid-configuration']) {
+    const r = await s.call('GET', `${path}?format=yaml`, undefined, { authorization: '' });
+    structured(r, 400, path);
+    assert.match(r.body.message, /format/);
+    assert.is((await s.call('GET', path, undefined, { authorization: '' })).status, 200);
+  }
+});
+
 test('list parameters of hand-written lists are read as lists however they arrive', async () => {
   const r = await s.call('GET', `/iam/v2/terms/${org}?uidp.ids=x`);
   assert.ok(r.status === 200 || r.status === 400, `${r.status} ${JSON.stringify(r.body)}`);
