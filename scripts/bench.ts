@@ -90,7 +90,7 @@ async function main(): Promise<void> {
   say(`npm run generate: ${generateMs} ms (tsx start-up included)`);
 
   const env = { DATA_DIR: dataDir, ISSUER_URL: issuerUrl };
-  const ours = await start(['runtime/main.ts'], env);
+  const ours = await start(['server/main.ts'], env);
   say(`our server answered its first request ${Math.round(ours.startedMs)} ms after spawn (empty database)`);
   const { organization, owner } = readBootstrap(dataDir)!;
   const issuer = await TokenIssuer.open(dataDir, issuerUrl, issuerUrl);
@@ -138,7 +138,7 @@ async function main(): Promise<void> {
   await stop(ours.child);
   await stop(baseline.child);
   t0 = performance.now();
-  const cold = await start(['runtime/main.ts'], env);
+  const cold = await start(['server/main.ts'], env);
   const coldStartMs = Math.round(cold.startedMs);
   await stop(cold.child);
   say(`cold start with ${loaded} repos: ${coldStartMs} ms`);

@@ -8,7 +8,7 @@ import { readFileSync } from 'node:fs';
 import { ConfigError, ensureDataDir, readConfig } from '../runtime/config.js';
 import type { ResourceModel } from '../runtime/model.js';
 import type { Row } from '../runtime/records.js';
-import { loadGenerated, openResources } from '../runtime/server.js';
+import { loadDataParts, openResources } from '../runtime/open-resources.js';
 import { loadValidators, violationsOf } from '../runtime/validation.js';
 import { parseCommandLine } from './cli-args.js';
 
@@ -57,7 +57,7 @@ async function main(): Promise<void> {
   const config = readConfig();
   ensureDataDir(config);
   const [collection, file] = positionals;
-  const generated = await loadGenerated();
+  const generated = await loadDataParts();
   const { model } = generated;
   const r: ResourceModel | undefined = Object.hasOwn(model.resources, collection ?? '') ? model.resources[collection!] : undefined;
   if (!r || !file) {

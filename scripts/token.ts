@@ -4,7 +4,7 @@ import { readBootstrap } from '../runtime/bootstrap.js';
 import { ConfigError, ensureDataDir, readConfig } from '../runtime/config.js';
 import { TokenIssuer, maxTokenSeconds } from '../runtime/issuer.js';
 import { issuerInUse } from '../runtime/issuer-record.js';
-import { loadGenerated, openResources } from '../runtime/server.js';
+import { loadDataParts, openResources } from '../runtime/open-resources.js';
 import { isUidPath } from '../runtime/uid.js';
 import { parseCommandLine } from './cli-args.js';
 
@@ -34,7 +34,7 @@ async function main(): Promise<void> {
     subject = bootstrap.owner;
   } else {
     if (!isUidPath(subject)) throw new TokenError(`--identity must be an identity uid (40 hex characters, then /16 hex per level), got "${subject}"`);
-    const generated = await loadGenerated();
+    const generated = await loadDataParts();
     const { store, resources } = await openResources({ ...config, log: false }, generated);
     try {
       if (!await resources.table(generated.model.resources.identities.type).get(subject)) throw new TokenError(`no identity ${subject} in ${config.databaseFile}`);

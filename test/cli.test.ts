@@ -14,7 +14,7 @@ const dataDir = join(scratch, 'data');
 
 const clis: Record<string, string> = {
   generate: 'generator/main.ts',
-  start: 'runtime/main.ts',
+  start: 'server/main.ts',
   token: 'scripts/token.ts',
   import: 'scripts/import.ts',
   conformance: 'scripts/conformance.ts',

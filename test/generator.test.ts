@@ -5,7 +5,7 @@ import { join, relative } from 'node:path';
 import { test } from 'uvu';
 import * as assert from 'uvu/assert';
 import { loadSpec } from '../generator/spec.js';
-import { loadGenerated } from '../runtime/server.js';
+import { loadGenerated } from '../server/server.js';
 import { sourceHashes } from '../scripts/source-hash.mjs';
 import { startTestServer } from './support/server.js';
 

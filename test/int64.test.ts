@@ -6,7 +6,7 @@ import { cpSync, mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { test } from 'uvu';
 import * as assert from 'uvu/assert';
-import { loadGenerated } from '../runtime/server.js';
+import { loadGenerated } from '../server/server.js';
 import { runScript } from './support/process.js';
 import { startTestServer, type Reply, type TestServer } from './support/server.js';
 

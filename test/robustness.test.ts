@@ -7,7 +7,7 @@ import { join } from 'node:path';
 import { test } from 'uvu';
 import * as assert from 'uvu/assert';
 import { readConfig } from '../runtime/config.js';
-import { startServer } from '../runtime/server.js';
+import { startServer } from '../server/server.js';
 import { startTestServer, type Reply, type TestServer } from './support/server.js';
 
 let s: TestServer;

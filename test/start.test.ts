@@ -16,7 +16,7 @@ test('bad configuration is refused with one clear line', async () => {
     [{ DATABASE_URL: 'postgres://x' }, /DATABASE_URL must look like sqlite:/],
     [{ LOG: 'loud' }, /LOG must be on or off/],
   ] as const) {
-    const r = await runScript('runtime/main.ts', [], { DATA_DIR: dataDir, ...env });
+    const r = await runScript('server/main.ts', [], { DATA_DIR: dataDir, ...env });
     assert.is(r.status, 1);
     const lines = r.stderr.trim().split('\n').filter((l) => !/npm warn/.test(l));
     assert.is(lines.length, 1, r.stderr);

@@ -5,7 +5,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { test } from 'uvu';
 import * as assert from 'uvu/assert';
-import { loadGenerated } from '../runtime/server.js';
+import { loadGenerated } from '../server/server.js';
 import { openStore, type Store } from '../runtime/store.js';
 import { compileFilter, UnsupportedFilter } from '../runtime/sql-filter.js';
 import { Table } from '../runtime/table.js';

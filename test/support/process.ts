@@ -19,9 +19,9 @@ export interface ServerProcess {
   output: () => string;
 }
 
-/** Starts runtime/main.ts and resolves once it prints its listening line. */
+/** Starts server/main.ts and resolves once it prints its listening line. */
 export function spawnServer(env: Record<string, string>): Promise<ServerProcess> {
-  const child = spawn(process.execPath, ['--import', 'tsx', 'runtime/main.ts'], { env: { ...process.env, LOG: 'off', ...env } });
+  const child = spawn(process.execPath, ['--import', 'tsx', 'server/main.ts'], { env: { ...process.env, LOG: 'off', ...env } });
   let out = '';
   return new Promise((resolve, reject) => {
     const timer = setTimeout(() => reject(new Error(`the server did not start: ${out}`)), 20000);

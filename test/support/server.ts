@@ -4,7 +4,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { readConfig } from '../../runtime/config.js';
 import { readBootstrap, type Bootstrap } from '../../runtime/bootstrap.js';
-import { startServer, type GeneratedParts, type RunningServer } from '../../runtime/server.js';
+import { startServer, type GeneratedParts, type RunningServer } from '../../server/server.js';
 
 export interface Reply {
   status: number;

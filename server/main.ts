@@ -1,6 +1,6 @@
 // npm start: serve the API until SIGTERM or SIGINT.
 import { parseCommandLine } from '../scripts/cli-args.js';
-import { ConfigError, ensureDataDir, readConfig } from './config.js';
+import { ConfigError, ensureDataDir, readConfig } from '../runtime/config.js';
 
 parseCommandLine({
   name: 'start',

@@ -1,64 +1,34 @@
-// Assembles the server from the generated parts and the hand-written handlers, and runs it.
-import { randomBytes } from 'node:crypto';
-import { existsSync, mkdirSync, readFileSync, writeFileSync } from 'node:fs';
+// The composition root: assembles the server from the runtime, the generated parts and the hand-written
+// handlers, and runs it. Nothing imports it but the entry point and tests; the runtime never imports handlers.
+import { readFileSync } from 'node:fs';
 import type { AddressInfo } from 'node:net';
 import { join } from 'node:path';
 import type { Server } from 'node:http';
 import type { Middleware } from 'koa';
-import { pathToFileURL } from 'node:url';
-import type { EntitySchema } from '@mikro-orm/core';
 import type { createRouter as CreateRouter, createSteps as CreateSteps } from '../generated/routes.js';
 import { handlers, v1Extensions } from '../handlers/index.js';
 import { TokenExchange } from '../handlers/sts.js';
 import { createV1Router } from '../handlers/v1.js';
-import type { ApiModel } from './model.js';
-import { Policy } from './authorization.js';
-import { ensureBootstrap } from './bootstrap.js';
-import { defaultIssuer, type Config } from './config.js';
-import { createApp } from './http.js';
-import { listen } from './http-server.js';
-import { TokenIssuer } from './issuer.js';
-import { recordIssuer } from './issuer-record.js';
-import { PageToken } from './page-token.js';
-import { Resources } from './resources.js';
-import { createRouteOperations } from './route-operations.js';
-import { openStore, type Store } from './store.js';
-import { loadValidators } from './validation.js';
+import { Policy } from '../runtime/authorization.js';
+import { ensureBootstrap } from '../runtime/bootstrap.js';
+import { defaultIssuer, type Config } from '../runtime/config.js';
+import { createApp } from '../runtime/http.js';
+import { listen } from '../runtime/http-server.js';
+import { defaultGeneratedDir, loadDataParts, loadGeneratedModule, openResources, type DataParts } from '../runtime/open-resources.js';
+import { TokenIssuer } from '../runtime/issuer.js';
+import { recordIssuer } from '../runtime/issuer-record.js';
+import { createRouteOperations } from '../runtime/route-operations.js';
+import { loadValidators } from '../runtime/validation.js';
 
-export const defaultGeneratedDir = new URL('../generated/', import.meta.url).pathname;
-
-export interface GeneratedParts {
-  dir: string;
-  model: ApiModel;
-  entities: EntitySchema[];
+export interface GeneratedParts extends DataParts {
   createRouter: typeof CreateRouter;
   createSteps: typeof CreateSteps;
 }
 
 /** Loads what npm run generate wrote; another directory serves another spec (tests use this). */
 export async function loadGenerated(dir = defaultGeneratedDir): Promise<GeneratedParts> {
-  const load = async (file: string) => {
-    try {
-      return await import(pathToFileURL(join(dir, file)).href);
-    } catch (e) {
-      throw new Error(`cannot load ${join(dir, file)} (${(e as Error).message}); run npm run generate`);
-    }
-  };
-  const [{ apiModel }, { entities }, { createRouter, createSteps }] = await Promise.all([load('model.ts'), load('entities.ts'), load('routes.ts')]);
-  return { dir, model: apiModel, entities, createRouter, createSteps };
-}
-
-/** The server's secret for page tokens, created on first start and kept in the data directory. */
-function pageTokenSecret(dataDir: string): Buffer {
-  const file = join(dataDir, 'page-token.key');
-  if (!existsSync(file)) writeFileSync(file, randomBytes(32).toString('hex'), { mode: 0o600, flag: 'wx' });
-  return Buffer.from(readFileSync(file, 'utf8').trim(), 'hex');
-}
-
-export async function openResources(config: Config, generated: GeneratedParts): Promise<{ store: Store; resources: Resources }> {
-  mkdirSync(config.dataDir, { recursive: true });
-  const store = await openStore(config.databaseFile, generated.entities);
-  return { store, resources: new Resources(store, generated.model, new PageToken(pageTokenSecret(config.dataDir))) };
+  const [data, routes] = await Promise.all([loadDataParts(dir), loadGeneratedModule<{ createRouter: typeof CreateRouter; createSteps: typeof CreateSteps }>(dir, 'routes.ts')]);
+  return { ...data, createRouter: routes.createRouter, createSteps: routes.createSteps };
 }
 
 export interface RunningServer {
