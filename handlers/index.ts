@@ -8,7 +8,7 @@ import { advisoryEvents } from './v1-advisory-events.js';
 import { eolTags } from './v1-eol-tags.js';
 import { register } from './v1-register.js';
 import { vulnReports } from './v1-vuln-reports.js';
-import type { V1Extension } from './v1.js';
+import type { V1Extension } from '../runtime/v1/adapter.js';
 
 export const handlers: Handlers = { iam, libraries, ping, registry };
 

@@ -1,6 +1,7 @@
 // Token exchange (POST or GET /sts/exchange?identity=<uid>[&aud=...]): an upstream OIDC token, presented as the
 // bearer token, is exchanged for a token of ours for an identity whose claimMatch it satisfies. Upstream
 // keys are found through the issuer's discovery document and cached; a slow or dead issuer cannot hang us.
+import Router from '@koa/router';
 import type { Context } from 'koa';
 import { createRemoteJWKSet, decodeJwt, errors, jwtVerify, type JWTPayload } from 'jose';
 import { ApiError, invalidArgument, notFound, permissionDenied, unauthenticated } from '../runtime/errors.js';
@@ -115,15 +116,9 @@ export class TokenExchange {
     return this.issuer().mint(identityUid, undefined, audience);
   }
 
-  /** Koa middleware for /sts/exchange. */
-  middleware() {
-    return async (ctx: Context, next: () => Promise<void>) => {
-      if (ctx.path !== '/sts/exchange') return next();
-      if (ctx.method !== 'GET' && ctx.method !== 'POST') {
-        const e = new ApiError('UNIMPLEMENTED', `Method ${ctx.method} is not allowed on /sts/exchange; allowed: GET, POST`);
-        e.httpStatus = 405;
-        throw e;
-      }
+  /** The routes of the exchange: GET and POST /sts/exchange, with another issuer's token as the bearer token. */
+  router(): Router {
+    const exchange = async (ctx: Context) => {
       const m = /^Bearer\s+(\S+)\s*$/i.exec(ctx.get('authorization'));
       if (!m) throw unauthenticated('present the upstream OIDC token as Authorization: Bearer <token>');
       // The reference's scope, cap, scopes and identityProvider are not served: refused, not ignored.
@@ -133,5 +128,6 @@ export class TokenExchange {
       const aud = [ctx.query.aud].flat()[0] || undefined;
       ctx.body = await this.exchange(m[1], identity, aud);
     };
+    return new Router().get('/sts/exchange', exchange).post('/sts/exchange', exchange);
   }
 }

@@ -11,10 +11,10 @@ import { capabilityScope, type Principal } from '../runtime/authorization.js';
 import { invalidArgument, notFound } from '../runtime/errors.js';
 import { operationOf, type ResourceModel } from '../runtime/model.js';
 import { now, type Row } from '../runtime/records.js';
-import { body, pathParams } from '../runtime/route-operations.js';
+import { requestBody as body, pathParams } from '../runtime/route-operations.js';
 import { parentOf, uidCapture } from '../runtime/uid.js';
 import { check, checkParameterNames } from '../runtime/validation.js';
-import type { V1Deps, V1Extension, V1Presenter } from './v1.js';
+import type { V1Deps, V1Extension, V1Presenter } from '../runtime/v1/adapter.js';
 
 const eventId = (advisory: string, index: number) => `${advisory}/${index.toString(16).padStart(16, '0')}`;
 

@@ -5,7 +5,7 @@ import type { Principal } from '../runtime/authorization.js';
 import { parseListRequest } from '../runtime/list-request.js';
 import type { ResourceModel } from '../runtime/model.js';
 import { check } from '../runtime/validation.js';
-import type { V1Deps, V1Extension } from './v1.js';
+import type { V1Deps, V1Extension } from '../runtime/v1/adapter.js';
 
 function addEolTagsRoute(router: Router, tags: ResourceModel, _shape: unknown, { resources, policy, validators }: V1Deps): void {
   router.get('/registry/v1/eoltags', async (ctx) => {

@@ -6,9 +6,9 @@ import type { Context } from 'koa';
 import type { Principal } from '../runtime/authorization.js';
 import { invalidArgument } from '../runtime/errors.js';
 import type { ResourceModel } from '../runtime/model.js';
-import { body } from '../runtime/route-operations.js';
+import { requestBody as body } from '../runtime/route-operations.js';
 import { iam } from './iam.js';
-import type { V1Deps, V1Extension } from './v1.js';
+import type { V1Deps, V1Extension } from '../runtime/v1/adapter.js';
 
 function addRegisterRoute(router: Router, _invites: ResourceModel, _shape: unknown, { model, resources, policy }: V1Deps): void {
   router.post('/auth/v1/register', async (ctx: Context) => {

@@ -16,7 +16,7 @@ import type { Where } from '../runtime/resources.js';
 import { pathParams } from '../runtime/route-operations.js';
 import { parentOf } from '../runtime/uid.js';
 import { checkParameterNames } from '../runtime/validation.js';
-import type { V1Deps, V1Extension } from './v1.js';
+import type { V1Deps, V1Extension } from '../runtime/v1/adapter.js';
 
 const severities = ['CRITICAL', 'HIGH', 'MEDIUM', 'LOW', 'NEGLIGIBLE', 'UNKNOWN'] as const;
 const countField: Record<(typeof severities)[number], string> = {

@@ -1,7 +1,7 @@
-// The Koa application: request id and log, errors, body, authenticate, then the generated routes.
+// The Koa application: request id and log, errors, body, public routes, authenticate, then the route tables.
 import { randomUUID } from 'node:crypto';
 import Koa from 'koa';
-import type Router from '@koa/router';
+import Router from '@koa/router';
 import { ApiError, internal, invalidArgument, unauthenticated } from './errors.js';
 import { unsafeRequestLine } from './input-safety.js';
 import { checkParameterNames } from './validation.js';
@@ -10,21 +10,45 @@ import { jsonBody } from './json-body.js';
 import type { TokenIssuer } from './issuer.js';
 import type { ApiModel } from './model.js';
 
+/** One table of routes; every table takes part in the one set of routing rules (404, 405 with Allow). */
+export interface RouteTable {
+  router: Router;
+  /** a cheap test of the paths the table may serve: other requests skip matching it */
+  serves?: (path: string) => boolean;
+}
+
 export interface AppOptions {
   model: ApiModel;
-  router: Router;
   openapi: unknown;
   log: (line: Record<string, unknown>) => void;
   issuer: () => TokenIssuer;
   /** the principal of a bearer token; UNAUTHENTICATED when the token is not good here */
   authenticate: (token: string) => Promise<Principal>;
-  /** routes that read the Authorization header themselves (the token exchange takes another issuer's token) */
-  publicRoutes: Koa.Middleware[];
-  /** hand-written routes outside the generated router (v1) */
-  extraRoutes: Koa.Middleware[];
+  /** routes before authentication: they need no caller, or read the Authorization header themselves (the token exchange) */
+  publicRoutes: RouteTable[];
+  /** every other route (v2, v1) */
+  routes: RouteTable[];
 }
 
-export function createApp({ model, router, openapi, log, issuer, authenticate, publicRoutes, extraRoutes }: AppOptions): Koa {
+/** The methods any table serves at this path (HEAD goes with GET). */
+function allowedMethods(tables: RouteTable[], path: string): string[] {
+  const methods = tables.flatMap((t) => t.router.match(path, 'GET').path.flatMap((layer) => layer.methods));
+  return [...new Set(methods)].filter((m) => m !== 'HEAD');
+}
+
+function methodNotAllowed(method: string, path: string, allowed: string[]): ApiError {
+  const e = new ApiError('UNIMPLEMENTED', `Method ${method} is not allowed on ${path}; allowed: ${allowed.join(', ')}`);
+  e.httpStatus = 405;
+  return e;
+}
+
+/** The table's routes as middleware, skipped for paths it does not serve. */
+function dispatch(t: RouteTable): Koa.Middleware {
+  const routes = t.router.routes() as unknown as Koa.Middleware;
+  return t.serves ? (ctx, next) => (t.serves!(ctx.path) ? routes(ctx, next) : next()) : routes;
+}
+
+export function createApp({ model, openapi, log, issuer, authenticate, publicRoutes, routes }: AppOptions): Koa {
   const app = new Koa();
   const domains = new Set(model.domains);
   const errorDomain = (path: string) => {
@@ -59,22 +83,33 @@ export function createApp({ model, router, openapi, log, issuer, authenticate, p
   });
   app.use(jsonBody());
 
-  const documents: Record<string, () => unknown> = {
+  // The documents, and the routes that read their own credentials, come before authentication. A wrong method
+  // on one of their paths is answered here too, before another issuer's token could be refused as ours.
+  const documents = new Router();
+  for (const [path, document] of Object.entries<() => unknown>({
     '/openapi.json': () => openapi,
     '/.well-known/openid-configuration': () => issuer().discovery(),
     '/.well-known/jwks.json': () => issuer().jwks(),
-  };
-  app.use(async (ctx, next) => {
-    const document = ctx.method === 'GET' ? documents[ctx.path] : undefined;
-    if (document) {
+  })) {
+    documents.get(path, (ctx) => {
       checkParameterNames(ctx.query);
       ctx.body = document();
-      return;
-    }
-    await next();
-  });
-
-  for (const m of publicRoutes) app.use(m);
+    });
+  }
+  const before: RouteTable[] = [{ router: documents }, ...publicRoutes];
+  const tables = [...before, ...routes];
+  for (const t of before) {
+    app.use(dispatch(t));
+    app.use(async (ctx, next) => {
+      const matched = t.router.match(ctx.path, ctx.method);
+      if (matched.path.some((layer) => layer.methods.length > 0) && !matched.route) {
+        const allowed = allowedMethods(tables, ctx.path);
+        ctx.set('Allow', allowed.join(', '));
+        throw methodNotAllowed(ctx.method, ctx.path, allowed);
+      }
+      await next();
+    });
+  }
 
   // Authenticate: presented credentials must be good on every route, whether or not it needs a capability, so
   // a refused token is refused the same way everywhere. Whether a caller is needed at all is the route's business.
@@ -90,17 +125,14 @@ export function createApp({ model, router, openapi, log, issuer, authenticate, p
     await next();
   });
 
-  for (const m of extraRoutes) app.use(m);
-  app.use(router.routes());
+  for (const t of routes) app.use(dispatch(t));
 
+  // One set of routing rules for every table: a known path with another method is 405 with Allow, else 404.
   app.use(async (ctx) => {
-    const matched = router.match(ctx.path, ctx.method);
-    if (matched.path.length > 0) {
-      const allowed = [...new Set(matched.path.flatMap((l) => l.methods))].filter((m) => m !== 'HEAD');
+    const allowed = allowedMethods(tables, ctx.path);
+    if (allowed.length > 0) {
       ctx.set('Allow', allowed.join(', '));
-      const e = new ApiError('UNIMPLEMENTED', `Method ${ctx.method} is not allowed on ${ctx.path}; allowed: ${allowed.join(', ')}`);
-      e.httpStatus = 405;
-      throw e;
+      throw methodNotAllowed(ctx.method, ctx.path, allowed);
     }
     throw new ApiError('NOT_FOUND', `Not found: no route ${ctx.method} ${ctx.path}`);
   });

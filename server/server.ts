@@ -4,11 +4,9 @@ import { readFileSync } from 'node:fs';
 import type { AddressInfo } from 'node:net';
 import { join } from 'node:path';
 import type { Server } from 'node:http';
-import type { Middleware } from 'koa';
 import type { createRouter as CreateRouter, createSteps as CreateSteps } from '../generated/routes.js';
 import { handlers, v1Extensions } from '../handlers/index.js';
 import { TokenExchange } from '../handlers/sts.js';
-import { createV1Router } from '../handlers/v1.js';
 import { Policy } from '../runtime/authorization.js';
 import { ensureBootstrap } from '../runtime/bootstrap.js';
 import { defaultIssuer, type Config } from '../runtime/config.js';
@@ -17,7 +15,9 @@ import { listen } from '../runtime/http-server.js';
 import { defaultGeneratedDir, loadDataParts, loadGeneratedModule, openResources, type DataParts } from '../runtime/open-resources.js';
 import { TokenIssuer } from '../runtime/issuer.js';
 import { recordIssuer } from '../runtime/issuer-record.js';
+import { Operations } from '../runtime/operations.js';
 import { createRouteOperations } from '../runtime/route-operations.js';
+import { createV1Router } from '../runtime/v1/adapter.js';
 import { loadValidators } from '../runtime/validation.js';
 
 export interface GeneratedParts extends DataParts {
@@ -44,19 +44,19 @@ export async function startServer(config: Config, generated?: GeneratedParts): P
   await ensureBootstrap(store, model, config.dataDir);
   const policy = new Policy(resources);
   const validators = loadValidators(parts.dir);
-  const ops = createRouteOperations({ model, store, resources, validators, policy });
-  const v1 = createV1Router({ model, resources, policy, validators, createSteps: parts.createSteps(handlers) }, v1Extensions);
+  const operations = new Operations(model, resources, policy, validators);
+  const v2 = parts.createRouter(createRouteOperations(operations), handlers);
+  const v1 = createV1Router({ model, resources, policy, validators, operations, createSteps: parts.createSteps(handlers) }, v1Extensions);
   const openapi = JSON.parse(readFileSync(join(parts.dir, 'openapi.json'), 'utf8'));
   const log = config.log ? (line: Record<string, unknown>) => process.stdout.write(`${JSON.stringify({ time: new Date().toISOString(), ...line })}\n`) : () => {};
   let issuer: TokenIssuer | undefined;
   const exchange = new TokenExchange(store, model, () => issuer!);
-  const v1Routes = v1.routes() as unknown as Middleware;
-  // Every v1 path has a /v1/ segment: other requests skip matching the v1 routes.
-  const v1Only: Middleware = (ctx, next) => (ctx.path.includes('/v1/') ? v1Routes(ctx, next) : next());
   const app = createApp({
-    model, router: parts.createRouter(ops, handlers), openapi, log, issuer: () => issuer!,
+    model, openapi, log, issuer: () => issuer!,
     authenticate: async (token) => policy.authenticate(await issuer!.verify(token)),
-    publicRoutes: [exchange.middleware()], extraRoutes: [v1Only],
+    publicRoutes: [{ router: exchange.router() }],
+    // Every v1 path has a /v1/ segment: other requests skip matching the v1 routes.
+    routes: [{ router: v1, serves: (path) => path.includes('/v1/') }, { router: v2 }],
   });
   const server: Server = await listen(app, { ...config, errorDomain: `api.${model.service}.dev` });
   const { port } = server.address() as AddressInfo;

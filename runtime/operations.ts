@@ -1,0 +1,169 @@
+// The one pipeline every call goes through, whatever the transport (v2 HTTP, v1 HTTP, next gRPC). The order of
+// checks lives here alone, because it is what makes the rules true:
+//   1. capability at the scope, before anything is looked up: a caller without it learns nothing, not even
+//      whether the record exists (lists instead see only what they may: visibility is a condition of the query);
+//   2. validation of the request, against the generated validators;
+//   3. no grant may grow (Policy.noEscalation), inside the write's own transaction;
+//   4. the shared operation (Resources) or a hand-written handler, then the presenter.
+// Adapters translate a request into a Call and the answer back; they neither authorize nor validate.
+import { invalidArgument, type FieldViolation } from './errors.js';
+import { capabilityScope, type Policy, type Principal } from './authorization.js';
+import { parseListRequest } from './list-request.js';
+import { operationOf, type ApiModel, type EndpointModel, type ResourceModel, type StandardOperation } from './model.js';
+import type { Row } from './records.js';
+import type { Resources } from './resources.js';
+import type { Store } from './store.js';
+import { check, type Validators } from './validation.js';
+
+/** A request as every transport gives it. */
+export interface Call {
+  principal: Principal;
+  /** path parameters, decoded: uid, parent, or an endpoint's own */
+  params: Record<string, string>;
+  /** the query parameters, or a request message's fields, under their v2 names */
+  query: Record<string, unknown>;
+  /** the request body, {} when there is none */
+  body: Row;
+  /** update_mask as given; "*" replaces */
+  mask?: string;
+  /** what the adapter could not translate into v2's terms (a value v1 does not know), reported as validation */
+  untranslatable?: FieldViolation[];
+}
+
+/** What a hand-written handler may use. */
+export interface HandlerContext {
+  principal: Principal;
+  store: Store;
+  resources: Resources;
+  model: ApiModel;
+}
+
+/** A hand-written presenter: shapes records for responses. */
+export type Present = (records: Row[], context: HandlerContext) => Promise<Row[]>;
+
+/** A hand-written create step: completes the record to store; reveal adds fields to the create response only. */
+export type Prepare = (record: Row, context: HandlerContext) => Promise<{ record: Row; reveal?: Row }>;
+
+/** A hand-written custom method. */
+export type EndpointHandler = (request: Record<string, unknown>, context: HandlerContext) => Promise<unknown>;
+
+export interface ListAnswer {
+  items: Row[];
+  nextPageToken: string;
+  totalCount: string;
+  skipped: number;
+}
+
+const pagingParameters = ['page_size', 'pageSize', 'page_token', 'pageToken'];
+
+export class Operations {
+  constructor(
+    private readonly model: ApiModel,
+    private readonly resources: Resources,
+    private readonly policy: Policy,
+    private readonly validators: Validators,
+  ) {}
+
+  private validate(kind: 'body' | 'query', id: string, data: unknown, untranslatable: FieldViolation[] = []): void {
+    if (untranslatable.length > 0) throw invalidArgument(untranslatable);
+    const v = this.validators[kind](id);
+    if (!v) throw new Error(`no generated validator ${id}: run npm run generate`);
+    check(v, data);
+  }
+
+  private capability(r: ResourceModel, kind: StandardOperation) {
+    const op = operationOf(r, kind);
+    if (!op) throw new Error(`${r.collection} has no ${kind} operation`);
+    return op.capability;
+  }
+
+  private scope(r: ResourceModel, uid: string | undefined): string | undefined {
+    return capabilityScope(this.model, r, uid);
+  }
+
+  private context(principal: Principal): HandlerContext {
+    return { principal, store: this.resources.store, resources: this.resources, model: this.model };
+  }
+
+  private async present(record: Row, principal: Principal, present?: Present): Promise<Row> {
+    return present ? (await present([record], this.context(principal)))[0] : record;
+  }
+
+  /**
+   * One page, or with `whole` every match without paging (v1's lists): the records the caller may list, within
+   * the parent when the route nests the list under one.
+   */
+  async list(r: ResourceModel, call: Call, options: { present?: Present; whole?: boolean } = {}): Promise<ListAnswer> {
+    if (options.whole) {
+      const paging = pagingParameters.filter((name) => call.query[name] !== undefined);
+      if (paging.length > 0) throw invalidArgument(paging.map((field) => ({ field, description: `${field}: this list answers every match, it does not page` })));
+    }
+    this.validate('query', `${r.collection}.list`, call.query);
+    const req = parseListRequest(call.query, r);
+    const visible = await this.policy.visibility(call.principal, this.capability(r, 'list'), r, req.hierarchy.descendantsOf ?? req.hierarchy.childrenOf);
+    if (!visible) return { items: [], nextPageToken: '', totalCount: '0', skipped: req.skip };
+    const scope = [...visible, ...(call.params.parent !== undefined ? [{ parentUid: call.params.parent }] : [])];
+    const page = options.whole
+      ? { items: await this.resources.listAll(r, req, scope), nextPageToken: '', totalCount: '', skipped: req.skip }
+      : await this.resources.list(r, req, scope);
+    return { ...page, items: options.present ? await options.present(page.items, this.context(call.principal)) : page.items };
+  }
+
+  async get(r: ResourceModel, call: Call, present?: Present): Promise<Row> {
+    const { uid } = call.params;
+    await this.policy.requireCapability(call.principal, this.capability(r, 'get'), this.scope(r, uid));
+    return this.present(await this.resources.get(r, uid), call.principal, present);
+  }
+
+  async create(r: ResourceModel, call: Call, options: { present?: Present; prepare?: Prepare } = {}): Promise<Row> {
+    const { parent } = call.params;
+    await this.policy.requireCapability(call.principal, this.capability(r, 'create'), this.scope(r, parent));
+    this.validate('body', `${r.collection}.create`, call.body, call.untranslatable);
+    const { prepare } = options;
+    const created = await this.resources.create(r, parent, call.body, {
+      actor: call.principal.subject,
+      prepare: prepare && ((record: Row) => prepare(record, this.context(call.principal))),
+      guard: this.policy.noEscalation(call.principal, r),
+    });
+    return this.present(created, call.principal, options.present);
+  }
+
+  async update(r: ResourceModel, call: Call, present?: Present): Promise<Row> {
+    const { uid } = call.params;
+    await this.policy.requireCapability(call.principal, this.capability(r, 'update'), this.scope(r, uid));
+    this.validate('body', `${r.collection}.update`, call.body, call.untranslatable);
+    const updated = await this.resources.update(r, uid, call.body, call.mask, { actor: call.principal.subject, guard: this.policy.noEscalation(call.principal, r) });
+    return this.present(updated, call.principal, present);
+  }
+
+  async delete(r: ResourceModel, call: Call): Promise<void> {
+    const { uid } = call.params;
+    await this.policy.requireCapability(call.principal, this.capability(r, 'delete'), this.scope(r, uid));
+    await this.resources.delete(r, uid, call.principal.subject);
+  }
+
+  async getSubresource(r: ResourceModel, name: string, call: Call): Promise<Row> {
+    const s = r.subresources.find((x) => x.name === name)!;
+    await this.policy.requireCapability(call.principal, s.get.capability, this.scope(r, call.params.uid));
+    return this.resources.getSubresource(r, name, call.params.uid);
+  }
+
+  async updateSubresource(r: ResourceModel, name: string, call: Call): Promise<Row> {
+    const s = r.subresources.find((x) => x.name === name)!;
+    await this.policy.requireCapability(call.principal, s.update!.capability, this.scope(r, call.params.uid));
+    this.validate('body', `${r.collection}.${name}.update`, call.body);
+    return this.resources.updateSubresource(r, name, call.params.uid, call.body, call.mask, call.principal.subject);
+  }
+
+  /** A custom method: its capability at the declared scope parameter, its query and body validated, its handler. */
+  async endpoint(e: EndpointModel, call: Call, handler: EndpointHandler): Promise<unknown> {
+    await this.policy.requireCapability(call.principal, e.capability, e.scope ? call.params[e.scope] : undefined);
+    this.validate('query', `${e.domain}.${e.name}.query`, call.query);
+    const request: Record<string, unknown> = { ...call.query, ...call.params };
+    if (e.body) {
+      this.validate('body', `${e.domain}.${e.name}.body`, call.body);
+      request.body = call.body;
+    }
+    return handler(request, this.context(call.principal));
+  }
+}
