@@ -40,14 +40,16 @@ export const iam: IamHandlers = {
     return { record: { ...record, keyId, codeHash: hashOf(secret).toString('hex'), expirationTime }, reveal: { code: `${keyId}.${secret}` } };
   },
 
-  /** Redeems an invite code: the caller is bound to the invite's role in its group; a single-use invite goes. */
+  /**
+   * Redeems an invite code: the caller is bound to the invite's role in its group (the binding is the event the
+   * call declares); a single-use invite goes.
+   */
   async acceptGroupInvite(request: AcceptGroupInviteRequest, context): Promise<AcceptGroupInviteResponse> {
     const { groupInvites, roleBindings } = context.model.resources;
     const [keyId, secret] = request.body.code.split('.');
     const caller = context.principal.subject!;
-    const [invites, bindings] = [context.resources.table(groupInvites.type), context.resources.table(roleBindings.type)];
-    const accepted = await context.store.transaction(async (sql) => {
-      const [invite] = keyId && secret ? await invites.find({ keyId }, [{ property: 'uid', desc: false }], 1, 0, sql) : [];
+    return context.write(async (writes) => {
+      const [invite] = keyId && secret ? await writes.find(groupInvites, { keyId }, 1) : [];
       const stored = invite ? Buffer.from(String(invite.codeHash), 'hex') : Buffer.alloc(0);
       const given = secret ? hashOf(secret) : Buffer.alloc(32);
       if (!invite || stored.length !== given.length || !timingSafeEqual(stored, given)) throw notFound(groupInvites.type, 'for this code');
@@ -56,18 +58,16 @@ export const iam: IamHandlers = {
       }
       const group = invite.parentUid as string;
       const roleUid = invite.roleUid as string;
-      let [binding] = await bindings.find({ parentUid: group, identityUid: caller, roleUid }, [{ property: 'uid', desc: false }], 1, 0, sql);
+      let [binding] = await writes.find(roleBindings, { parentUid: group, identityUid: caller, roleUid }, 1);
       if (!binding) {
         const time = now();
         binding = { uid: newChildUid(group), parentUid: group, identityUid: caller, roleUid, createTime: time, updateTime: time };
-        await bindings.insert(sql, binding);
-        await context.resources.recordEvent(sql, { type: 'dev.chainguard.api.iam.rolebindings.created.v1', subject: binding.uid as string, groupUid: group, actor: caller, body: { uid: binding.uid, identityUid: caller, roleUid } });
+        await writes.insert(roleBindings, binding);
+        await writes.recordEvent(roleBindings, binding.uid as string, { uid: binding.uid, identityUid: caller, roleUid });
       }
-      if (invite.singleUse) await invites.delete(sql, invite.uid as string);
+      if (invite.singleUse) await writes.delete(groupInvites, invite.uid as string);
       return { roleBinding: binding.uid as string, group, roleUid };
     });
-    context.resources.noteWrite(roleBindings);
-    return accepted;
   },
 
   /** Records that the caller accepts these documents for the group; accepting again changes nothing. */
@@ -75,17 +75,16 @@ export const iam: IamHandlers = {
     const { groups, termsAcceptances } = context.model.resources;
     const acceptedBy = context.principal.subject!;
     const documentIds = [...new Set(request.body.documentIds)].sort();
-    const acceptances = context.resources.table(termsAcceptances.type);
-    await context.store.transaction(async (sql) => {
-      if (!await context.resources.table(groups.type).get(request.group, sql)) throw notFound(groups.type, request.group);
+    await context.write(async (writes) => {
+      if (!await writes.get(groups, request.group)) throw notFound(groups.type, request.group);
       const time = now();
       for (const docId of documentIds) {
-        if (await acceptances.count({ parentUid: request.group, docId, acceptedBy }, sql) > 0) continue;
-        await acceptances.insert(sql, {
+        if ((await writes.find(termsAcceptances, { parentUid: request.group, docId, acceptedBy }, 1)).length > 0) continue;
+        await writes.insert(termsAcceptances, {
           uid: newChildUid(request.group), parentUid: request.group, docId, acceptedBy, orgUid: request.group, createTime: time, updateTime: time,
         });
       }
-      await context.resources.recordEvent(sql, { type: 'dev.chainguard.api.iam.terms.accepted.v1', subject: request.group, groupUid: request.group, actor: acceptedBy, body: { group: request.group, documentIds } });
+      await writes.recordEvent(groups, request.group, { group: request.group, documentIds });
     });
     return { documentIds, group: request.group };
   },

@@ -8,8 +8,7 @@ import { ApiError, invalidArgument, notFound, permissionDenied, unauthenticated 
 import { clockSkewSeconds, type TokenIssuer } from '../runtime/issuer.js';
 import type { ApiModel } from '../runtime/model.js';
 import { now } from '../runtime/records.js';
-import type { Store } from '../runtime/store.js';
-import { Table } from '../runtime/table.js';
+import type { Resources } from '../runtime/resources.js';
 import { isUidPath } from '../runtime/uid.js';
 import { checkParameterNames } from '../runtime/validation.js';
 
@@ -48,10 +47,10 @@ function matches(value: string | undefined, exact: string | undefined, pattern: 
 export class TokenExchange {
   private readonly keySets = new Map<string, { jwks: ReturnType<typeof createRemoteJWKSet>; fetched: number }>();
 
-  private readonly identities: Table;
+  private readonly model: ApiModel;
 
-  constructor(private readonly store: Store, private readonly model: ApiModel, private readonly issuer: () => TokenIssuer) {
-    this.identities = new Table(store, model.resources.identities.type);
+  constructor(private readonly resources: Resources, private readonly issuer: () => TokenIssuer) {
+    this.model = resources.model;
   }
 
   private async keySet(iss: string): Promise<ReturnType<typeof createRemoteJWKSet>> {
@@ -77,7 +76,7 @@ export class TokenExchange {
 
   async exchange(upstreamToken: string, identityUid: string, audience: string | undefined): Promise<{ token: string; expiry: string }> {
     const identities = this.model.resources.identities;
-    const identity = isUidPath(identityUid) ? await this.identities.get(identityUid) : null;
+    const identity = isUidPath(identityUid) ? await this.resources.table(identities.type).get(identityUid) : null;
     if (!identity) throw notFound(identities.type, identityUid);
     const claimMatch = identity.claimMatch as ClaimMatch | null;
     if (!claimMatch || !(claimMatch.issuer || claimMatch.issuerPattern) || !(claimMatch.subject || claimMatch.subjectPattern)) {
@@ -112,7 +111,7 @@ export class TokenExchange {
         throw permissionDenied(`the presented token's audience does not match identity ${identityUid}`);
       }
     }
-    await this.store.transaction((sql) => this.identities.update(sql, identityUid, { lastSeenTime: now() }));
+    await this.resources.write({}, (writes) => writes.update(identities, identityUid, { lastSeenTime: now() }));
     return this.issuer().mint(identityUid, undefined, audience);
   }
 

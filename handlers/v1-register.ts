@@ -3,18 +3,23 @@
 // invite promises. The caller is the identity of the bearer token (this server registers no new identities).
 import type Router from '@koa/router';
 import type { Context } from 'koa';
-import type { Principal } from '../runtime/authorization.js';
 import { invalidArgument } from '../runtime/errors.js';
 import type { ResourceModel } from '../runtime/model.js';
-import { requestBody as body } from '../runtime/route-operations.js';
+import type { EndpointHandler } from '../runtime/operations.js';
+import { callOf } from '../runtime/route-operations.js';
 import { iam } from './iam.js';
 import type { V1Deps, V1Extension } from '../runtime/v1/adapter.js';
 
-function addRegisterRoute(router: Router, _invites: ResourceModel, _shape: unknown, { model, resources, policy }: V1Deps): void {
+/** The reference's event of a registration (v1 only: no v2 operation declares it). */
+const registeredEvent = 'dev.chainguard.api.auth.registered.v1';
+
+function addRegisterRoute(router: Router, _invites: ResourceModel, _shape: unknown, { model, resources, policy, operations }: V1Deps): void {
+  const accept = model.endpoints.find((e) => e.domain === 'iam' && e.name === 'acceptGroupInvite')!;
   router.post('/auth/v1/register', async (ctx: Context) => {
-    const principal = ctx.state.principal as Principal;
+    const call = callOf(ctx, []);
+    const { principal } = call;
     await policy.requireCapability(principal, 'authenticated', undefined);
-    const { code, identityId } = body(ctx);
+    const { code, identityId } = call.body;
     const problems = [
       ...(code !== undefined && typeof code !== 'string' ? [{ field: 'code', description: 'code must be a string' }] : []),
       ...(identityId !== undefined && identityId !== '' && identityId !== principal.subject
@@ -22,14 +27,10 @@ function addRegisterRoute(router: Router, _invites: ResourceModel, _shape: unkno
     ];
     if (problems.length > 0) throw invalidArgument(problems);
     const identity = principal.subject!;
-    let group = '';
-    if (code) {
-      const context = { principal, store: resources.store, resources, model };
-      group = (await iam.acceptGroupInvite({ body: { code: code as string } }, context)).group ?? '';
-    }
-    await resources.store.transaction((sql) => resources.recordEvent(sql, {
-      type: 'dev.chainguard.api.auth.registered.v1', subject: identity, groupUid: group || null, actor: identity, body: { identity, group },
-    }));
+    // Redeeming the code is the v2 call, through the same pipeline.
+    const accepted = code ? await operations.endpoint(accept, { ...call, query: {}, body: { code } }, iam.acceptGroupInvite as EndpointHandler) as { group?: string } : {};
+    const group = accepted.group ?? '';
+    await resources.write({ type: registeredEvent, actor: identity }, (writes) => writes.recordEvent(model.resources.identities, identity, { identity, group }));
     ctx.body = { identity, ...(group ? { group } : {}) };
   });
 }

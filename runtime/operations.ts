@@ -12,7 +12,7 @@ import { parseListRequest } from './list-request.js';
 import { operationOf, type ApiModel, type EndpointModel, type ResourceModel, type StandardOperation } from './model.js';
 import type { Row } from './records.js';
 import type { Resources } from './resources.js';
-import type { Store } from './store.js';
+import type { Writes } from './writes.js';
 import { check, type Validators } from './validation.js';
 
 /** A request as every transport gives it. */
@@ -30,12 +30,13 @@ export interface Call {
   untranslatable?: FieldViolation[];
 }
 
-/** What a hand-written handler may use. */
+/** What a hand-written handler may use: reads through Resources, writes through write(). */
 export interface HandlerContext {
   principal: Principal;
-  store: Store;
   resources: Resources;
   model: ApiModel;
+  /** Writes in one transaction; writes.recordEvent records the event the served operation declares. */
+  write<T>(fn: (writes: Writes) => Promise<T>): Promise<T>;
 }
 
 /** A hand-written presenter: shapes records for responses. */
@@ -81,8 +82,12 @@ export class Operations {
     return capabilityScope(this.model, r, uid);
   }
 
-  private context(principal: Principal): HandlerContext {
-    return { principal, store: this.resources.store, resources: this.resources, model: this.model };
+  /** The context of a hand-written step; `event` is the type the served operation declares. */
+  context(principal: Principal, event?: string): HandlerContext {
+    return {
+      principal, resources: this.resources, model: this.model,
+      write: (fn) => this.resources.write({ type: event, actor: principal.subject }, fn),
+    };
   }
 
   private async present(record: Row, principal: Principal, present?: Present): Promise<Row> {
@@ -164,6 +169,6 @@ export class Operations {
       this.validate('body', `${e.domain}.${e.name}.body`, call.body);
       request.body = call.body;
     }
-    return handler(request, this.context(call.principal));
+    return handler(request, this.context(call.principal, e.event));
   }
 }

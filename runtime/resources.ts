@@ -7,6 +7,7 @@ import { PageToken, type Cursor } from './page-token.js';
 import { canonicalTimestamp, inputObject, now, outputObject, toResource, withDefaults, type Row } from './records.js';
 import { groupOf, outboxEntity, outboxRow, type NewEvent } from './outbox.js';
 import type { WriteGuard } from './authorization.js';
+import { Writes, type DeclaredEvent } from './writes.js';
 import { together, type Sql } from './sql.js';
 import { containsPattern } from './sql-filter.js';
 import type { Store } from './store.js';
@@ -104,6 +105,14 @@ export class Resources {
   /** Notes a committed write to r, for caches of access decisions. */
   noteWrite(r: ResourceModel): void {
     if (['roleBindings', 'roles', 'identities'].includes(r.collection) || r.children.includes('roleBindings')) this.accessVersion++;
+  }
+
+  /** A hand-written write: fn's statements in one transaction, with the declared event; caches told after the commit. */
+  async write<T>(declared: DeclaredEvent, fn: (writes: Writes) => Promise<T>): Promise<T> {
+    let writes: Writes | undefined;
+    const result = await this.store.transaction((sql) => fn(writes = new Writes(sql, this, declared)));
+    for (const r of writes!.written) this.noteWrite(r);
+    return result;
   }
 
   /** Records an event in the outbox, in the caller's transaction: stored if and only if the change is. */

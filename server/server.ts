@@ -50,7 +50,7 @@ export async function startServer(config: Config, generated?: GeneratedParts): P
   const openapi = JSON.parse(readFileSync(join(parts.dir, 'openapi.json'), 'utf8'));
   const log = config.log ? (line: Record<string, unknown>) => process.stdout.write(`${JSON.stringify({ time: new Date().toISOString(), ...line })}\n`) : () => {};
   let issuer: TokenIssuer | undefined;
-  const exchange = new TokenExchange(store, model, () => issuer!);
+  const exchange = new TokenExchange(resources, () => issuer!);
   const app = createApp({
     model, openapi, log, issuer: () => issuer!,
     authenticate: async (token) => policy.authenticate(await issuer!.verify(token)),

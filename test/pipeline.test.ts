@@ -2,6 +2,7 @@
 // for v2, v1, the token exchange and the documents.
 import { test } from 'uvu';
 import * as assert from 'uvu/assert';
+import { query } from './support/db.js';
 import { startTestServer, type Reply, type TestServer } from './support/server.js';
 
 let s: TestServer;
@@ -79,6 +80,22 @@ test('an unknown path is 404 with the AIP-193 body everywhere', async () => {
     assert.is(r.status, 404, path);
     assert.is(r.body.code, 5, path);
     assert.match(r.body.message, /no route/);
+  }
+});
+
+test("a hand-written write records the served operation's declared event and takes effect at once (v2 and v1's register)", async () => {
+  const roles = (await s.call('GET', '/iam/v2/roles?page_size=200')).body.roles;
+  const editor = roles.find((r: any) => r.name === 'editor').uid;
+  for (const [path, body] of [['/iam/v2/groupInvites:accept', (code: string) => ({ code })], ['/auth/v1/register', (code: string) => ({ code })]] as const) {
+    const invitee = (await s.call('POST', `/iam/v2/identities/${org}`, { name: 'invitee' })).body.uid;
+    const asInvitee = { authorization: `Bearer ${await s.mint(invitee)}` };
+    assert.is((await s.call('POST', `/registry/v2/repos/${org}`, { name: 'before' }, asInvitee)).status, 403, 'no grant yet');
+    const invite = (await s.call('POST', `/iam/v2/groupInvites/${org}`, { roleUid: editor, ttl: '3600s' })).body;
+    const accepted = await s.call('POST', path, body(invite.code), asInvitee);
+    assert.is(accepted.status, 200, `${path}: ${JSON.stringify(accepted.body)}`);
+    assert.is((await s.call('POST', `/registry/v2/repos/${org}`, { name: `after-${path.length}` }, asInvitee)).status, 200, `${path}: the grant holds at once`);
+    const events = await query(s.dataDir, "select type, actor from event_outbox where type = 'dev.chainguard.api.iam.rolebindings.created.v1' and actor = ?", [invitee]);
+    assert.is(events.length, 1, `${path}: the binding's declared event`);
   }
 });
 
