@@ -75,6 +75,16 @@ function capability(c: string | string[]): Capability {
   return Array.isArray(c) ? [...c] : [c];
 }
 
+/** What loading collects on the way: where each resource was declared, and which roles grant which capabilities. */
+interface Loading {
+  specDir: string;
+  model: ApiModel;
+  problems: string[];
+  origin: Map<string, string>;
+  grants: Map<string, Set<string>>;
+  access?: RawAccess;
+}
+
 /** Loads every domain file of specDir (sorted, so output is deterministic) into one ApiModel. */
 export function loadSpec(specDir: string): ApiModel {
   const problems: string[] = [];
@@ -82,75 +92,97 @@ export function loadSpec(specDir: string): ApiModel {
   const apiFile = files.find((f) => /^api\.ya?ml$/.test(f));
   const accessFile = files.find((f) => /^access\.ya?ml$/.test(f));
   if (!apiFile) throw new SpecError([`${specDir}: no api.yaml (title, version, service)`]);
-  const api = readYaml(join(specDir, apiFile), problems) as { title?: string; version?: string; service?: string } | undefined;
-  if (api && (typeof api.title !== 'string' || typeof api.service !== 'string' || !/^[a-z][a-z0-9-]*$/.test(api.service))) {
-    problems.push(`${join(specDir, apiFile)}: needs title and service (lowercase name used in error domains)`);
-  }
+  const loading: Loading = { specDir, model: readApi(join(specDir, apiFile), problems), problems, origin: new Map(), grants: new Map() };
+  readAccess(loading, accessFile);
+  for (const f of files.filter((f) => f !== apiFile && f !== accessFile)) readDomain(loading, join(specDir, f));
+  loading.model.domains.sort();
+  // Every file has declared its capabilities now: the vocabulary is complete.
+  resolveVocabulary(loading.model);
+  linkResources(loading);
+  checkEndpoints(loading);
+  addBuiltInRoles(loading);
+  checkCapabilitiesUsed(loading);
+  if (problems.length > 0) throw new SpecError(problems);
+  return loading.model;
+}
 
-  const model: ApiModel = {
+function readApi(file: string, problems: string[]): ApiModel {
+  const api = readYaml(file, problems) as { title?: string; version?: string; service?: string } | undefined;
+  if (api && (typeof api.title !== 'string' || typeof api.service !== 'string' || !/^[a-z][a-z0-9-]*$/.test(api.service))) {
+    problems.push(`${file}: needs title and service (lowercase name used in error domains)`);
+  }
+  return {
     title: api?.title ?? '', version: api?.version ?? 'v2', service: api?.service ?? '',
     domains: [], resources: {}, endpoints: [], capabilities: {}, roles: [],
   };
-  const origin = new Map<string, string>();
-  const grants = new Map<string, Set<string>>();
-  const addCapabilities = (caps: RawCapabilities, file: string) => {
-    for (const [name, c] of Object.entries(caps)) {
-      if (model.capabilities[name]) problems.push(`${file}: /capabilities/${name}: is already declared`);
-      model.capabilities[name] = {
-        v1: c.v1, ...(c.deprecated ? { deprecated: true } : {}), ...(c.internal ? { internal: true } : {}), ...(c.extension ? { extension: true } : {}),
-      };
-      for (const role of c.roles ?? []) (grants.get(role) ?? grants.set(role, new Set()).get(role)!).add(name);
-    }
-  };
-  let access: RawAccess | undefined;
-  if (!accessFile) problems.push(`${specDir}: no access.yaml (capabilities and built-in roles)`);
-  else {
-    const file = join(specDir, accessFile);
-    const raw = readYaml(file, problems);
-    if (raw !== undefined && !validateAccess(raw)) for (const e of validateAccess.errors ?? []) problems.push(`${file}: ${describe(e)}`);
-    else if (raw !== undefined) {
-      access = raw as RawAccess;
-      addCapabilities(access.capabilities, file);
-    }
-  }
+}
 
-  for (const f of files.filter((f) => f !== apiFile && f !== accessFile)) {
-    const file = join(specDir, f);
-    const raw = readYaml(file, problems);
-    if (raw === undefined) continue;
-    if (!validateDomain(raw)) {
-      for (const e of validateDomain.errors ?? []) problems.push(`${file}: ${describe(e)}`);
-      continue;
+function addCapabilities(loading: Loading, caps: RawCapabilities, file: string): void {
+  const { model, grants, problems } = loading;
+  for (const [name, c] of Object.entries(caps)) {
+    if (model.capabilities[name]) problems.push(`${file}: /capabilities/${name}: is already declared`);
+    model.capabilities[name] = {
+      v1: c.v1, ...(c.deprecated ? { deprecated: true } : {}), ...(c.internal ? { internal: true } : {}), ...(c.extension ? { extension: true } : {}),
+    };
+    for (const role of c.roles ?? []) (grants.get(role) ?? grants.set(role, new Set()).get(role)!).add(name);
+  }
+}
+
+function readAccess(loading: Loading, accessFile: string | undefined): void {
+  if (!accessFile) {
+    loading.problems.push(`${loading.specDir}: no access.yaml (capabilities and built-in roles)`);
+    return;
+  }
+  const file = join(loading.specDir, accessFile);
+  const raw = readYaml(file, loading.problems);
+  if (raw === undefined) return;
+  if (!validateAccess(raw)) {
+    for (const e of validateAccess.errors ?? []) loading.problems.push(`${file}: ${describe(e)}`);
+    return;
+  }
+  loading.access = raw;
+  addCapabilities(loading, raw.capabilities, file);
+}
+
+function readDomain(loading: Loading, file: string): void {
+  const { model, problems, origin } = loading;
+  const raw = readYaml(file, problems);
+  if (raw === undefined) return;
+  if (!validateDomain(raw)) {
+    for (const e of validateDomain.errors ?? []) problems.push(`${file}: ${describe(e)}`);
+    return;
+  }
+  if (model.domains.includes(raw.domain)) problems.push(`${file}: /domain: "${raw.domain}" is declared twice`);
+  if (raw.capabilities) addCapabilities(loading, raw.capabilities, file);
+  model.domains.push(raw.domain);
+  raw.resources.forEach((r, i) => {
+    const at = `${file}: /resources/${i}`;
+    if (model.resources[r.collection]) {
+      problems.push(`${at}/collection: "${r.collection}" is already declared in ${origin.get(r.collection)}`);
+      return;
     }
-    if (model.domains.includes(raw.domain)) problems.push(`${file}: /domain: "${raw.domain}" is declared twice`);
-    if (raw.capabilities) addCapabilities(raw.capabilities, file);
-    model.domains.push(raw.domain);
-    raw.resources.forEach((r, i) => {
-      const at = `${file}: /resources/${i}`;
-      if (model.resources[r.collection]) {
-        problems.push(`${at}/collection: "${r.collection}" is already declared in ${origin.get(r.collection)}`);
-        return;
-      }
-      origin.set(r.collection, file);
-      model.resources[r.collection] = toResource(raw.domain, r, at, problems);
-    });
-    (raw.endpoints ?? []).forEach((e) => {
-      model.endpoints.push({
-        domain: raw.domain, name: e.name, method: e.method, path: e.path, capability: capability(e.capability),
-        scope: e.scope, query: e.query ?? {}, body: e.body, response: e.response, event: e.event,
-      });
+    origin.set(r.collection, file);
+    model.resources[r.collection] = toResource(raw.domain, r, at, problems);
+  });
+  for (const e of raw.endpoints ?? []) {
+    model.endpoints.push({
+      domain: raw.domain, name: e.name, method: e.method, path: e.path, capability: capability(e.capability),
+      scope: e.scope, query: e.query ?? {}, body: e.body, response: e.response, event: e.event,
     });
   }
-  model.domains.sort();
+}
 
-  // Every file has declared its capabilities now: the vocabulary is complete.
+function resolveVocabulary(model: ApiModel): void {
   const vocabulary = Object.keys(model.capabilities);
   for (const r of Object.values(model.resources)) {
     resolveCapabilityValues(r.fields, vocabulary);
     for (const sub of r.subresources) resolveCapabilityValues(sub.fields, vocabulary);
   }
   for (const e of model.endpoints) for (const fields of [e.query, e.body, e.response]) resolveCapabilityValues(fields, vocabulary);
+}
 
+/** Parents know their children; parents, references and creator roles name what exists. */
+function linkResources({ model, problems, origin }: Loading): void {
   for (const r of Object.values(model.resources)) {
     const at = `${origin.get(r.collection)}: resource ${r.collection}`;
     if (r.parent) {
@@ -163,16 +195,21 @@ export function loadSpec(specDir: string): ApiModel {
       if (f.references && !model.resources[f.references]) problems.push(`${at}: /fields/${name}/references: no resource has the collection "${f.references}"`);
     }
   }
-  const names = new Map<string, string>();
+  for (const r of Object.values(model.resources)) r.children.sort();
+}
+
+function checkEndpoints({ model, problems }: Loading): void {
+  const names = new Set<string>();
   for (const e of model.endpoints) {
     const key = `${e.domain}.${e.name}`;
     if (names.has(key)) problems.push(`endpoint ${key} is declared twice`);
-    names.set(key, key);
+    names.add(key);
     const params = [...e.path.matchAll(/\{(\w+)\*?\}/g)].map((m) => m[1]);
     if (e.scope && !params.includes(e.scope)) problems.push(`endpoint ${key}: /scope: "${e.scope}" is not a path parameter of ${e.path}`);
   }
-  for (const r of Object.values(model.resources)) r.children.sort();
+}
 
+function addBuiltInRoles({ model, problems, grants, access }: Loading): void {
   for (const role of access?.roles ?? []) {
     const caps = new Set([...role.capabilities, ...(grants.get(role.name) ?? [])]);
     for (const c of caps) if (!model.capabilities[c]) problems.push(`access.yaml: role ${role.name}: unknown capability ${c}`);
@@ -182,28 +219,42 @@ export function loadSpec(specDir: string): ApiModel {
     if (r.creatorRole && !model.roles.some((x) => x.name === r.creatorRole)) problems.push(`resource ${r.collection}: /creatorRole: no built-in role "${r.creatorRole}"`);
   }
   for (const role of grants.keys()) if (!model.roles.some((r) => r.name === role)) problems.push(`a capability is granted to the unknown role "${role}"`);
-  const used: [string, Capability][] = [
-    ...Object.values(model.resources).flatMap((r) => [
-      ...Object.entries(r.operations).map(([op, o]) => [`resource ${r.collection}: /operations/${op}`, o!.capability] as [string, Capability]),
-      ...Object.entries(r.v1?.operations ?? {}).map(([op, o]) => [`resource ${r.collection}: /v1/operations/${op}`, o!.capability] as [string, Capability]),
-      ...r.subresources.flatMap((s) => [[`resource ${r.collection}: /subresources/${s.name}/get`, s.get.capability], ...(s.update ? [[`resource ${r.collection}: /subresources/${s.name}/update`, s.update.capability]] : [])] as [string, Capability][]),
+}
+
+/** Every capability an operation needs, and where it is needed. */
+function capabilitiesUsed(model: ApiModel): [string, Capability][] {
+  const ofResource = (r: ResourceModel): [string, Capability][] => [
+    ...Object.entries(r.operations).map(([op, o]): [string, Capability] => [`resource ${r.collection}: /operations/${op}`, o!.capability]),
+    ...Object.entries(r.v1?.operations ?? {}).map(([op, o]): [string, Capability] => [`resource ${r.collection}: /v1/operations/${op}`, o!.capability]),
+    ...r.subresources.flatMap((s): [string, Capability][] => [
+      [`resource ${r.collection}: /subresources/${s.name}/get`, s.get.capability],
+      ...(s.update ? [[`resource ${r.collection}: /subresources/${s.name}/update`, s.update.capability] as [string, Capability]] : []),
     ]),
-    ...model.endpoints.map((e) => [`endpoint ${e.domain}.${e.name}`, e.capability] as [string, Capability]),
   ];
-  for (const [where, cap] of used) {
+  return [...Object.values(model.resources).flatMap(ofResource), ...model.endpoints.map((e): [string, Capability] => [`endpoint ${e.domain}.${e.name}`, e.capability])];
+}
+
+function checkCapabilitiesUsed({ model, problems }: Loading): void {
+  for (const [where, cap] of capabilitiesUsed(model)) {
     if (cap === 'none' || cap === 'authenticated') continue;
     for (const c of cap) if (!model.capabilities[c]) problems.push(`${where}: unknown capability ${c} (declare it under capabilities:)`);
   }
-  if (problems.length > 0) throw new SpecError(problems);
-  return model;
 }
 
-function toResource(domain: string, r: RawResource, at: string, problems: string[]): ResourceModel {
-  const all = { ...standardFields, ...r.fields };
+const notScalar = (f: FieldModel) => !!f.repeated || f.type === 'object' || f.type === 'map';
+
+function checkFields(r: RawResource, at: string, problems: string[]): void {
   for (const [name, f] of Object.entries(r.fields)) {
     if (name in standardFields) problems.push(`${at}/fields/${name}: is a standard field, declared by the server`);
     if (f.setOnCreate && (f.type !== 'timestamp' || !f.outputOnly || f.repeated)) problems.push(`${at}/fields/${name}/setOnCreate: only for an output-only timestamp`);
   }
+  for (const f of [...(r.upsertOn ? [r.upsertOn] : []), ...(r.exclusive ?? []).flat()]) {
+    if (!r.fields[f]) problems.push(`${at}: no field "${f}" (named by upsertOn or exclusive)`);
+  }
+  if (r.uid === 'parent' && r.parentOptional) problems.push(`${at}/uid: "parent" cannot combine with parentOptional`);
+}
+
+function checkFilters(r: RawResource, all: Record<string, FieldModel>, at: string, problems: string[]): void {
   const filters = r.filters ?? [];
   filters.forEach((flt, j) => {
     if (flt.field === 'parent') {
@@ -214,33 +265,36 @@ function toResource(domain: string, r: RawResource, at: string, problems: string
     for (const name of named) {
       const field = all[name];
       if (!field) problems.push(`${at}/filters/${j}: no field "${name}"`);
-      else if (flt.match !== 'set' && (field.repeated || field.type === 'object' || field.type === 'map')) {
-        problems.push(`${at}/filters/${j}/field: "${name}" is not a scalar field`);
-      }
+      else if (flt.match !== 'set' && notScalar(field)) problems.push(`${at}/filters/${j}/field: "${name}" is not a scalar field`);
     }
   });
   const params = [...filters.map((f) => f.param), ...(r.unservedFilters ?? [])];
   for (const [i, name] of params.entries()) if (params.indexOf(name) < i) problems.push(`${at}: the list parameter "${name}" is declared twice`);
+}
+
+function orderOf(r: RawResource, all: Record<string, FieldModel>, at: string, problems: string[]): Pick<ResourceModel, 'orderBy' | 'defaultOrder'> {
   const orderBy: Record<string, string> = { ...(r.orderBy ?? {}), uid: 'uid' };
   for (const [key, field] of Object.entries(orderBy)) {
     const f = all[field];
     if (!f) problems.push(`${at}/orderBy/${key}: no field "${field}"`);
-    else if (f.repeated || f.type === 'object' || f.type === 'map') problems.push(`${at}/orderBy/${key}: "${field}" is not sortable`);
+    else if (notScalar(f)) problems.push(`${at}/orderBy/${key}: "${field}" is not sortable`);
   }
   const [orderKey, direction] = (r.defaultOrder ?? 'uid').split(' ');
   if (!(orderKey in orderBy)) problems.push(`${at}/defaultOrder: "${orderKey}" is not in orderBy`);
-  for (const f of [...(r.upsertOn ? [r.upsertOn] : []), ...(r.exclusive ?? []).flat()]) {
-    if (!r.fields[f]) problems.push(`${at}: no field "${f}" (named by upsertOn or exclusive)`);
-  }
-  if (r.uid === 'parent' && r.parentOptional) problems.push(`${at}/uid: "parent" cannot combine with parentOptional`);
+  return { orderBy, defaultOrder: { key: orderKey, desc: direction === 'desc' } };
+}
+
+function checkNaturalKey(r: RawResource, all: Record<string, FieldModel>, at: string, problems: string[]): void {
   for (const k of r.naturalKey ?? []) {
     const f = all[k];
     if (k === 'parent' ? !r.parent : !f || k === 'uid') problems.push(`${at}/naturalKey: no field "${k}"`);
-    else if (f && (f.repeated || f.type === 'object' || f.type === 'map')) problems.push(`${at}/naturalKey: "${k}" is not a scalar field`);
+    else if (f && notScalar(f)) problems.push(`${at}/naturalKey: "${k}" is not a scalar field`);
   }
   // A record's uid is under its parent: a record found by its key must be found under the same parent.
   if (r.naturalKey && r.parent && !r.naturalKey.includes('parent')) problems.push(`${at}/naturalKey: must include parent`);
+}
 
+function operationsOf(r: RawResource, at: string, problems: string[]): { ops: ResourceModel['operations']; listPath?: string } {
   const ops: ResourceModel['operations'] = {};
   let listPath: string | undefined;
   for (const [name, op] of Object.entries(r.operations)) {
@@ -252,23 +306,36 @@ function toResource(domain: string, r: RawResource, at: string, problems: string
     }
     ops[name as keyof ResourceModel['operations']] = { capability: capability(op.capability), event: op.event };
   }
-  if (r.readOnly && (ops.create || ops.update || ops.delete)) {
-    problems.push(`${at}/operations: a readOnly resource has no create, update or delete`);
-  }
+  if (r.readOnly && (ops.create || ops.update || ops.delete)) problems.push(`${at}/operations: a readOnly resource has no create, update or delete`);
+  return { ops, listPath };
+}
 
+/** What a resource is when its declaration leaves something out. */
+const resourceDefaults = () => ({
+  parentOptional: false, uid: 'generated' as const, onParentDelete: 'restrict' as const, readOnly: false, publicRootRecords: false,
+  exclusive: [] as string[][], unservedFilters: [] as string[], filters: [] as ResourceModel['filters'], subresources: [] as NonNullable<RawResource['subresources']>,
+});
+
+function toResource(domain: string, r: RawResource, at: string, problems: string[]): ResourceModel {
+  const all = { ...standardFields, ...r.fields };
+  checkFields(r, at, problems);
+  checkFilters(r, all, at, problems);
+  checkNaturalKey(r, all, at, problems);
+  const { ops, listPath } = operationsOf(r, at, problems);
+  const given = { ...resourceDefaults(), ...r };
   return {
     domain, type: r.type, collection: r.collection, path: r.path ?? r.collection, listPath,
-    parent: r.parent, parentOptional: r.parentOptional ?? false, uid: r.uid ?? 'generated',
-    onParentDelete: r.onParentDelete ?? 'restrict', readOnly: r.readOnly ?? false, naturalKey: r.naturalKey, publicRootRecords: r.publicRootRecords ?? false, creatorRole: r.creatorRole, presenter: r.presenter, onCreate: r.onCreate, upsertOn: r.upsertOn, exclusive: r.exclusive ?? [],
-    fields: r.fields, filters, unservedFilters: r.unservedFilters ?? [], orderBy, defaultOrder: { key: orderKey, desc: direction === 'desc' },
+    parent: r.parent, parentOptional: given.parentOptional, uid: given.uid,
+    onParentDelete: given.onParentDelete, readOnly: given.readOnly, naturalKey: r.naturalKey, publicRootRecords: given.publicRootRecords, creatorRole: r.creatorRole, presenter: r.presenter, onCreate: r.onCreate, upsertOn: r.upsertOn, exclusive: given.exclusive,
+    fields: r.fields, filters: given.filters, unservedFilters: given.unservedFilters, ...orderOf(r, all, at, problems),
     operations: ops,
-    subresources: (r.subresources ?? []).map((s) => ({
+    subresources: given.subresources.map((s) => ({
       name: s.name, type: s.type ?? `${r.type}${s.name[0].toUpperCase()}${s.name.slice(1)}`, fields: s.fields,
       get: { capability: capability(s.get.capability), event: s.get.event },
       update: s.update && { capability: capability(s.update.capability), event: s.update.event },
     })),
     children: [],
-    v1: r.v1 && toV1(r.v1, all, filters, ops, r.readOnly ?? false, `${at}/v1`, problems),
+    v1: r.v1 && toV1(r.v1, all, given.filters, ops, given.readOnly, `${at}/v1`, problems),
   };
 }
 
