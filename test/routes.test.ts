@@ -1,0 +1,102 @@
+// Route precedence, in the table the generator builds from spec/ (generator/routes-table.ts) and in the router it
+// emits from that table: custom methods before uid routes, uids that span segments (raw or %2F), sub-resources
+// and endpoints below a uid before the uid itself, and no uid that swallows a ":verb". No server is started.
+import { randomBytes } from 'node:crypto';
+import { test } from 'uvu';
+import * as assert from 'uvu/assert';
+import { emitRouter } from '../generator/emit-typescript.js';
+import { routesOf, type Route } from '../generator/routes-table.js';
+import { loadSpec } from '../generator/spec.js';
+import { uidCapture } from '../runtime/uid.js';
+
+const model = loadSpec('spec');
+const routes = routesOf(model);
+
+const hex = (bytes: number) => randomBytes(bytes).toString('hex');
+const org = hex(20);
+const repo = `${org}/${hex(8)}`;
+const digest = `sha256:${hex(32)}`;
+
+const nameOf = (r: Route) => `${r.method} ${r.path} (${r.kind} ${r.resource?.collection ?? r.endpoint?.name})`;
+
+/**
+ * The route that answers a request and its raw captures: the first in table order whose method and pattern match
+ * the raw path, as @koa/router runs them (ctx.path is not decoded; the runtime decodes captures).
+ */
+function answering(method: string, path: string): { route: string; params: Record<string, string> } | undefined {
+  for (const r of routes) {
+    const m = r.method === method ? new RegExp(r.pattern).exec(path) : null;
+    if (m) return { route: nameOf(r), params: Object.fromEntries(r.params.map((p, i) => [p, m[i + 1]])) };
+  }
+  return undefined;
+}
+
+function only(method: Route['method'], path: string, kind: Route['kind'], name: string): string {
+  const found = routes.filter((r) => r.method === method && r.path === path && r.kind === kind && (r.resource?.collection ?? r.endpoint?.name) === name);
+  assert.is(found.length, 1, `one route ${method} ${path} ${kind} ${name}`);
+  return nameOf(found[0]);
+}
+
+test('custom methods and literal segments are matched before the collection and uid routes', () => {
+  assert.equal(answering('GET', '/iam/v2/identities:lookupIdentity'), { route: only('GET', '/iam/v2/identities:lookupIdentity', 'endpoint', 'lookupIdentity'), params: {} });
+  assert.equal(answering('POST', '/iam/v2/groupInvites:accept'), { route: only('POST', '/iam/v2/groupInvites:accept', 'endpoint', 'acceptGroupInvite'), params: {} });
+  assert.equal(answering('GET', '/libraries/v2/artifacts/count'), { route: only('GET', '/libraries/v2/artifacts/count', 'endpoint', 'getArtifactCount'), params: {} });
+});
+
+test('a uid route takes the whole multi-segment uid, raw or with %2F', () => {
+  const get = only('GET', '/registry/v2/repos/{uid}', 'get', 'repos');
+  assert.equal(answering('GET', `/registry/v2/repos/${repo}`), { route: get, params: { uid: repo } });
+  const escaped = answering('GET', `/registry/v2/repos/${repo.replace('/', '%2F')}`);
+  assert.equal(escaped, { route: get, params: { uid: repo.replace('/', '%2F') } });
+  assert.is(decodeURIComponent(escaped!.params.uid), repo);
+  const tag = `${repo}/${hex(8)}`;
+  assert.equal(answering('DELETE', `/registry/v2/tags/${tag}`), { route: only('DELETE', '/registry/v2/tags/{uid}', 'delete', 'tags'), params: { uid: tag } });
+  assert.equal(answering('POST', `/registry/v2/tags/${repo}`), { route: only('POST', '/registry/v2/tags/{parent}', 'create', 'tags'), params: { parent: repo } });
+});
+
+test('sub-resources and endpoints below a uid are matched before the uid routes', () => {
+  for (const uid of [repo, repo.replace('/', '%2F')]) {
+    assert.equal(answering('GET', `/registry/v2/repos/${uid}/readme`), { route: only('GET', '/registry/v2/repos/{uid}/readme', 'subresourceGet', 'repos'), params: { uid } });
+    assert.equal(answering('PATCH', `/registry/v2/repos/${uid}/readme`), { route: only('PATCH', '/registry/v2/repos/{uid}/readme', 'subresourceUpdate', 'repos'), params: { uid } });
+    // A digest holds ":" and stays one segment; the uid before it may span several.
+    assert.equal(answering('GET', `/registry/v2/repos/${uid}/digests/${digest}/size`), {
+      route: only('GET', '/registry/v2/repos/{repoUid}/digests/{digest}/size', 'endpoint', 'getSize'), params: { repoUid: uid, digest },
+    });
+  }
+  const artifact = `${org}/${hex(8)}`;
+  assert.equal(answering('GET', `/libraries/v2/artifacts/${artifact}/versions`), {
+    route: only('GET', '/libraries/v2/artifacts/{parent}/versions', 'list', 'artifactVersions'), params: { parent: artifact },
+  });
+});
+
+test('a uid capture never swallows a ":verb" suffix', () => {
+  assert.is(answering('POST', `/iam/v2/groups/${org}:undelete`), undefined);
+  assert.is(answering('GET', `/registry/v2/repos/${repo}:export`), undefined);
+  assert.is(answering('GET', `/registry/v2/repos/${repo.replace('/', '%2F')}:export`), undefined);
+  assert.is(answering('PATCH', `/registry/v2/repos/${repo}/readme:publish`), undefined);
+  assert.is(answering('POST', '/iam/v2/groupInvites:decline'), undefined, 'an unserved verb on a collection');
+});
+
+/** A path for the route's template: a multi-segment uid for each uid capture, a digest for a single segment. */
+function pathFor(r: Route, escape: boolean): { path: string; params: Record<string, string> } {
+  const captures = r.pattern.match(/\([^()]*\)/g) ?? [];
+  const params = Object.fromEntries(r.params.map((p, i) => [p, captures[i] === uidCapture ? (escape ? repo.replace('/', '%2F') : repo) : digest]));
+  return { path: r.path.replace(/\{(\w+)\}/g, (_, p: string) => params[p]), params };
+}
+
+test('every route answers the paths made from its own template, and none answers them with a ":verb" added', () => {
+  for (const r of routes) {
+    for (const escape of [false, true]) {
+      const { path, params } = pathFor(r, escape);
+      assert.equal(answering(r.method, path), { route: nameOf(r), params }, `${r.method} ${path}`);
+      for (const method of ['GET', 'POST', 'PATCH', 'DELETE']) assert.is(answering(method, `${path}:frobnicate`), undefined, `${method} ${path}:frobnicate`);
+    }
+  }
+});
+
+test('the emitted router registers the table\'s routes in the table\'s order', () => {
+  const registered = [...emitRouter(model, routes).matchAll(/^\s*router\.(\w+)\(\/(.*?\$)\/, /gm)].map(([, method, pattern]) => `${method.toUpperCase()} ${pattern}`);
+  assert.equal(registered, routes.map((r) => `${r.method} ${r.pattern}`));
+});
+
+test.run();
