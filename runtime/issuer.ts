@@ -66,14 +66,20 @@ function notOurs(token: string, nowSeconds: number): string | undefined {
     return 'the token header is not one this server issues (alg ES256, typ JWT, kid)';
   }
   if (scalarOf(signature.subarray(32)) > halfOrder) return 'the token signature is not in canonical (low-S) form';
+  return claimsNotOurs(payload, nowSeconds);
+}
+
+/** Why a token's claims are not the ones mint() writes, or times outside our rules. */
+function claimsNotOurs(payload: Record<string, unknown>, nowSeconds: number): string | undefined {
   if (!sameKeys(payload, issuedClaims)) return `the token must carry exactly the claims ${issuedClaims.join(', ')}`;
   const { sub, aud, iat, exp } = payload;
   if (typeof sub !== 'string' || !isUidPath(sub)) return 'the token subject is not an identity uid';
   if (typeof aud !== 'string') return 'the token audience must be a single string';
   if (!Number.isSafeInteger(iat) || !Number.isSafeInteger(exp)) return 'the token iat and exp must be whole seconds';
-  if ((iat as number) > nowSeconds + clockSkewSeconds) return 'the token was issued in the future (iat)';
-  if ((exp as number) - (iat as number) > maxTokenSeconds) return `the token lasts longer than ${maxTokenSeconds} s (exp - iat)`;
-  if ((exp as number) <= (iat as number)) return 'the token expires before it was issued';
+  const [issued, expires] = [iat as number, exp as number];
+  if (issued > nowSeconds + clockSkewSeconds) return 'the token was issued in the future (iat)';
+  if (expires - issued > maxTokenSeconds) return `the token lasts longer than ${maxTokenSeconds} s (exp - iat)`;
+  if (expires <= issued) return 'the token expires before it was issued';
   return undefined;
 }
 

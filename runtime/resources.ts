@@ -84,6 +84,28 @@ function sortOrder(req: ListRequest): Order[] {
   return field === 'uid' ? [{ property: 'uid', desc }] : [{ property: field, desc }, { property: 'uid', desc }];
 }
 
+/** Immutable fields keep their value; required fields keep one. */
+function checkUpdatable(r: ResourceModel, next: Row, current: Row): void {
+  for (const [name, f] of Object.entries(r.fields)) {
+    if (f.immutable && JSON.stringify(next[name]) !== JSON.stringify(current[name])) {
+      throw invalidArgument([{ field: name, description: `${name} cannot be changed after create` }]);
+    }
+    if (f.required && !f.outputOnly && (next[name] === undefined || next[name] === '')) {
+      throw invalidArgument([{ field: name, description: `${name} is required` }]);
+    }
+  }
+}
+
+/** Only the columns that change: SQLite rewrites the index entries of every column an UPDATE sets. */
+function changedColumns(r: ResourceModel, row: Row, next: Row): Row {
+  const changes: Row = { updateTime: now() };
+  for (const name of Object.keys(r.fields)) {
+    const value = next[name] ?? null;
+    if (JSON.stringify(value) !== JSON.stringify(row[name] ?? null)) changes[name] = value;
+  }
+  return changes;
+}
+
 export class Resources {
   /** Records the spec declares (built-in roles): listed and read, never changed through the API. */
   private readonly managed: Set<string>;
@@ -215,49 +237,65 @@ export class Resources {
 
   /** Creates a record; a root record of a resource with a creatorRole binds its creator to that role in it. */
   async create(r: ResourceModel, parent: string | undefined, body: Row, options: WriteOptions = {}): Promise<Row> {
-    const { actor: creator, prepare, guard } = options;
+    const { actor, prepare, guard } = options;
     if (parent !== undefined) checkUid(parent, 'parent');
-    const table = this.table(r.type);
     const result = await this.store.transaction(async (sql) => {
       if (parent !== undefined && r.parent) await this.find(this.model.resources[r.parent], parent, sql);
-      const uid = r.uid === 'parent' ? parent! : parent !== undefined ? newChildUid(parent) : newRootUid();
-      if (r.uid === 'parent' && await table.get(uid, sql)) {
-        throw new ApiError('ALREADY_EXISTS', `Already exists: ${r.type} ${uid}`);
-      }
+      const uid = await this.newUid(sql, r, parent);
       const time = now();
       let data: Row = { ...withDefaults(inputObject(body, r.fields), r.fields, time), uid, parentUid: parent ?? null, createTime: time, updateTime: time };
       let reveal: Row = {};
       if (prepare) ({ record: data, reveal = {} } = await prepare(data));
       this.checkExclusive(r, data);
       await this.checkReferences(sql, r, data);
-      const [existing] = r.upsertOn && data[r.upsertOn] !== undefined
-        ? await table.find({ parentUid: parent ?? null, [r.upsertOn]: data[r.upsertOn] }, [{ property: 'uid', desc: false }], 1, 0, sql)
-        : [];
-      if (existing) {
-        const changes: Row = { updateTime: time };
-        for (const name of Object.keys(r.fields)) changes[name] = data[name] ?? null;
-        await guard?.(sql, { ...existing, ...changes }, existing);
-        await table.update(sql, existing.uid as string, changes);
-        const replaced = toResource({ ...existing, ...changes }, r);
-        await this.event(sql, r, operationOf(r, 'create')?.event, existing.uid as string, replaced, creator);
-        return replaced;
-      }
+      const existing = await this.sameUpsertKey(sql, r, data);
+      if (existing) return this.replace(sql, r, existing, data, options);
       await guard?.(sql, data);
-      const role = r.creatorRole && parent === undefined && creator ? this.model.roles.find((x) => x.name === r.creatorRole) : undefined;
-      if (role) await this.refuseConfinedCreator(sql, r, creator!);
-      const created = toResource(data, r);
-      await together([
-        table.insert(sql, data),
-        role ? this.table(this.model.resources.roleBindings.type).insert(sql, {
-          uid: newChildUid(uid), parentUid: uid, identityUid: creator, roleUid: role.uid, createTime: time, updateTime: time,
-        }) : undefined,
-        this.event(sql, r, operationOf(r, 'create')?.event, uid, created, creator),
-      ]);
-      return { ...created, ...reveal };
+      return { ...await this.insertNew(sql, r, data, actor), ...reveal };
     });
     // A new organization binds its creator: that is an access change too.
     this.noteWrite(r.creatorRole && parent === undefined ? this.model.resources.roleBindings : r);
     return result;
+  }
+
+  /** A new record's uid: under its parent, or its parent's own (one per parent). */
+  private async newUid(sql: Sql, r: ResourceModel, parent: string | undefined): Promise<string> {
+    if (r.uid !== 'parent') return parent !== undefined ? newChildUid(parent) : newRootUid();
+    if (await this.table(r.type).get(parent!, sql)) throw new ApiError('ALREADY_EXISTS', `Already exists: ${r.type} ${parent}`);
+    return parent!;
+  }
+
+  /** The record under the same parent with the same upsertOn value, which a create replaces. */
+  private async sameUpsertKey(sql: Sql, r: ResourceModel, data: Row): Promise<Row | undefined> {
+    if (!r.upsertOn || data[r.upsertOn] === undefined) return undefined;
+    const [existing] = await this.table(r.type).find({ parentUid: data.parentUid, [r.upsertOn]: data[r.upsertOn] }, [{ property: 'uid', desc: false }], 1, 0, sql);
+    return existing;
+  }
+
+  private async replace(sql: Sql, r: ResourceModel, existing: Row, data: Row, { actor, guard }: WriteOptions): Promise<Row> {
+    const changes: Row = { updateTime: data.createTime };
+    for (const name of Object.keys(r.fields)) changes[name] = data[name] ?? null;
+    await guard?.(sql, { ...existing, ...changes }, existing);
+    await this.table(r.type).update(sql, existing.uid as string, changes);
+    const replaced = toResource({ ...existing, ...changes }, r);
+    await this.event(sql, r, operationOf(r, 'create')?.event, existing.uid as string, replaced, actor);
+    return replaced;
+  }
+
+  /** Inserts a new record, with its event, and a root record's creator binding when the resource declares one. */
+  private async insertNew(sql: Sql, r: ResourceModel, data: Row, creator: string | undefined): Promise<Row> {
+    const role = r.creatorRole && data.parentUid === null && creator ? this.model.roles.find((x) => x.name === r.creatorRole) : undefined;
+    if (role) await this.refuseConfinedCreator(sql, r, creator!);
+    const created = toResource(data, r);
+    const uid = data.uid as string;
+    await together([
+      this.table(r.type).insert(sql, data),
+      role ? this.table(this.model.resources.roleBindings.type).insert(sql, {
+        uid: newChildUid(uid), parentUid: uid, identityUid: creator, roleUid: role.uid, createTime: data.createTime, updateTime: data.createTime,
+      }) : undefined,
+      this.event(sql, r, operationOf(r, 'create')?.event, uid, created, creator),
+    ]);
+    return created;
   }
 
   /**
@@ -274,22 +312,10 @@ export class Resources {
       const input = inputObject(given, r.fields);
       const current = Object.fromEntries(Object.keys(r.fields).map((k) => [k, row[k]]).filter(([, v]) => v !== null && v !== undefined));
       const next = applyFieldMask(current, input, mask, r.fields);
-      for (const [name, f] of Object.entries(r.fields)) {
-        if (f.immutable && JSON.stringify(next[name]) !== JSON.stringify(current[name])) {
-          throw invalidArgument([{ field: name, description: `${name} cannot be changed after create` }]);
-        }
-        if (f.required && !f.outputOnly && (next[name] === undefined || next[name] === '')) {
-          throw invalidArgument([{ field: name, description: `${name} is required` }]);
-        }
-      }
+      checkUpdatable(r, next, current);
       this.checkExclusive(r, next);
       await this.checkReferences(sql, r, { ...next, uid });
-      // Only the columns that change: SQLite rewrites the index entries of every column an UPDATE sets.
-      const changes: Row = { updateTime: now() };
-      for (const name of Object.keys(r.fields)) {
-        const value = next[name] ?? null;
-        if (JSON.stringify(value) !== JSON.stringify(row[name] ?? null)) changes[name] = value;
-      }
+      const changes = changedColumns(r, row, next);
       await guard?.(sql, { ...row, ...changes }, row);
       const updated = toResource({ ...row, ...changes }, r);
       await together([this.table(r.type).update(sql, uid, changes), this.event(sql, r, operationOf(r, 'update')?.event, uid, updated, actor)]);
