@@ -81,13 +81,17 @@ export function emitEntities(model: ApiModel): string {
 export function emitTypes(model: ApiModel): string {
   const resources = Object.values(model.resources);
   return source('types.ts', (f) => {
+    // Type aliases, not interfaces: an alias is assignable to Record<string, unknown>, the runtime's row.
+    const shape = (members: string[]) => `{\n${members.map((m) => `  ${m};\n`).join('')}}`;
     for (const r of resources) {
-      f.addInterface({
-        isExported: true, name: `${r.type}Record`, properties: [], docs: [`${r.type}, as stored: what its table reads and writes, and what a create step completes.`],
-      }).addMembers(recordMembers(r).map((m) => `${m};`));
-      f.addInterface({
-        isExported: true, name: `${r.type}Resource`, properties: [], docs: [`${r.type}, as the API shows it: what a presenter receives.`],
-      }).addMembers(resourceMembers(r).map((m) => `${m};`));
+      f.addTypeAlias({
+        isExported: true, name: `${r.type}Record`, type: shape(recordMembers(r)),
+        docs: [`${r.type}, as stored: what its table reads and writes, and what a create step completes.`],
+      });
+      f.addTypeAlias({
+        isExported: true, name: `${r.type}Resource`, type: shape(resourceMembers(r)),
+        docs: [`${r.type}, as the API shows it: what a presenter receives.`],
+      });
     }
     // An augmentation, not an import: the runtime serves any spec and must not depend on this one's output.
     f.addStatements([
@@ -108,6 +112,9 @@ export function emitRouter(model: ApiModel, routes: Route[]): string {
     f.addImportDeclaration({ defaultImport: 'Router', moduleSpecifier: '@koa/router' });
     f.addImportDeclaration({ namedImports: ['RouteOperations', 'HandlerContext', 'Prepare'], moduleSpecifier: '../runtime/route-operations.js', isTypeOnly: true });
     f.addImportDeclaration({ namedImports: ['apiModel'], moduleSpecifier: './model.js' });
+    const typed = Object.values(model.resources).filter((r) => r.presenter || r.onCreate);
+    const recordTypes = typed.flatMap((r) => [...(r.presenter ? [`${r.type}Resource`] : []), ...(r.onCreate ? [`${r.type}Record`] : [])]);
+    if (recordTypes.length > 0) f.addImportDeclaration({ namedImports: recordTypes, moduleSpecifier: './types.js', isTypeOnly: true });
 
     const presenters = (domain: string) => Object.values(model.resources).filter((r) => r.domain === domain && r.presenter);
     const creators = (domain: string) => Object.values(model.resources).filter((r) => r.domain === domain && r.onCreate);
@@ -132,15 +139,15 @@ export function emitRouter(model: ApiModel, routes: Route[]): string {
           })),
           ...presenters(domain).map((r) => ({
             name: r.presenter!,
-            docs: [`Shapes ${r.collection} records (as stored, in JSON form) for every response that returns them.`],
-            parameters: [{ name: 'records', type: 'Record<string, unknown>[]' }, { name: 'context', type: 'HandlerContext' }],
+            docs: [`Shapes ${r.collection} resources for every response that returns them.`],
+            parameters: [{ name: 'resources', type: `${r.type}Resource[]` }, { name: 'context', type: 'HandlerContext' }],
             returnType: 'Promise<Record<string, unknown>[]>',
           })),
           ...creators(domain).map((r) => ({
             name: r.onCreate!,
             docs: [`Completes a new ${r.type} (its stored fields) before it is stored; reveal adds fields to the create response only.`],
-            parameters: [{ name: 'record', type: 'Record<string, unknown>' }, { name: 'context', type: 'HandlerContext' }],
-            returnType: 'Promise<{ record: Record<string, unknown>; reveal?: Record<string, unknown> }>',
+            parameters: [{ name: 'record', type: `${r.type}Record` }, { name: 'context', type: 'HandlerContext' }],
+            returnType: `Promise<{ record: ${r.type}Record; reveal?: Record<string, unknown> }>`,
           })),
         ],
       });
@@ -165,8 +172,8 @@ export function emitRouter(model: ApiModel, routes: Route[]): string {
           return `router.${method}(${pattern}, ${queryParameters(route)}, ops.${route.kind}(apiModel.resources.${route.resource!.collection}, ${JSON.stringify(route.subresource)}));`;
         default: {
           const r = route.resource!;
-          const present = r.presenter && route.kind !== 'delete' ? `, (records, context) => handlers.${r.domain}.${r.presenter}(records, context)` : route.kind === 'create' && r.onCreate ? ', undefined' : '';
-          const prepare = route.kind === 'create' && r.onCreate ? `, (record, context) => handlers.${r.domain}.${r.onCreate}(record, context)` : '';
+          const present = r.presenter && route.kind !== 'delete' ? `, (resources, context) => handlers.${r.domain}.${r.presenter}(resources as ${r.type}Resource[], context)` : route.kind === 'create' && r.onCreate ? ', undefined' : '';
+          const prepare = route.kind === 'create' && r.onCreate ? `, ${createStep(r)}` : '';
           const check = route.kind === 'list' ? '' : `${queryParameters(route)}, `;
           return `router.${method}(${pattern}, ${check}ops.${route.kind}(apiModel.resources.${r.collection}, ${params}${present}${prepare}));`;
         }
@@ -180,7 +187,7 @@ export function emitRouter(model: ApiModel, routes: Route[]): string {
       statements: ['const router = new Router();', ...lines, 'return router;'],
     });
     const steps = Object.values(model.resources).filter((r) => r.onCreate)
-      .map((r) => `${r.collection}: (record, context) => handlers.${r.domain}.${r.onCreate}(record, context),`);
+      .map((r) => `${r.collection}: ${createStep(r)},`);
     f.addFunction({
       isExported: true, name: 'createSteps',
       docs: ['The hand-written create steps by collection, for the routes outside this router (v1) that create records.'],
@@ -195,6 +202,11 @@ export function emitRouter(model: ApiModel, routes: Route[]): string {
 function queryParameters(route: Route): string {
   const takes = route.kind === 'update' || route.kind === 'subresourceUpdate' ? updateMaskParameters : [];
   return `ops.queryParameters(${JSON.stringify(takes)})`;
+}
+
+/** The runtime hands a create step the record it built from the validated body: of the resource's record type. */
+function createStep(r: ResourceModel): string {
+  return `(record, context) => handlers.${r.domain}.${r.onCreate}(record as ${r.type}Record, context)`;
 }
 
 /** An unused parameter is named so that strict TypeScript accepts it. */

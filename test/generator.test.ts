@@ -140,12 +140,12 @@ test('a resource added in YAML alone gets its record and resource types', () => 
   const types = readFileSync(join(out, 'types.ts'), 'utf8');
   // int64 as its exact text; unset fields are null columns once stored and left out of responses.
   assert.ok(types.includes([
-    'export interface WidgetRecord {', '  uid: string;', '  parentUid: string | null;', '  createTime: string;', '  updateTime: string;',
-    '  name: string;', '  size?: string | null;', '  colour?: "RED" | "GREEN" | null;', '  labels?: Record<string, string> | null;', '}',
+    'export type WidgetRecord = {', '  uid: string;', '  parentUid: string | null;', '  createTime: string;', '  updateTime: string;',
+    '  name: string;', '  size?: string | null;', '  colour?: "RED" | "GREEN" | null;', '  labels?: Record<string, string> | null;', '};',
   ].join('\n')), types);
   assert.ok(types.includes([
-    'export interface WidgetResource {', '  uid: string;', '  name: string;', '  size?: string;', '  colour?: "RED" | "GREEN";',
-    '  labels?: Record<string, string>;', '  createTime: string;', '  updateTime: string;', '}',
+    'export type WidgetResource = {', '  uid: string;', '  name: string;', '  size?: string;', '  colour?: "RED" | "GREEN";',
+    '  labels?: Record<string, string>;', '  createTime: string;', '  updateTime: string;', '};',
   ].join('\n')), types);
   assert.match(types, /interface RecordTypes \{[^}]*\n {4}widgets: WidgetRecord;\n/);
 });
