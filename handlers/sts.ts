@@ -10,15 +10,12 @@ import type { ApiModel } from '../runtime/model.js';
 import { now } from '../runtime/records.js';
 import type { Store } from '../runtime/store.js';
 import { Table } from '../runtime/table.js';
+import type { IdentityRecord } from '../generated/types.js';
 import { isUidPath } from '../runtime/uid.js';
 import { checkParameterNames } from '../runtime/validation.js';
 
 const fetchTimeoutMs = 5000;
 const discoveryTtlMs = 10 * 60 * 1000;
-
-interface ClaimMatch {
-  issuer?: string; issuerPattern?: string; subject?: string; subjectPattern?: string; audience?: string; audiencePattern?: string;
-}
 
 function unavailable(message: string): ApiError {
   return new ApiError('UNAVAILABLE', `Unavailable: ${message}`);
@@ -48,10 +45,10 @@ function matches(value: string | undefined, exact: string | undefined, pattern: 
 export class TokenExchange {
   private readonly keySets = new Map<string, { jwks: ReturnType<typeof createRemoteJWKSet>; fetched: number }>();
 
-  private readonly identities: Table;
+  private readonly identities: Table<IdentityRecord>;
 
   constructor(private readonly store: Store, private readonly model: ApiModel, private readonly issuer: () => TokenIssuer) {
-    this.identities = new Table(store, model.resources.identities.type);
+    this.identities = new Table<IdentityRecord>(store, model.resources.identities.type);
   }
 
   private async keySet(iss: string): Promise<ReturnType<typeof createRemoteJWKSet>> {
@@ -79,7 +76,7 @@ export class TokenExchange {
     const identities = this.model.resources.identities;
     const identity = isUidPath(identityUid) ? await this.identities.get(identityUid) : null;
     if (!identity) throw notFound(identities.type, identityUid);
-    const claimMatch = identity.claimMatch as ClaimMatch | null;
+    const { claimMatch } = identity;
     if (!claimMatch || !(claimMatch.issuer || claimMatch.issuerPattern) || !(claimMatch.subject || claimMatch.subjectPattern)) {
       throw permissionDenied(`identity ${identityUid} cannot be assumed with an OIDC token (it has no claimMatch)`);
     }
