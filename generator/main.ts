@@ -5,7 +5,7 @@ import { parseCommandLine } from '../scripts/cli-args.js';
 import { sourceHashes, sourceRecordFile } from '../scripts/source-hash.mjs';
 import { emitConformancePlan } from './emit-conformance.js';
 import { buildOpenApi } from './emit-openapi.js';
-import { banner, emitEntities, emitModel, emitRouter } from './emit-typescript.js';
+import { banner, emitEntities, emitModel, emitRouter, emitTypes } from './emit-typescript.js';
 import { emitValidators } from './emit-validators.js';
 import { routesOf } from './routes-table.js';
 import { loadSpec, SpecError } from './spec.js';
@@ -32,6 +32,7 @@ try {
     'model.ts': emitModel(model),
     'entities.ts': emitEntities(model),
     'routes.ts': emitRouter(model, routes),
+    'types.ts': emitTypes(model),
     'openapi.json': `${JSON.stringify({ 'x-generated': banner.slice(3), ...openapi }, null, 2)}\n`,
     'validators/bodies.cjs': `${banner}\n${validators.bodies}\n`,
     'validators/queries.cjs': `${banner}\n${validators.queries}\n`,

@@ -5,24 +5,24 @@ import type {
   AcceptGroupInviteRequest, AcceptGroupInviteResponse, AcceptTermsRequest, AcceptTermsResponse, IamHandlers, ListTermsAcceptancesRequest, ListTermsAcceptancesResponse,
   LookupIdentityRequest, LookupIdentityResponse,
 } from '../generated/routes.js';
+import type { RoleBindingResource } from '../generated/types.js';
 import { failedPrecondition, invalidArgument, notFound } from '../runtime/errors.js';
 import { parseListRequest } from '../runtime/list-request.js';
 import { now } from '../runtime/records.js';
 import { ancestorsOf, newChildUid } from '../runtime/uid.js';
-import type { Row } from '../runtime/records.js';
+import type { RecordTypes } from '../runtime/records.js';
 import type { HandlerContext } from '../runtime/route-operations.js';
 
 const byUidOrder = [{ property: 'uid', desc: false }];
 
-async function byUid(context: HandlerContext, collection: string, uids: string[], fields: string[]): Promise<Map<string, Row>> {
+async function byUid<C extends 'identities' | 'groups' | 'roles'>(context: HandlerContext, collection: C, uids: string[]): Promise<Map<string, RecordTypes[C]>> {
   const unique = [...new Set(uids.filter(Boolean))];
   if (unique.length === 0) return new Map();
-  const type = context.model.resources[collection].type;
-  const rows = await context.resources.table(type).find({ uid: { $in: unique } }, byUidOrder, -1);
-  return new Map(rows.map((r) => [r.uid as string, Object.fromEntries(['uid', ...fields].map((f) => [f, r[f]]))]));
+  const records = await context.resources.tableOf(collection).find({ uid: { $in: unique } }, byUidOrder, -1);
+  return new Map(records.map((r) => [r.uid, r]));
 }
 
-const summary = (row: Row | undefined, uid: string) => ({ uid, name: row?.name ?? '', description: row?.description ?? '' });
+const summary = (row: { name?: string | null; description?: string | null } | undefined, uid: string) => ({ uid, name: row?.name ?? '', description: row?.description ?? '' });
 
 const hashOf = (secret: string) => createHash('sha256').update(secret).digest();
 
@@ -32,11 +32,11 @@ export const iam: IamHandlers = {
    * the secret's hash is stored. ttl becomes expirationTime.
    */
   async issueGroupInvite(record) {
-    const seconds = Number(String(record.ttl).replace(/s$/, ''));
+    const seconds = Number(record.ttl.replace(/s$/, ''));
     if (!(seconds > 0)) throw invalidArgument([{ field: 'ttl', description: 'ttl must be a positive duration such as "86400s"' }]);
     const keyId = randomBytes(8).toString('hex');
     const secret = randomBytes(24).toString('base64url');
-    const expirationTime = new Date(Date.parse(record.createTime as string) + seconds * 1000).toISOString();
+    const expirationTime = new Date(Date.parse(record.createTime) + seconds * 1000).toISOString();
     return { record: { ...record, keyId, codeHash: hashOf(secret).toString('hex'), expirationTime }, reveal: { code: `${keyId}.${secret}` } };
   },
 
@@ -53,7 +53,7 @@ export const iam: IamHandlers = {
       const stored = invite ? Buffer.from(String(invite.codeHash), 'hex') : Buffer.alloc(0);
       const given = secret ? hashOf(secret) : Buffer.alloc(32);
       if (!invite || stored.length !== given.length || !timingSafeEqual(stored, given)) throw notFound(groupInvites.type, 'for this code');
-      if (Date.parse(invite.expirationTime as string) <= Date.now()) {
+      if (Date.parse(String(invite.expirationTime)) <= Date.now()) {
         throw failedPrecondition([{ type: 'INVITE_EXPIRED', subject: invite.uid as string, description: `the invite expired at ${invite.expirationTime}` }]);
       }
       const group = invite.parentUid as string;
@@ -104,28 +104,28 @@ export const iam: IamHandlers = {
   /** The identity whose claimMatch names exactly this issuer and subject. */
   async lookupIdentity(request: LookupIdentityRequest, context): Promise<LookupIdentityResponse> {
     const identities = context.model.resources.identities;
-    const [found] = await context.resources.table(identities.type).find({ claimMatch: { issuer: request.issuer, subject: request.subject } }, byUidOrder, 1);
+    const [found] = await context.resources.tableOf('identities').find({ claimMatch: { issuer: request.issuer, subject: request.subject } }, byUidOrder, 1);
     if (!found) throw notFound(identities.type, `${request.issuer} ${request.subject}`);
-    return { uid: found.uid as string };
+    return { uid: found.uid };
   },
 
-  async hydrateRoleBindings(records, context) {
-    const groupOf = (r: Row) => (r.uid as string).slice(0, (r.uid as string).lastIndexOf('/'));
+  async hydrateRoleBindings(bindings, context) {
+    const groupOf = (r: RoleBindingResource) => r.uid.slice(0, r.uid.lastIndexOf('/'));
     const [identities, groups, roles] = await Promise.all([
-      byUid(context, 'identities', records.map((r) => r.identityUid as string), ['name', 'description', 'claimMatch']),
-      byUid(context, 'groups', records.map(groupOf), ['name', 'description']),
-      byUid(context, 'roles', records.map((r) => r.roleUid as string), ['name', 'description']),
+      byUid(context, 'identities', bindings.map((r) => r.identityUid)),
+      byUid(context, 'groups', bindings.map(groupOf)),
+      byUid(context, 'roles', bindings.map((r) => r.roleUid)),
     ]);
-    return records.map((r) => {
-      const identity = identities.get(r.identityUid as string);
-      const claims = (identity?.claimMatch ?? {}) as Row;
+    return bindings.map((r) => {
+      const identity = identities.get(r.identityUid);
+      const claims = identity?.claimMatch ?? {};
       return {
         uid: r.uid,
         identityUid: r.identityUid,
         roleUid: r.roleUid,
-        identity: { ...summary(identity, r.identityUid as string), subject: claims.subject ?? '', issuer: claims.issuer ?? '' },
+        identity: { ...summary(identity, r.identityUid), subject: claims.subject ?? '', issuer: claims.issuer ?? '' },
         group: summary(groups.get(groupOf(r)), groupOf(r)),
-        role: summary(roles.get(r.roleUid as string), r.roleUid as string),
+        role: summary(roles.get(r.roleUid), r.roleUid),
         createTime: r.createTime,
       };
     });

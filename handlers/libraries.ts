@@ -3,8 +3,7 @@ import type { GetArtifactCountRequest, GetArtifactCountResponse, LibrariesHandle
 
 export const libraries: LibrariesHandlers = {
   async getArtifactCount(request: GetArtifactCountRequest, context): Promise<GetArtifactCountResponse> {
-    const artifact = context.model.resources.artifacts;
-    const artifacts = context.resources.table(artifact.type);
+    const artifacts = context.resources.tableOf('artifacts');
     const counts: GetArtifactCountResponse['counts'] = [];
     for (const ecosystem of [...new Set(request.ecosystems)].sort()) {
       counts.push({ ecosystem, totalCount: String(await artifacts.count({ ecosystem })) });

@@ -2,31 +2,29 @@
 import type { GetArchitecturesRequest, GetArchitecturesResponse, GetSizeRequest, GetSizeResponse, RegistryHandlers } from '../generated/routes.js';
 import { invalidArgument, notFound } from '../runtime/errors.js';
 import type { HandlerContext } from '../runtime/route-operations.js';
+import type { ImageRecord } from '../generated/types.js';
 
-interface ImageRow { architectures?: string[] | null; sizes?: Record<string, string> | null }
-
-async function findImage(repoUid: string, digest: string, context: HandlerContext): Promise<ImageRow> {
-  const image = context.model.resources.images;
-  const [row] = await context.resources.table(image.type).find({ parentUid: repoUid, digest }, [{ property: 'uid', desc: false }], 1) as ImageRow[];
-  if (!row) throw notFound(image.type, `${repoUid}@${digest}`);
-  return row;
+async function findImage(repoUid: string, digest: string, context: HandlerContext): Promise<ImageRecord> {
+  const [image] = await context.resources.tableOf('images').find({ parentUid: repoUid, digest }, [{ property: 'uid', desc: false }], 1);
+  if (!image) throw notFound(context.model.resources.images.type, `${repoUid}@${digest}`);
+  return image;
 }
 
 export const registry: RegistryHandlers = {
   async getArchitectures(request: GetArchitecturesRequest, context): Promise<GetArchitecturesResponse> {
-    const row = await findImage(request.repoUid, request.digest, context);
-    return { architectures: [...(row.architectures ?? [])].sort() };
+    const image = await findImage(request.repoUid, request.digest, context);
+    return { architectures: [...(image.architectures ?? [])].sort() };
   },
 
   async getSize(request: GetSizeRequest, context): Promise<GetSizeResponse> {
-    const row = await findImage(request.repoUid, request.digest, context);
-    const sizes = row.sizes ?? {};
+    const image = await findImage(request.repoUid, request.digest, context);
+    const sizes = image.sizes ?? {};
     const known = Object.keys(sizes).sort();
     const architecture = request.architecture ?? (known.length === 1 ? known[0] : undefined);
     if (architecture === undefined) {
       throw invalidArgument([{ field: 'architecture', description: `architecture is required for a multi-architecture image (${known.join(', ')})` }]);
     }
     if (!(architecture in sizes)) throw notFound('ImageArchitecture', `${request.repoUid}@${request.digest} ${architecture}`);
-    return { architecture, size: String(sizes[architecture]) };
+    return { architecture, size: sizes[architecture] };
   },
 };

@@ -15,10 +15,6 @@ import { checkParameterNames } from '../runtime/validation.js';
 const fetchTimeoutMs = 5000;
 const discoveryTtlMs = 10 * 60 * 1000;
 
-interface ClaimMatch {
-  issuer?: string; issuerPattern?: string; subject?: string; subjectPattern?: string; audience?: string; audiencePattern?: string;
-}
-
 function unavailable(message: string): ApiError {
   return new ApiError('UNAVAILABLE', `Unavailable: ${message}`);
 }
@@ -76,9 +72,9 @@ export class TokenExchange {
 
   async exchange(upstreamToken: string, identityUid: string, audience: string | undefined): Promise<{ token: string; expiry: string }> {
     const identities = this.model.resources.identities;
-    const identity = isUidPath(identityUid) ? await this.resources.table(identities.type).get(identityUid) : null;
+    const identity = isUidPath(identityUid) ? await this.resources.tableOf('identities').get(identityUid) : null;
     if (!identity) throw notFound(identities.type, identityUid);
-    const claimMatch = identity.claimMatch as ClaimMatch | null;
+    const { claimMatch } = identity;
     if (!claimMatch || !(claimMatch.issuer || claimMatch.issuerPattern) || !(claimMatch.subject || claimMatch.subjectPattern)) {
       throw permissionDenied(`identity ${identityUid} cannot be assumed with an OIDC token (it has no claimMatch)`);
     }

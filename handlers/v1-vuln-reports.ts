@@ -131,8 +131,8 @@ function addVulnReportRoutes(router: Router, reports: ResourceModel, _shape: unk
 
   router.get('/registry/v1/vuln_reports/counts', async (ctx) => {
     const q = readQuery(ctx, ['repo', 'tag', 'from', 'to'], ['from', 'to']);
-    const repos = model.resources[reports.parent!];
-    const named = q.repo ? await resources.table(repos.type).find({ name: q.repo }, [{ property: 'uid', desc: false }], -1) : undefined;
+    const repos = resources.tableOf('repos');
+    const named = q.repo ? await repos.find({ name: q.repo }, [{ property: 'uid', desc: false }], -1) : undefined;
     if (named?.length === 0) {
       ctx.body = { items: [] };
       return;
@@ -143,7 +143,7 @@ function addVulnReportRoutes(router: Router, reports: ResourceModel, _shape: unk
     ];
     const found = await allReports(ctx, listed, { tag: q.tag, createdSince: q.from }, scope);
     const parents = [...new Set(found.map((r) => parentOf(r.uid as string)!))];
-    const names = new Map((named ?? await resources.table(repos.type).find({ uid: { $in: parents } }, [{ property: 'uid', desc: false }], -1)).map((r) => [r.uid, r.name as string]));
+    const names = new Map((named ?? await repos.find({ uid: { $in: parents } }, [{ property: 'uid', desc: false }], -1)).map((r) => [r.uid, r.name]));
     ctx.body = { items: found.map((r) => countReport(r, names.get(parentOf(r.uid as string)!) ?? '')) };
   });
 }

@@ -39,8 +39,8 @@ export interface HandlerContext {
   write<T>(fn: (writes: Writes) => Promise<T>): Promise<T>;
 }
 
-/** A hand-written presenter: shapes records for responses. */
-export type Present = (records: Row[], context: HandlerContext) => Promise<Row[]>;
+/** A hand-written presenter: shapes resources (records in the API's form) for responses. */
+export type Present = (resources: Row[], context: HandlerContext) => Promise<Row[]>;
 
 /** A hand-written create step: completes the record to store; reveal adds fields to the create response only. */
 export type Prepare = (record: Row, context: HandlerContext) => Promise<{ record: Row; reveal?: Row }>;

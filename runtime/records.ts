@@ -85,3 +85,9 @@ export function withDefaults(data: Row, fields: Record<string, FieldModel>, crea
 export function now(): string {
   return new Date().toISOString();
 }
+
+/**
+ * The stored record type of each collection, by collection name. Empty here: the generated types of the served
+ * spec (generated/types.ts) fill it in by declaration merging, so the runtime compiles and runs for any spec.
+ */
+export interface RecordTypes {}

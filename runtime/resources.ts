@@ -4,7 +4,7 @@ import { applyFieldMask, parseFieldMask } from './field-mask.js';
 import type { ListRequest } from './list-request.js';
 import { operationOf, type ApiModel, type ResourceModel } from './model.js';
 import { PageToken, type Cursor } from './page-token.js';
-import { canonicalTimestamp, inputObject, now, outputObject, toResource, withDefaults, type Row } from './records.js';
+import { canonicalTimestamp, inputObject, now, outputObject, toResource, withDefaults, type RecordTypes, type Row } from './records.js';
 import { groupOf, outboxEntity, outboxRow, type NewEvent } from './outbox.js';
 import type { WriteGuard } from './authorization.js';
 import { Writes, type DeclaredEvent } from './writes.js';
@@ -122,6 +122,15 @@ export class Resources {
     let table = this.tables.get(entity);
     if (!table) this.tables.set(entity, table = new Table(this.store, entity));
     return table;
+  }
+
+  /**
+   * A collection's table, of the record type generated for it (generated/types.ts fills RecordTypes): a wrong
+   * collection name or field is a compile error in hand-written handlers.
+   */
+  tableOf<C extends keyof RecordTypes & string>(collection: C): Table<RecordTypes[C]> {
+    // The one place a row becomes a typed record: the generated type describes the table the ORM made from the same model.
+    return this.table(this.model.resources[collection].type) as Table<RecordTypes[C]>;
   }
 
   /** Notes a committed write to r, for caches of access decisions. */

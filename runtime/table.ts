@@ -10,7 +10,8 @@ import type { Store } from './store.js';
 
 export interface Order { property: string; desc: boolean }
 
-export class Table {
+/** T: the record type, when the caller knows it (Resources.tableOf); the runtime's own code uses plain rows. */
+export class Table<T = Row> {
   private readonly columns = new Map<string, Column>();
   private readonly table: string;
   private readonly selectList: string;
@@ -31,14 +32,14 @@ export class Table {
     this.selectList = [...this.columns].map(([prop, c]) => `${selected(c)} as ${quoteIdentifier(prop)}`).join(', ');
   }
 
-  private toRow(raw: Row): Row {
+  private toRecord(raw: Row): T {
     for (const [prop, c] of this.columns) {
       const v = raw[prop];
       if (v === null || v === undefined) continue;
       if (c.kind === 'json' && typeof v === 'string') raw[prop] = JSON.parse(v);
       else if (c.kind === 'boolean') raw[prop] = v === 1 || v === true;
     }
-    return raw;
+    return raw as T;
   }
 
   private toColumn(prop: string, v: unknown): [string, unknown] {
@@ -49,13 +50,13 @@ export class Table {
   }
 
 
-  async get(uid: string, sql?: Sql): Promise<Row | null> {
+  async get(uid: string, sql?: Sql): Promise<T | null> {
     const [raw] = await (sql ?? this.store.read).all(`select ${this.selectList} from ${this.table} where "uid" = ?`, [uid]);
-    return raw ? this.toRow(raw) : null;
+    return raw ? this.toRecord(raw) : null;
   }
 
   /** Rows matching, in order; in the caller's transaction when given one, else on the read-only connection. */
-  async find(where: Filter, order: Order[], limit: number, offset?: number, sql?: Sql): Promise<Row[]> {
+  async find(where: Filter, order: Order[], limit: number, offset?: number, sql?: Sql): Promise<T[]> {
     const compiled = compileFilter(where, this.columns);
     // Qualified: in ORDER BY a bare name would mean the select list's alias, the text of an int64 column.
     const orderBy = order.map((o) => `${this.table}.${quoteIdentifier(this.columns.get(o.property)!.name)} ${o.desc ? 'desc' : 'asc'}`).join(', ');
@@ -63,7 +64,7 @@ export class Table {
       `select ${this.selectList} from ${this.table} where ${compiled.sql} order by ${orderBy} limit ? offset ?`,
       [...compiled.params, limit, offset ?? 0],
     );
-    return rows.map((r) => this.toRow(r));
+    return rows.map((r) => this.toRecord(r));
   }
 
   async count(where: Filter, sql?: Sql): Promise<number> {
@@ -74,8 +75,8 @@ export class Table {
     return this.counts.count(this.store.read, `${compiled.sql} ${JSON.stringify(compiled.params)}`, () => countOn(this.store.read));
   }
 
-  async insert(sql: Sql, row: Row): Promise<void> {
-    const pairs = Object.entries(row).map(([prop, v]) => this.toColumn(prop, v));
+  async insert(sql: Sql, record: T): Promise<void> {
+    const pairs = Object.entries(record as Row).map(([prop, v]) => this.toColumn(prop, v));
     await sql.run(
       `insert into ${this.table} (${pairs.map(([c]) => quoteIdentifier(c)).join(', ')}) values (${pairs.map(() => '?').join(', ')})`,
       pairs.map(([, v]) => v),
@@ -83,7 +84,7 @@ export class Table {
   }
 
   /** Sets these properties of the row with this uid. */
-  async update(sql: Sql, uid: string, changes: Row): Promise<void> {
+  async update(sql: Sql, uid: string, changes: Partial<T>): Promise<void> {
     const pairs = Object.entries(changes).map(([prop, v]) => this.toColumn(prop, v));
     await sql.run(`update ${this.table} set ${pairs.map(([c]) => `${quoteIdentifier(c)} = ?`).join(', ')} where "uid" = ?`, [...pairs.map(([, v]) => v), uid]);
   }

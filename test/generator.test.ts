@@ -45,7 +45,7 @@ test('two runs give byte-identical output, each file marked as generated', () =>
     assert.ok(fa[name] === fb[name], `${name} differs between runs`);
     assert.match(fa[name].slice(0, 200), /Do not edit/, `${name} starts with a do-not-edit line`);
   }
-  for (const expected of ['openapi.json', 'model.ts', 'entities.ts', 'routes.ts', 'validators/bodies.cjs', 'validators/queries.cjs']) {
+  for (const expected of ['openapi.json', 'model.ts', 'entities.ts', 'routes.ts', 'types.ts', 'validators/bodies.cjs', 'validators/queries.cjs']) {
     assert.ok(expected in fa, `${expected} is generated`);
   }
   const { $comment: _, ...recorded } = JSON.parse(fa['.source-hash']);
@@ -128,6 +128,26 @@ test('a resource added in YAML alone is generated and served', async () => {
   } finally {
     await server.stop();
   }
+});
+
+test('a resource added in YAML alone gets its record and resource types', () => {
+  const spec = join(scratch, 'types-spec');
+  cpSync('spec', spec, { recursive: true });
+  cpSync('test/fixtures/widgets.yaml', join(spec, 'gadgets.yaml'));
+  const out = join(scratch, 'types-generated');
+  const r = generate(spec, out);
+  assert.is(r.status, 0, r.stderr);
+  const types = readFileSync(join(out, 'types.ts'), 'utf8');
+  // int64 as its exact text; unset fields are null columns once stored and left out of responses.
+  assert.ok(types.includes([
+    'export type WidgetRecord = {', '  uid: string;', '  parentUid: string | null;', '  createTime: string;', '  updateTime: string;',
+    '  name: string;', '  size?: string | null;', '  colour?: "RED" | "GREEN" | null;', '  labels?: Record<string, string> | null;', '};',
+  ].join('\n')), types);
+  assert.ok(types.includes([
+    'export type WidgetResource = {', '  uid: string;', '  name: string;', '  size?: string;', '  colour?: "RED" | "GREEN";',
+    '  labels?: Record<string, string>;', '  createTime: string;', '  updateTime: string;', '};',
+  ].join('\n')), types);
+  assert.match(types, /interface RecordTypes \{[^}]*\n {4}widgets: WidgetRecord;\n/);
 });
 
 test('the generated handler interfaces are what the hand-written handlers must implement', () => {

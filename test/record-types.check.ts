@@ -1,0 +1,38 @@
+// Type-level checks of the generated record types, compiled by `npm run typecheck` and never run. Each line
+// marked to expect an error is a mistake a handler could make that the types must catch: if they stop catching
+// it, the unused directive is itself an error and the typecheck fails.
+import type { IamHandlers } from '../generated/routes.js';
+import type { HandlerContext } from '../runtime/route-operations.js';
+import type { Sql } from '../runtime/sql.js';
+
+export async function handlerShapedUses(context: HandlerContext, sql: Sql): Promise<string[]> {
+  const [invite] = await context.resources.tableOf('groupInvites').find({ keyId: 'k' }, [{ property: 'uid', desc: false }], 1);
+  // @ts-expect-error a field the record does not have
+  const misspelt = invite.roleId;
+  // @ts-expect-error singleUse is a boolean, or unset
+  const singleUse: string = invite.singleUse;
+  // @ts-expect-error no collection of that name
+  context.resources.tableOf('groupInvite');
+  // @ts-expect-error a new record needs every required field: this role binding has no roleUid
+  await context.resources.tableOf('roleBindings').insert(sql, { uid: 'u', parentUid: 'p', identityUid: 'i', createTime: 't', updateTime: 't' });
+  // @ts-expect-error an int64 is stored as its exact decimal text, not a number
+  await context.resources.tableOf('images').update(sql, 'u', { sizes: { amd64: 1 } });
+  // @ts-expect-error an enum field takes only its declared values
+  await context.resources.tableOf('artifacts').update(sql, 'u', { ecosystem: 'ECOSYSTEM_COBOL' });
+  // What is right compiles without a cast: required fields are set, optional ones may be unset (null once stored).
+  const roleUid: string = invite.roleUid;
+  const expires: string | null | undefined = invite.expirationTime;
+  return [roleUid, expires ?? '', String(misspelt), singleUse];
+}
+
+// Create steps and presenters implement the generated interface with the record and resource types.
+export const wrongSteps: Pick<IamHandlers, 'issueGroupInvite' | 'hydrateRoleBindings'> = {
+  // @ts-expect-error a create step returns the whole record it completes
+  async issueGroupInvite(record) {
+    return { record: { uid: record.uid } };
+  },
+  async hydrateRoleBindings(bindings) {
+    // @ts-expect-error a presenter receives resources, and responses show no parentUid
+    return bindings.map((b) => ({ group: b.parentUid }));
+  },
+};
