@@ -9,7 +9,11 @@ export interface Exchange {
 }
 
 export class ConformanceFailure extends Error {
-  constructor(readonly expected: string, readonly actual: string, readonly exchange?: Exchange) {
+  constructor(
+    readonly expected: string,
+    readonly actual: string,
+    readonly exchange?: Exchange,
+  ) {
     super(`expected ${expected}, got ${actual}`);
   }
 }
@@ -37,7 +41,12 @@ export class Client {
       payload = typeof body === 'string' ? body : JSON.stringify(body);
       h['content-type'] ??= 'application/json';
     }
-    const res = await fetch(this.baseUrl + path, { method, headers: h, body: payload, signal: AbortSignal.timeout(30000) });
+    const res = await fetch(this.baseUrl + path, {
+      method,
+      headers: h,
+      body: payload,
+      signal: AbortSignal.timeout(30000),
+    });
     const text = await res.text();
     let parsed: unknown = text;
     try {
@@ -49,7 +58,7 @@ export class Client {
   }
 }
 
-const show = (v: unknown) => (typeof v === 'string' ? JSON.stringify(v) : JSON.stringify(v) ?? 'undefined');
+const show = (v: unknown) => (typeof v === 'string' ? JSON.stringify(v) : (JSON.stringify(v) ?? 'undefined'));
 
 export function expect(condition: boolean, expected: string, actual: unknown, exchange?: Exchange): asserts condition {
   if (!condition) throw new ConformanceFailure(expected, show(actual), exchange);
@@ -57,7 +66,12 @@ export function expect(condition: boolean, expected: string, actual: unknown, ex
 
 /** The exchange succeeded with HTTP 200 and a JSON object. */
 export function expectOk(x: Exchange, what: string): any {
-  expect(x.status === 200 && typeof x.body === 'object' && x.body !== null, `${what}: HTTP 200 with a JSON object`, `HTTP ${x.status} ${show(x.body)}`, x);
+  expect(
+    x.status === 200 && typeof x.body === 'object' && x.body !== null,
+    `${what}: HTTP 200 with a JSON object`,
+    `HTTP ${x.status} ${show(x.body)}`,
+    x,
+  );
   return x.body;
 }
 
@@ -71,10 +85,22 @@ export function expectError(x: Exchange, code: number, reason: string, detail?: 
   expect(typeof b === 'object' && b !== null && b.code === code, `body code ${code}`, b, x);
   expect(typeof b.message === 'string' && b.message.length > 0, 'a message', b.message, x);
   expect(Array.isArray(b.details), 'details to be an array', b.details, x);
-  for (const d of b.details) expect(typeof d['@type'] === 'string' && d['@type'].startsWith('type.googleapis.com/'), 'every detail to have an @type URL', d, x);
+  for (const d of b.details)
+    expect(
+      typeof d['@type'] === 'string' && d['@type'].startsWith('type.googleapis.com/'),
+      'every detail to have an @type URL',
+      d,
+      x,
+    );
   const infos = b.details.filter((d: any) => d['@type'] === typeUrl('ErrorInfo'));
   expect(infos.length === 1, 'exactly one ErrorInfo', infos.length, x);
   expect(infos[0].reason === reason, `ErrorInfo.reason ${reason}`, infos[0].reason, x);
-  if (detail) expect(b.details.some((d: any) => d['@type'] === typeUrl(detail)), `a ${detail} detail`, b.details.map((d: any) => d['@type']), x);
+  if (detail)
+    expect(
+      b.details.some((d: any) => d['@type'] === typeUrl(detail)),
+      `a ${detail} detail`,
+      b.details.map((d: any) => d['@type']),
+      x,
+    );
   return b;
 }

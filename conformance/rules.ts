@@ -9,7 +9,11 @@ export class Fixture {
   /** uids the suite created, with their base path, for clean-up in reverse order */
   readonly created: { base: string; uid: string }[] = [];
 
-  constructor(readonly client: Client, readonly plan: ConformancePlan, readonly root: string) {}
+  constructor(
+    readonly client: Client,
+    readonly plan: ConformancePlan,
+    readonly root: string,
+  ) {}
 
   resource(collection: string): ResourcePlan {
     const p = this.plan.resources.find((r) => r.collection === collection);
@@ -55,7 +59,7 @@ export class Fixture {
   }
 
   async create(p: ResourcePlan, parent: string | undefined, given?: Record<string, unknown>): Promise<any> {
-    const body = given ?? await this.variant(p);
+    const body = given ?? (await this.variant(p));
     const x = await this.client.call('POST', await this.createPath(p, parent), body);
     const created = expectOk(x, `create ${p.type}`);
     expect(typeof created.uid === 'string' && created.uid.length > 0, 'the created resource to have a uid', created, x);
@@ -68,7 +72,8 @@ export class Fixture {
     if (!p.parent) return undefined;
     if (p.parent === 'groups') return (await this.create(this.resource('groups'), this.root)).uid;
     const parentPlan = this.resource(p.parent);
-    if (!parentPlan.operations.includes('create')) throw new Skip(`cannot create a ${parentPlan.type} to hold ${p.collection}`);
+    if (!parentPlan.operations.includes('create'))
+      throw new Skip(`cannot create a ${parentPlan.type} to hold ${p.collection}`);
     return (await this.create(parentPlan, await this.sharedParent(parentPlan))).uid;
   }
 
@@ -106,7 +111,12 @@ function sortKey(record: any, field: string): string {
   return v === undefined || v === null ? '' : String(v);
 }
 
-async function walk(fx: Fixture, p: ResourcePlan, parent: string | undefined, query: Record<string, string>): Promise<{ items: any[]; last: Exchange }> {
+async function walk(
+  fx: Fixture,
+  p: ResourcePlan,
+  parent: string | undefined,
+  query: Record<string, string>,
+): Promise<{ items: any[]; last: Exchange }> {
   const items: any[] = [];
   let token = '';
   let last: Exchange | undefined;
@@ -133,23 +143,40 @@ async function checkOrderedWalk(fx: Fixture, p: ResourcePlan, key: string, desc:
   const orderBy = desc ? `${key} desc` : key;
   const { items, last } = await walk(fx, p, parent, { page_size: String(size), order_by: orderBy });
   const uids = items.map((i) => i.uid);
-  expect(new Set(uids).size === uids.length, `no duplicates walking pages of ${size} (order_by=${orderBy})`, uids, last);
+  expect(
+    new Set(uids).size === uids.length,
+    `no duplicates walking pages of ${size} (order_by=${orderBy})`,
+    uids,
+    last,
+  );
   const want = records.map((r) => r.uid).sort();
-  expect(JSON.stringify([...uids].sort()) === JSON.stringify(want), `every record exactly once walking pages of ${size} (order_by=${orderBy})`, uids, last);
+  expect(
+    JSON.stringify([...uids].sort()) === JSON.stringify(want),
+    `every record exactly once walking pages of ${size} (order_by=${orderBy})`,
+    uids,
+    last,
+  );
   const sorted = [...items].sort((a, b) => {
     const ka = sortKey(a, field);
     const kb = sortKey(b, field);
     return ka < kb ? -1 : ka > kb ? 1 : a.uid < b.uid ? -1 : a.uid > b.uid ? 1 : 0;
   });
   if (desc) sorted.reverse();
-  expect(JSON.stringify(uids) === JSON.stringify(sorted.map((i) => i.uid)), `records ordered by ${field}${desc ? ' descending' : ''}, ties by uid, across pages`, items.map((i) => [i[field], i.uid]), last);
+  expect(
+    JSON.stringify(uids) === JSON.stringify(sorted.map((i) => i.uid)),
+    `records ordered by ${field}${desc ? ' descending' : ''}, ties by uid, across pages`,
+    items.map((i) => [i[field], i.uid]),
+    last,
+  );
 }
 
 /** For a list nested under its parent (artifacts/{parent}/versions), some parent the target already has. */
 async function listParent(fx: Fixture, p: ResourcePlan): Promise<string | undefined> {
   if (!p.listPath) return undefined;
   const parentPlan = fx.resource(p.parent!);
-  const up = expectOk(await fx.client.call('GET', `${parentPlan.base}?page_size=1`), `list ${parentPlan.collection}`)[parentPlan.collection]?.[0];
+  const up = expectOk(await fx.client.call('GET', `${parentPlan.base}?page_size=1`), `list ${parentPlan.collection}`)[
+    parentPlan.collection
+  ]?.[0];
   if (!up) throw new Skip(`the target has no ${parentPlan.collection} to list ${p.collection} under`);
   return up.uid;
 }
@@ -165,13 +192,27 @@ export const resourceRules: Record<string, RuleFn> = {
     const x = await fx.client.call('POST', path, body);
     const created = expectOk(x, `create ${p.type}`);
     fx.created.push({ base: p.base, uid: created.uid });
-    if (parent !== undefined && p.uidIsParent) expect(created.uid === parent, `the uid of the parent ${parent}`, created.uid, x);
-    else if (parent !== undefined) expect(typeof created.uid === 'string' && created.uid.startsWith(`${parent}/`), `a uid under the parent ${parent}`, created.uid, x);
+    if (parent !== undefined && p.uidIsParent)
+      expect(created.uid === parent, `the uid of the parent ${parent}`, created.uid, x);
+    else if (parent !== undefined)
+      expect(
+        typeof created.uid === 'string' && created.uid.startsWith(`${parent}/`),
+        `a uid under the parent ${parent}`,
+        created.uid,
+        x,
+      );
     for (const t of ['createTime', 'updateTime']) {
-      if (created[t] !== undefined) expect(rfc3339ms.test(created[t]), `${t} in RFC 3339 UTC with milliseconds`, created[t], x);
+      if (created[t] !== undefined)
+        expect(rfc3339ms.test(created[t]), `${t} in RFC 3339 UTC with milliseconds`, created[t], x);
     }
     for (const [k, v] of Object.entries(body)) {
-      if (typeof v !== 'object' && !p.inputOnly.includes(k)) expect(JSON.stringify(created[k]) === JSON.stringify(v), `${k} echoed as sent (${JSON.stringify(v)})`, created[k], x);
+      if (typeof v !== 'object' && !p.inputOnly.includes(k))
+        expect(
+          JSON.stringify(created[k]) === JSON.stringify(v),
+          `${k} echoed as sent (${JSON.stringify(v)})`,
+          created[k],
+          x,
+        );
     }
   },
   'create/ignores-output-only': async (fx, p) => {
@@ -189,16 +230,34 @@ export const resourceRules: Record<string, RuleFn> = {
     if (x.status === 200 && x.body?.uid) fx.created.push({ base: p.base, uid: x.body.uid });
     const b = expectError(x, 3, 'INVALID_ARGUMENT', 'BadRequest');
     const br = b.details.find((d: any) => d['@type'].endsWith('google.rpc.BadRequest'));
-    expect(br.fieldViolations.some((v: any) => v.field === field || v.field.endsWith(`.${field}`)), `a field violation for ${field}`, br.fieldViolations, x);
-    expect(b.message.startsWith('Invalid argument: '), 'the message "Invalid argument: <field>: <description>"', b.message, x);
+    expect(
+      br.fieldViolations.some((v: any) => v.field === field || v.field.endsWith(`.${field}`)),
+      `a field violation for ${field}`,
+      br.fieldViolations,
+      x,
+    );
+    expect(
+      b.message.startsWith('Invalid argument: '),
+      'the message "Invalid argument: <field>: <description>"',
+      b.message,
+      x,
+    );
   },
   'create/rejects-invalid-*': async (fx, p, field) => {
     const value = p.invalid.find((v) => v.field === field)!.value;
-    const x = await fx.client.call('POST', await fx.createPath(p, await fx.sharedParent(p)), { ...(await fx.variant(p)), [field]: value });
+    const x = await fx.client.call('POST', await fx.createPath(p, await fx.sharedParent(p)), {
+      ...(await fx.variant(p)),
+      [field]: value,
+    });
     if (x.status === 200 && x.body?.uid) fx.created.push({ base: p.base, uid: x.body.uid });
     const b = expectError(x, 3, 'INVALID_ARGUMENT', 'BadRequest');
     const br = b.details.find((d: any) => d['@type'].endsWith('google.rpc.BadRequest'));
-    expect(br.fieldViolations.some((v: any) => v.field === field), `a field violation for ${field}`, br.fieldViolations, x);
+    expect(
+      br.fieldViolations.some((v: any) => v.field === field),
+      `a field violation for ${field}`,
+      br.fieldViolations,
+      x,
+    );
   },
   'get/returns-created': async (fx, p) => {
     const created = await fx.create(p, await fx.sharedParent(p));
@@ -207,14 +266,24 @@ export const resourceRules: Record<string, RuleFn> = {
       delete created[f];
     }
     const x = await fx.client.call('GET', `${p.base}/${created.uid}`);
-    expect(JSON.stringify(expectOk(x, `get ${p.type}`)) === JSON.stringify(created), `get to return what create returned${p.createOnly.length ? ` but ${p.createOnly.join(', ')}` : ''}`, x.body, x);
+    expect(
+      JSON.stringify(expectOk(x, `get ${p.type}`)) === JSON.stringify(created),
+      `get to return what create returned${p.createOnly.length ? ` but ${p.createOnly.join(', ')}` : ''}`,
+      x.body,
+      x,
+    );
   },
   'get/returns-listed': async (fx, p) => {
     const list = await fx.client.call('GET', `${p.base}?page_size=1`);
     const first = expectOk(list, `list ${p.collection}`)[p.collection]?.[0];
     if (!first) throw new Skip('the target has no records of this resource');
     const x = await fx.client.call('GET', `${p.base}/${first.uid}`);
-    expect(JSON.stringify(expectOk(x, `get ${p.type}`)) === JSON.stringify(first), 'get to return what list returned', x.body, x);
+    expect(
+      JSON.stringify(expectOk(x, `get ${p.type}`)) === JSON.stringify(first),
+      'get to return what list returned',
+      x.body,
+      x,
+    );
   },
   'get/not-found-has-resource-info': async (fx, p) => {
     const x = await fx.client.call('GET', `${p.base}/${missingUid(fx)}`);
@@ -225,11 +294,23 @@ export const resourceRules: Record<string, RuleFn> = {
     const x = await fx.client.call('GET', fx.listUrl(p, parent, { page_size: '2' }));
     const b = expectOk(x, `list ${p.collection}`);
     expect(Array.isArray(b[p.collection]), `an array under "${p.collection}"`, b, x);
-    expect(typeof b.totalCount === 'string' && /^\d+$/.test(b.totalCount), 'totalCount as a string holding an integer', b.totalCount, x);
+    expect(
+      typeof b.totalCount === 'string' && /^\d+$/.test(b.totalCount),
+      'totalCount as a string holding an integer',
+      b.totalCount,
+      x,
+    );
     expect(typeof b.skipped === 'number', 'skipped as a number', b.skipped, x);
-    expect(b.nextPageToken === undefined || typeof b.nextPageToken === 'string', 'nextPageToken a string or absent', b.nextPageToken, x);
-    if (p.operations.includes('create')) expect(b.totalCount === '8', 'totalCount "8" for the 8 records made for this rule', b.totalCount, x);
-    if (!p.operations.includes('create') && b[p.collection].length === 0) throw new Skip('the target has no records of this resource');
+    expect(
+      b.nextPageToken === undefined || typeof b.nextPageToken === 'string',
+      'nextPageToken a string or absent',
+      b.nextPageToken,
+      x,
+    );
+    if (p.operations.includes('create'))
+      expect(b.totalCount === '8', 'totalCount "8" for the 8 records made for this rule', b.totalCount, x);
+    if (!p.operations.includes('create') && b[p.collection].length === 0)
+      throw new Skip('the target has no records of this resource');
   },
   'list/page-size-bounds': async (fx, p) => {
     const parent = await listParent(fx, p);
@@ -246,27 +327,47 @@ export const resourceRules: Record<string, RuleFn> = {
   },
   'list/skip': async (fx, p) => {
     const { parent } = await fx.walkSet(p);
-    const all = expectOk(await fx.client.call('GET', fx.listUrl(p, parent, { order_by: 'uid' })), 'list')[p.collection].map((i: any) => i.uid);
+    const all = expectOk(await fx.client.call('GET', fx.listUrl(p, parent, { order_by: 'uid' })), 'list')[
+      p.collection
+    ].map((i: any) => i.uid);
     const x = await fx.client.call('GET', fx.listUrl(p, parent, { order_by: 'uid', skip: '3', page_size: '2' }));
     const b = expectOk(x, 'list with skip=3');
-    expect(JSON.stringify(b[p.collection].map((i: any) => i.uid)) === JSON.stringify(all.slice(3, 5)), 'the 4th and 5th records', b[p.collection].map((i: any) => i.uid), x);
+    expect(
+      JSON.stringify(b[p.collection].map((i: any) => i.uid)) === JSON.stringify(all.slice(3, 5)),
+      'the 4th and 5th records',
+      b[p.collection].map((i: any) => i.uid),
+      x,
+    );
     expect(b.skipped === 3, 'skipped 3', b.skipped, x);
     expect(b.totalCount === String(all.length), `totalCount ${all.length} (skip does not change it)`, b.totalCount, x);
   },
   'list/page-token-bound-to-query': async (fx, p) => {
     const { parent } = await fx.walkSet(p);
-    const first = expectOk(await fx.client.call('GET', fx.listUrl(p, parent, { page_size: '2', order_by: 'uid' })), 'first page');
+    const first = expectOk(
+      await fx.client.call('GET', fx.listUrl(p, parent, { page_size: '2', order_by: 'uid' })),
+      'first page',
+    );
     expect(!!first.nextPageToken, 'a nextPageToken on a first page of 2 out of 8', first, undefined);
-    const x = await fx.client.call('GET', fx.listUrl(p, parent, { page_size: '2', order_by: 'uid desc', page_token: first.nextPageToken }));
+    const x = await fx.client.call(
+      'GET',
+      fx.listUrl(p, parent, { page_size: '2', order_by: 'uid desc', page_token: first.nextPageToken }),
+    );
     expectError(x, 3, 'INVALID_ARGUMENT');
   },
   'list/page-token-tamper-rejected': async (fx, p) => {
     const { parent } = await fx.walkSet(p);
-    const first = expectOk(await fx.client.call('GET', fx.listUrl(p, parent, { page_size: '2', order_by: 'uid' })), 'first page');
+    const first = expectOk(
+      await fx.client.call('GET', fx.listUrl(p, parent, { page_size: '2', order_by: 'uid' })),
+      'first page',
+    );
     const token: string = first.nextPageToken;
     const i = Math.floor(token.length / 2);
     const tampered = token.slice(0, i) + (token[i] === 'A' ? 'B' : 'A') + token.slice(i + 1);
-    expectError(await fx.client.call('GET', fx.listUrl(p, parent, { page_size: '2', order_by: 'uid', page_token: tampered })), 3, 'INVALID_ARGUMENT');
+    expectError(
+      await fx.client.call('GET', fx.listUrl(p, parent, { page_size: '2', order_by: 'uid', page_token: tampered })),
+      3,
+      'INVALID_ARGUMENT',
+    );
   },
   'list/children-of-vs-descendants-of': async (fx, p) => {
     const groups = fx.resource('groups');
@@ -277,11 +378,23 @@ export const resourceRules: Record<string, RuleFn> = {
     // Listing groups also shows the subgroup made for this rule.
     const extra = p.collection === 'groups' ? [sub.uid] : [];
     const c = await fx.client.call('GET', `${p.base}?uidp.children_of=${top.uid}`);
-    const children = expectOk(c, 'children_of')[p.collection].map((i: any) => i.uid).sort();
-    expect(JSON.stringify(children) === JSON.stringify([direct.uid, ...extra].sort()), 'children_of to return direct children only', children, c);
+    const listed = expectOk(c, 'children_of');
+    const children = listed[p.collection].map((i: any) => i.uid).sort();
+    expect(
+      JSON.stringify(children) === JSON.stringify([direct.uid, ...extra].sort()),
+      'children_of to return direct children only',
+      children,
+      c,
+    );
     const d = await fx.client.call('GET', `${p.base}?uidp.descendants_of=${top.uid}`);
-    const got = expectOk(d, 'descendants_of')[p.collection].map((i: any) => i.uid).sort();
-    expect(JSON.stringify(got) === JSON.stringify([direct.uid, deep.uid, ...extra].sort()), 'descendants_of to return everything below, not the node itself', got, d);
+    const below = expectOk(d, 'descendants_of');
+    const got = below[p.collection].map((i: any) => i.uid).sort();
+    expect(
+      JSON.stringify(got) === JSON.stringify([direct.uid, deep.uid, ...extra].sort()),
+      'descendants_of to return everything below, not the node itself',
+      got,
+      d,
+    );
   },
   'list/filter-*': async (fx, p, param) => {
     const f = p.filters.find((x) => x.param === param)!;
@@ -290,8 +403,18 @@ export const resourceRules: Record<string, RuleFn> = {
     if (target[f.field] === undefined) throw new Skip(`records made from the plan have no ${f.field}`);
     const x = await fx.client.call('GET', fx.listUrl(p, parent, { [param]: String(target[f.field]) }));
     const items = expectOk(x, `list filtered by ${param}`)[p.collection];
-    expect(items.length >= 1 && items.every((i: any) => i[f.field] === target[f.field]), `only records whose ${f.field} is ${JSON.stringify(target[f.field])}`, items.map((i: any) => i[f.field]), x);
-    expect(items.some((i: any) => i.uid === target.uid), `the record ${target.uid}`, items.map((i: any) => i.uid), x);
+    expect(
+      items.length >= 1 && items.every((i: any) => i[f.field] === target[f.field]),
+      `only records whose ${f.field} is ${JSON.stringify(target[f.field])}`,
+      items.map((i: any) => i[f.field]),
+      x,
+    );
+    expect(
+      items.some((i: any) => i.uid === target.uid),
+      `the record ${target.uid}`,
+      items.map((i: any) => i.uid),
+      x,
+    );
   },
   'update/no-mask-changes-present-fields': async (fx, p) => {
     const created = await fx.create(p, await fx.sharedParent(p));
@@ -307,10 +430,18 @@ export const resourceRules: Record<string, RuleFn> = {
   'update/mask-ignores-other-fields': async (fx, p) => {
     const u = p.update!;
     const created = await fx.create(p, await fx.sharedParent(p));
-    const x = await fx.client.call('PATCH', `${p.base}/${created.uid}?updateMask=${u.field}`, { [u.field]: u.value, [u.other]: u.otherValue });
+    const x = await fx.client.call('PATCH', `${p.base}/${created.uid}?updateMask=${u.field}`, {
+      [u.field]: u.value,
+      [u.other]: u.otherValue,
+    });
     const b = expectOk(x, `update ${p.type} with updateMask=${u.field}`);
     expect(b[u.field] === u.value, `${u.field} to be ${JSON.stringify(u.value)}`, b[u.field], x);
-    expect(JSON.stringify(b[u.other]) === JSON.stringify(created[u.other]), `${u.other} outside the mask to stay ${JSON.stringify(created[u.other])}`, b[u.other], x);
+    expect(
+      JSON.stringify(b[u.other]) === JSON.stringify(created[u.other]),
+      `${u.other} outside the mask to stay ${JSON.stringify(created[u.other])}`,
+      b[u.other],
+      x,
+    );
     const again = expectOk(await fx.client.call('GET', `${p.base}/${created.uid}`), 'get after update');
     expect(JSON.stringify(again) === JSON.stringify(b), 'get to return the updated resource', again, x);
   },
@@ -321,12 +452,22 @@ export const resourceRules: Record<string, RuleFn> = {
     delete body[u.field];
     const x = await fx.client.call('PATCH', `${p.base}/${created.uid}?updateMask=*`, body);
     const b = expectOk(x, `update ${p.type} with updateMask=*`);
-    expect(b[u.field] === undefined || b[u.field] === '', `${u.field}, absent from the body, to be reset`, b[u.field], x);
+    expect(
+      b[u.field] === undefined || b[u.field] === '',
+      `${u.field}, absent from the body, to be reset`,
+      b[u.field],
+      x,
+    );
     expect(b[u.other] === u.otherValue, `${u.other} to be ${JSON.stringify(u.otherValue)}`, b[u.other], x);
   },
   'update/unknown-mask-rejected': async (fx, p) => {
     const created = await fx.create(p, await fx.sharedParent(p));
-    expectError(await fx.client.call('PATCH', `${p.base}/${created.uid}?updateMask=noSuchField`, {}), 3, 'INVALID_ARGUMENT', 'BadRequest');
+    expectError(
+      await fx.client.call('PATCH', `${p.base}/${created.uid}?updateMask=noSuchField`, {}),
+      3,
+      'INVALID_ARGUMENT',
+      'BadRequest',
+    );
   },
   'delete/then-not-found': async (fx, p) => {
     const created = await fx.create(p, await fx.freshParent(p));
@@ -342,7 +483,12 @@ export const resourceRules: Record<string, RuleFn> = {
     const x = await fx.client.call('DELETE', `${p.base}/${holder.uid}`);
     const b = expectError(x, 9, 'FAILED_PRECONDITION', 'PreconditionFailure');
     const pf = b.details.find((d: any) => d['@type'].endsWith('google.rpc.PreconditionFailure'));
-    expect(pf.violations?.some((v: any) => v.type === 'RESOURCE_NOT_EMPTY'), 'a RESOURCE_NOT_EMPTY violation', pf.violations, x);
+    expect(
+      pf.violations?.some((v: any) => v.type === 'RESOURCE_NOT_EMPTY'),
+      'a RESOURCE_NOT_EMPTY violation',
+      pf.violations,
+      x,
+    );
     expectOk(await fx.client.call('GET', `${p.base}/${holder.uid}`), 'the refused record to still exist');
   },
 };
@@ -355,7 +501,11 @@ export const apiRuleChecks: Record<string, (fx: Fixture) => Promise<void>> = {
   },
   'api/malformed-json-invalid-argument': async (fx) => {
     const groups = fx.resource('groups');
-    expectError(await fx.client.call('POST', `${groups.base}/${fx.root}`, '{"name":', { 'content-type': 'application/json' }), 3, 'INVALID_ARGUMENT');
+    expectError(
+      await fx.client.call('POST', `${groups.base}/${fx.root}`, '{"name":', { 'content-type': 'application/json' }),
+      3,
+      'INVALID_ARGUMENT',
+    );
   },
   'api/error-body-shape': async (fx) => {
     const groups = fx.resource('groups');
@@ -363,7 +513,12 @@ export const apiRuleChecks: Record<string, (fx: Fixture) => Promise<void>> = {
     const b = expectError(x, 3, 'INVALID_ARGUMENT', 'BadRequest');
     const info = b.details.find((d: any) => d['@type'] === 'type.googleapis.com/google.rpc.ErrorInfo');
     expect(typeof info.domain === 'string' && info.domain.length > 0, 'ErrorInfo.domain', info, x);
-    expect(!/\bat .+:\d+:\d+|SQLITE|SELECT |INSERT /i.test(JSON.stringify(b)), 'no stack trace or SQL in the body', b, x);
+    expect(
+      !/\bat .+:\d+:\d+|SQLITE|SELECT |INSERT /i.test(JSON.stringify(b)),
+      'no stack trace or SQL in the body',
+      b,
+      x,
+    );
   },
   'api/no-token-unauthenticated': async (fx) => {
     const groups = fx.resource('groups');
@@ -374,7 +529,9 @@ export const apiRuleChecks: Record<string, (fx: Fixture) => Promise<void>> = {
   'api/bad-token-unauthenticated': async (fx) => {
     const groups = fx.resource('groups');
     const forged = `${Buffer.from('{"alg":"ES256","typ":"JWT"}').toString('base64url')}.${Buffer.from('{"sub":"x"}').toString('base64url')}.c2lnbmF0dXJl`;
-    const x = await fx.client.call('GET', `${groups.base}/${fx.root}`, undefined, { authorization: `Bearer ${forged}` });
+    const x = await fx.client.call('GET', `${groups.base}/${fx.root}`, undefined, {
+      authorization: `Bearer ${forged}`,
+    });
     if (x.status === 200) throw new Skip('the target answers a forged token (no access control)');
     expectError(x, 16, 'UNAUTHENTICATED');
   },
@@ -385,14 +542,19 @@ export const apiRuleChecks: Record<string, (fx: Fixture) => Promise<void>> = {
     const create = await fx.client.call('POST', `${groups.base}/${fx.root}`, { name: 'not-allowed' }, auth);
     if (create.status === 200 && create.body?.uid) fx.created.push({ base: groups.base, uid: create.body.uid });
     expectError(create, 7, 'PERMISSION_DENIED');
-    expectError(await fx.client.call('GET', `${groups.base}/${missingUid(fx)}`, undefined, auth), 7, 'PERMISSION_DENIED');
+    expectError(
+      await fx.client.call('GET', `${groups.base}/${missingUid(fx)}`, undefined, auth),
+      7,
+      'PERMISSION_DENIED',
+    );
   },
 };
 
 export function ruleFor(rule: string): { fn: RuleFn; arg: string } | undefined {
   if (resourceRules[rule]) return { fn: resourceRules[rule], arg: '' };
   for (const [pattern, fn] of Object.entries(resourceRules)) {
-    if (pattern.endsWith('*') && rule.startsWith(pattern.slice(0, -1))) return { fn, arg: rule.slice(pattern.length - 1) };
+    if (pattern.endsWith('*') && rule.startsWith(pattern.slice(0, -1)))
+      return { fn, arg: rule.slice(pattern.length - 1) };
   }
   return undefined;
 }

@@ -25,12 +25,20 @@ export interface RunOptions {
 }
 
 export function globToRegExp(glob: string): RegExp {
-  return new RegExp(`^${glob.replace(/[.+^${}()|[\]\\]/g, '\\$&').replace(/\*/g, '.*').replace(/\?/g, '.')}$`);
+  return new RegExp(
+    `^${glob
+      .replace(/[.+^${}()|[\]\\]/g, '\\$&')
+      .replace(/\*/g, '.*')
+      .replace(/\?/g, '.')}$`,
+  );
 }
 
 function describeRequest(x?: Exchange): string | undefined {
   if (!x) return undefined;
-  const body = x.requestBody === undefined ? '' : ` ${typeof x.requestBody === 'string' ? x.requestBody : JSON.stringify(x.requestBody)}`;
+  const body =
+    x.requestBody === undefined
+      ? ''
+      : ` ${typeof x.requestBody === 'string' ? x.requestBody : JSON.stringify(x.requestBody)}`;
   return `${x.method} ${x.path}${body.length > 300 ? `${body.slice(0, 300)}...` : body}`;
 }
 
@@ -47,7 +55,9 @@ export async function runConformance(o: RunOptions): Promise<RuleResult[]> {
     if (!groups) throw new Error('the plan has no groups resource; pass --parent');
     const x = await o.client.call('POST', groups.base, { name: `conformance-${Date.now().toString(36)}` });
     if (x.status !== 200 || typeof x.body?.uid !== 'string') {
-      throw new Error(`cannot create the suite's group (POST ${groups.base} answered HTTP ${x.status} ${JSON.stringify(x.body)}); pass --parent GROUP_UID`);
+      throw new Error(
+        `cannot create the suite's group (POST ${groups.base} answered HTTP ${x.status} ${JSON.stringify(x.body)}); pass --parent GROUP_UID`,
+      );
     }
     root = x.body.uid as string;
     ownRoot = true;
@@ -74,7 +84,13 @@ export async function runConformance(o: RunOptions): Promise<RuleResult[]> {
     } catch (e) {
       if (e instanceof Skip) results.push({ name: r.name, status: 'skipped', reason: e.message });
       else if (e instanceof ConformanceFailure) {
-        results.push({ name: r.name, status: 'failed', expected: e.expected, actual: e.actual, request: describeRequest(e.exchange) });
+        results.push({
+          name: r.name,
+          status: 'failed',
+          expected: e.expected,
+          actual: e.actual,
+          request: describeRequest(e.exchange),
+        });
       } else results.push({ name: r.name, status: 'failed', reason: e instanceof Error ? e.message : String(e) });
     }
     const last = results[results.length - 1];

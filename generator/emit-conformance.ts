@@ -4,7 +4,14 @@ import type { ConformancePlan, PlannedRule, ResourcePlan } from '../conformance/
 import type { ApiModel, FieldModel, ResourceModel } from '../runtime/model.js';
 import { SpecError } from './spec.js';
 
-const candidates = ['conformance', 'conformance-check', 'https://conformance.example/hook', `sha256:${'0'.repeat(64)}`, '000000000000', 'c0nformance'];
+const candidates = [
+  'conformance',
+  'conformance-check',
+  'https://conformance.example/hook',
+  `sha256:${'0'.repeat(64)}`,
+  '000000000000',
+  'c0nformance',
+];
 
 /** A valid value for a field: its example, or a simple one that satisfies its declaration. */
 function exampleValue(f: FieldModel, where: string, problems: string[]): unknown {
@@ -17,18 +24,32 @@ function exampleValue(f: FieldModel, where: string, problems: string[]): unknown
   const one = (): unknown => {
     switch (f.type) {
       case 'string': {
-        const found = candidates.find((c) => (!f.pattern || new RegExp(f.pattern, 'u').test(c)) && c.length >= (f.minLength ?? 0) && c.length <= (f.maxLength ?? Infinity));
+        const found = candidates.find(
+          (c) =>
+            (!f.pattern || new RegExp(f.pattern, 'u').test(c)) &&
+            c.length >= (f.minLength ?? 0) &&
+            c.length <= (f.maxLength ?? Infinity),
+        );
         if (found === undefined) problems.push(`${where}: needs an example (no simple value matches ${f.pattern})`);
         return found;
       }
-      case 'bool': return true;
-      case 'int32': case 'double': return f.minimum ?? 1;
-      case 'int64': return '1';
-      case 'timestamp': return '2026-01-01T00:00:00.000Z';
-      case 'duration': return '3600s';
-      case 'enum': return f.values!.find((v) => !v.endsWith('_UNSPECIFIED')) ?? f.values![0];
-      case 'object': return requiredBody(f.fields ?? {}, where, problems);
-      case 'map': return {};
+      case 'bool':
+        return true;
+      case 'int32':
+      case 'double':
+        return f.minimum ?? 1;
+      case 'int64':
+        return '1';
+      case 'timestamp':
+        return '2026-01-01T00:00:00.000Z';
+      case 'duration':
+        return '3600s';
+      case 'enum':
+        return f.values!.find((v) => !v.endsWith('_UNSPECIFIED')) ?? f.values![0];
+      case 'object':
+        return requiredBody(f.fields ?? {}, where, problems);
+      case 'map':
+        return {};
     }
   };
   const v = one();
@@ -56,15 +77,25 @@ const updateValues = ['conformance-updated', 'conformance-other'];
 
 /** A string field an update may set to either update value. */
 function isUpdatable(f: FieldModel): boolean {
-  return f.type === 'string' && !f.references && !f.repeated && !f.outputOnly && !f.inputOnly && !f.immutable &&
-    updateValues.every((v) => !f.pattern || new RegExp(f.pattern, 'u').test(v));
+  return (
+    f.type === 'string' &&
+    !f.references &&
+    !f.repeated &&
+    !f.outputOnly &&
+    !f.inputOnly &&
+    !f.immutable &&
+    updateValues.every((v) => !f.pattern || new RegExp(f.pattern, 'u').test(v))
+  );
 }
 
 function plan(r: ResourceModel, model: ApiModel, problems: string[]): ResourcePlan {
   const where = `spec: resource ${r.collection}`;
   const createBody = r.operations.create ? requiredBody(r.fields, `${where}: /fields`, problems) : {};
   // Optional fields first: clearing them is what full replacement must do.
-  const pair = Object.entries(r.fields).filter(([, f]) => isUpdatable(f)).sort(([, a], [, b]) => Number(!!a.required) - Number(!!b.required)).map(([k]) => k);
+  const pair = Object.entries(r.fields)
+    .filter(([, f]) => isUpdatable(f))
+    .sort(([, a], [, b]) => Number(!!a.required) - Number(!!b.required))
+    .map(([k]) => k);
   return {
     id: `${r.domain}.${r.collection}`,
     type: r.type,
@@ -76,57 +107,108 @@ function plan(r: ResourceModel, model: ApiModel, problems: string[]): ResourcePl
     readOnly: r.readOnly,
     operations: Object.keys(r.operations).sort(),
     createBody,
-    strings: Object.entries(r.fields).filter(([, f]) => f.type === 'string' && !f.repeated).map(([k]) => k),
-    patterns: Object.fromEntries(Object.entries(r.fields).filter(([, f]) => f.type === 'string' && f.pattern).map(([k, f]) => [k, f.pattern!])),
-    required: Object.entries(r.fields).filter(([, f]) => f.required && !f.outputOnly).map(([k]) => k),
-    references: Object.fromEntries(Object.entries(r.fields).filter(([, f]) => f.references).map(([k, f]) => [k, f.references!])),
+    strings: Object.entries(r.fields)
+      .filter(([, f]) => f.type === 'string' && !f.repeated)
+      .map(([k]) => k),
+    patterns: Object.fromEntries(
+      Object.entries(r.fields)
+        .filter(([, f]) => f.type === 'string' && f.pattern)
+        .map(([k, f]) => [k, f.pattern!]),
+    ),
+    required: Object.entries(r.fields)
+      .filter(([, f]) => f.required && !f.outputOnly)
+      .map(([k]) => k),
+    references: Object.fromEntries(
+      Object.entries(r.fields)
+        .filter(([, f]) => f.references)
+        .map(([k, f]) => [k, f.references!]),
+    ),
     invalid: Object.entries(r.fields)
       .filter(([, f]) => !f.outputOnly && !f.repeated && invalidValue(f) !== undefined)
       .map(([field, f]) => ({ field, value: invalidValue(f) })),
-    outputOnly: Object.entries(r.fields).filter(([, f]) => f.outputOnly).map(([k]) => k),
-    inputOnly: Object.entries(r.fields).filter(([, f]) => f.inputOnly).map(([k]) => k),
-    createOnly: Object.entries(r.fields).filter(([, f]) => f.createOnly).map(([k]) => k),
-    update: pair.length >= 2 ? { field: pair[0], value: updateValues[0], other: pair[1], otherValue: updateValues[1] } : undefined,
+    outputOnly: Object.entries(r.fields)
+      .filter(([, f]) => f.outputOnly)
+      .map(([k]) => k),
+    inputOnly: Object.entries(r.fields)
+      .filter(([, f]) => f.inputOnly)
+      .map(([k]) => k),
+    createOnly: Object.entries(r.fields)
+      .filter(([, f]) => f.createOnly)
+      .map(([k]) => k),
+    update:
+      pair.length >= 2
+        ? { field: pair[0], value: updateValues[0], other: pair[1], otherValue: updateValues[1] }
+        : undefined,
     orderBy: Object.fromEntries(Object.entries(r.orderBy).map(([k, field]) => [k, field])),
     // Filters on a field of the record: the suite checks them on the records it makes.
-    filters: r.filters.flatMap(({ param, field, match }) => ((match === 'exact' || match === 'anyOf') && field && field !== 'parent' ? [{ param, field, match }] : [])),
-    restrictingChildren: r.children.filter((c) => model.resources[c].onParentDelete === 'restrict' && model.resources[c].operations.create),
+    filters: r.filters.flatMap(({ param, field, match }) =>
+      (match === 'exact' || match === 'anyOf') && field && field !== 'parent' ? [{ param, field, match }] : [],
+    ),
+    restrictingChildren: r.children.filter(
+      (c) => model.resources[c].onParentDelete === 'restrict' && model.resources[c].operations.create,
+    ),
   };
+}
+
+function createRules(p: ResourcePlan): string[] {
+  return [
+    'create/returns-resource',
+    'create/ignores-output-only',
+    ...p.required.map((f) => `create/requires-${f}`),
+    ...p.invalid.map((v) => `create/rejects-invalid-${v.field}`),
+  ];
+}
+
+/** Rules that need records of the suite's own: paging walks, orders, skip, tokens, hierarchy and filters. */
+function listRulesWithRecords(p: ResourcePlan): string[] {
+  return [
+    'list/page-walk-size-1',
+    'list/page-walk-size-7',
+    ...Object.keys(p.orderBy).flatMap((key) => [`list/order-by-${key}`, `list/order-by-${key}-desc`]),
+    'list/skip',
+    'list/page-token-bound-to-query',
+    'list/page-token-tamper-rejected',
+    ...(p.parent === 'groups' && !p.uidIsParent ? ['list/children-of-vs-descendants-of'] : []),
+    ...p.filters
+      .filter((f) => p.createBody[f.field] !== undefined || f.field === 'name')
+      .map((f) => `list/filter-${f.param}`),
+  ];
+}
+
+function updateRules(p: ResourcePlan): string[] {
+  return [
+    'update/no-mask-changes-present-fields',
+    ...(p.update ? ['update/mask-ignores-other-fields', 'update/star-replaces'] : []),
+    'update/unknown-mask-rejected',
+  ];
 }
 
 function rulesOf(p: ResourcePlan): string[] {
   const ops = new Set(p.operations);
-  const rules: string[] = [];
-  if (ops.has('create')) {
-    rules.push('create/returns-resource', 'create/ignores-output-only');
-    for (const f of p.required) rules.push(`create/requires-${f}`);
-    for (const v of p.invalid) rules.push(`create/rejects-invalid-${v.field}`);
-  }
-  if (ops.has('get')) rules.push(ops.has('create') ? 'get/returns-created' : 'get/returns-listed', 'get/not-found-has-resource-info');
-  if (ops.has('list')) {
-    rules.push('list/envelope', 'list/page-size-bounds');
-    if (ops.has('create')) {
-      rules.push('list/page-walk-size-1', 'list/page-walk-size-7');
-      for (const key of Object.keys(p.orderBy)) rules.push(`list/order-by-${key}`, `list/order-by-${key}-desc`);
-      rules.push('list/skip', 'list/page-token-bound-to-query', 'list/page-token-tamper-rejected');
-      if (p.parent === 'groups' && !p.uidIsParent) rules.push('list/children-of-vs-descendants-of');
-      for (const f of p.filters) if (p.createBody[f.field] !== undefined || f.field === 'name') rules.push(`list/filter-${f.param}`);
-    }
-  }
-  if (ops.has('update') && ops.has('get')) {
-    rules.push('update/no-mask-changes-present-fields');
-    if (p.update) rules.push('update/mask-ignores-other-fields', 'update/star-replaces');
-    rules.push('update/unknown-mask-rejected');
-  }
-  if (ops.has('delete') && ops.has('get')) rules.push('delete/then-not-found');
-  if (ops.has('delete') && ops.has('create') && p.restrictingChildren.length > 0) rules.push('delete/refused-when-not-empty');
-  return rules;
+  return [
+    ...(ops.has('create') ? createRules(p) : []),
+    ...(ops.has('get')
+      ? [ops.has('create') ? 'get/returns-created' : 'get/returns-listed', 'get/not-found-has-resource-info']
+      : []),
+    ...(ops.has('list')
+      ? ['list/envelope', 'list/page-size-bounds', ...(ops.has('create') ? listRulesWithRecords(p) : [])]
+      : []),
+    ...(ops.has('update') && ops.has('get') ? updateRules(p) : []),
+    ...(ops.has('delete') && ops.has('get') ? ['delete/then-not-found'] : []),
+    ...(ops.has('delete') && ops.has('create') && p.restrictingChildren.length > 0
+      ? ['delete/refused-when-not-empty']
+      : []),
+  ];
 }
 
 /** Cross-cutting rules, checked once per implementation. */
 export const apiRules = [
-  'api/unknown-route-not-found', 'api/malformed-json-invalid-argument', 'api/error-body-shape',
-  'api/no-token-unauthenticated', 'api/bad-token-unauthenticated', 'api/low-privilege-permission-denied',
+  'api/unknown-route-not-found',
+  'api/malformed-json-invalid-argument',
+  'api/error-body-shape',
+  'api/no-token-unauthenticated',
+  'api/bad-token-unauthenticated',
+  'api/low-privilege-permission-denied',
 ];
 
 export function emitConformancePlan(model: ApiModel): ConformancePlan {
@@ -134,6 +216,7 @@ export function emitConformancePlan(model: ApiModel): ConformancePlan {
   const resources = Object.values(model.resources).map((r) => plan(r, model, problems));
   if (problems.length > 0) throw new SpecError(problems);
   const rules: PlannedRule[] = apiRules.map((rule) => ({ name: rule, rule }));
-  for (const p of resources) for (const rule of rulesOf(p)) rules.push({ name: `${p.id}/${rule}`, resource: p.collection, rule });
+  for (const p of resources)
+    for (const rule of rulesOf(p)) rules.push({ name: `${p.id}/${rule}`, resource: p.collection, rule });
   return { version: model.version, resources, rules };
 }

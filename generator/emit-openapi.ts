@@ -9,11 +9,25 @@ const ref = (name: string) => ({ $ref: `#/components/schemas/${name}` });
 const errorResponse = { description: 'An AIP-193 error', content: { 'application/json': { schema: ref('Status') } } };
 
 function listParameters(r: ResourceModel): JsonSchema[] {
-  const q = (name: string, schema: JsonSchema, description: string) => ({ name, in: 'query', required: false, schema, description });
+  const q = (name: string, schema: JsonSchema, description: string) => ({
+    name,
+    in: 'query',
+    required: false,
+    schema,
+    description,
+  });
   const params = [
-    q('page_size', { type: 'integer', minimum: 0 }, 'Page size, default 50, at most 200 (larger values are reduced to 200). Also pageSize.'),
+    q(
+      'page_size',
+      { type: 'integer', minimum: 0 },
+      'Page size, default 50, at most 200 (larger values are reduced to 200). Also pageSize.',
+    ),
     q('page_token', { type: 'string' }, 'nextPageToken of the previous page. Also pageToken.'),
-    q('order_by', { type: 'string', enum: Object.keys(r.orderBy).flatMap((k) => [k, `${k} desc`]) }, 'Sort field, optionally followed by " desc". Also orderBy.'),
+    q(
+      'order_by',
+      { type: 'string', enum: Object.keys(r.orderBy).flatMap((k) => [k, `${k} desc`]) },
+      'Sort field, optionally followed by " desc". Also orderBy.',
+    ),
     q('skip', { type: 'integer', minimum: 0 }, 'Rows to skip from where the request starts.'),
     q('uidp.descendants_of', { type: 'string' }, 'Everything below this uid. Also uidp.descendantsOf.'),
     q('uidp.children_of', { type: 'string' }, 'Direct children of this uid. Also uidp.childrenOf.'),
@@ -23,7 +37,12 @@ function listParameters(r: ResourceModel): JsonSchema[] {
   ];
   for (const f of r.filters) {
     const schema = fieldSchema(filterField(r, f), 'output');
-    const description = f.match === 'set' ? `which field is set: ${Object.entries(f.fields!).map(([v, field]) => `${v}: ${field ?? 'any'}`).join(', ')}` : `${f.match} filter on ${f.field}`;
+    const description =
+      f.match === 'set'
+        ? `which field is set: ${Object.entries(f.fields!)
+            .map(([v, field]) => `${v}: ${field ?? 'any'}`)
+            .join(', ')}`
+        : `${f.match} filter on ${f.field}`;
     params.push(q(f.param, f.match === 'anyOf' ? { type: 'array', items: schema } : schema, description));
   }
   return params;
@@ -38,12 +57,23 @@ function resourceSchema(r: ResourceModel): JsonSchema {
   return objectSchema({ ...standardFields, ...r.fields }, 'output', false);
 }
 
-export async function buildOpenApi(model: ApiModel, routes: Route[]): Promise<JsonSchema> {
+/** The component schemas: every resource's forms, its list answer, sub-resources and endpoint answers. */
+function componentSchemas(model: ApiModel): Record<string, JsonSchema> {
   const schemas: Record<string, JsonSchema> = {
-    Any: { type: 'object', properties: { '@type': { type: 'string' } }, required: ['@type'], additionalProperties: true },
+    Any: {
+      type: 'object',
+      properties: { '@type': { type: 'string' } },
+      required: ['@type'],
+      additionalProperties: true,
+    },
     Status: {
-      type: 'object', required: ['code', 'message', 'details'],
-      properties: { code: { type: 'integer' }, message: { type: 'string' }, details: { type: 'array', items: ref('Any') } },
+      type: 'object',
+      required: ['code', 'message', 'details'],
+      properties: {
+        code: { type: 'integer' },
+        message: { type: 'string' },
+        details: { type: 'array', items: ref('Any') },
+      },
     },
     Empty: { type: 'object', additionalProperties: false },
   };
@@ -68,68 +98,96 @@ export async function buildOpenApi(model: ApiModel, routes: Route[]): Promise<Js
   }
   for (const e of model.endpoints) schemas[`${cap(e.name)}Response`] = objectSchema(e.response, 'output', false);
 
+  return schemas;
+}
+
+const ok = (schema: JsonSchema) => ({
+  200: { description: 'OK', content: { 'application/json': { schema } } },
+  default: errorResponse,
+});
+const body = (schema: JsonSchema) => ({ required: true, content: { 'application/json': { schema } } });
+
+/** Fills in what one route's operation says (id, parameters, bodies, answers) and returns the capability it needs. */
+function describeRoute(route: Route, op: JsonSchema, pathParams: JsonSchema[]): Capability {
+  const r = route.resource;
+  switch (route.kind) {
+    case 'list':
+      op.operationId = `list${cap(r!.collection)}`;
+      op.parameters = [...pathParams, ...listParameters(r!)];
+      op.responses = ok(ref(`List${r!.type}Response`));
+      return r!.operations.list!.capability;
+    case 'get':
+      op.operationId = `get${r!.type}`;
+      op.responses = ok(ref(r!.type));
+      return r!.operations.get!.capability;
+    case 'create':
+      op.operationId = route.params.length ? `create${r!.type}` : `create${r!.type}AtRoot`;
+      op.requestBody = body(ref(`${r!.type}Input`));
+      op.responses = ok(ref(r!.type));
+      return r!.operations.create!.capability;
+    case 'update':
+      op.operationId = `update${r!.type}`;
+      op.parameters = [
+        {
+          name: 'update_mask',
+          in: 'query',
+          required: false,
+          schema: { type: 'string' },
+          description: 'Comma-separated field paths, or * for full replacement. Also updateMask.',
+        },
+      ];
+      op.requestBody = body(ref(`${r!.type}Update`));
+      op.responses = ok(ref(r!.type));
+      return r!.operations.update!.capability;
+    case 'delete':
+      op.operationId = `delete${r!.type}`;
+      op.responses = ok(ref('Empty'));
+      return r!.operations.delete!.capability;
+    case 'subresourceGet':
+    case 'subresourceUpdate': {
+      const s = r!.subresources.find((x) => x.name === route.subresource)!;
+      const isGet = route.kind === 'subresourceGet';
+      op.operationId = `${isGet ? 'get' : 'update'}${s.type}`;
+      if (!isGet) op.requestBody = body(ref(`${s.type}Update`));
+      op.responses = ok(ref(s.type));
+      return isGet ? s.get.capability : s.update!.capability;
+    }
+    case 'endpoint': {
+      const e = route.endpoint!;
+      op.operationId = e.name;
+      op.parameters = Object.entries(e.query).map(([name, f]) => ({
+        name,
+        in: 'query',
+        required: !!f.required,
+        schema: fieldSchema(f as FieldModel, 'output'),
+      }));
+      if (e.body) op.requestBody = body(objectSchema(e.body, 'input', true));
+      op.responses = ok(ref(`${cap(e.name)}Response`));
+      return e.capability;
+    }
+  }
+}
+
+export async function buildOpenApi(model: ApiModel, routes: Route[]): Promise<JsonSchema> {
+  const schemas = componentSchemas(model);
   const paths: Record<string, Record<string, JsonSchema>> = {};
   for (const route of routes) {
     const op: JsonSchema = { responses: { default: errorResponse } };
     const pathParams = route.params.map((name) => ({
-      name, in: 'path', required: true, schema: { type: 'string' },
-      description: name === 'uid' || name === 'parent' || name.endsWith('Uid') ? 'A uid; its "/" may be sent unescaped or as %2F' : undefined,
+      name,
+      in: 'path',
+      required: true,
+      schema: { type: 'string' },
+      description:
+        name === 'uid' || name === 'parent' || name.endsWith('Uid')
+          ? 'A uid; its "/" may be sent unescaped or as %2F'
+          : undefined,
     }));
-    const r = route.resource;
-    const ok = (schema: JsonSchema) => ({ 200: { description: 'OK', content: { 'application/json': { schema } } }, default: errorResponse });
-    const body = (schema: JsonSchema) => ({ required: true, content: { 'application/json': { schema } } });
-    let capability: Capability = 'none';
-    switch (route.kind) {
-      case 'list':
-        op.operationId = `list${cap(r!.collection)}`;
-        op.parameters = [...pathParams, ...listParameters(r!)];
-        op.responses = ok(ref(`List${r!.type}Response`));
-        capability = r!.operations.list!.capability;
-        break;
-      case 'get':
-        op.operationId = `get${r!.type}`;
-        op.responses = ok(ref(r!.type));
-        capability = r!.operations.get!.capability;
-        break;
-      case 'create':
-        op.operationId = route.params.length ? `create${r!.type}` : `create${r!.type}AtRoot`;
-        op.requestBody = body(ref(`${r!.type}Input`));
-        op.responses = ok(ref(r!.type));
-        capability = r!.operations.create!.capability;
-        break;
-      case 'update':
-        op.operationId = `update${r!.type}`;
-        op.parameters = [{ name: 'update_mask', in: 'query', required: false, schema: { type: 'string' }, description: 'Comma-separated field paths, or * for full replacement. Also updateMask.' }];
-        op.requestBody = body(ref(`${r!.type}Update`));
-        op.responses = ok(ref(r!.type));
-        capability = r!.operations.update!.capability;
-        break;
-      case 'delete':
-        op.operationId = `delete${r!.type}`;
-        op.responses = ok(ref('Empty'));
-        capability = r!.operations.delete!.capability;
-        break;
-      case 'subresourceGet':
-      case 'subresourceUpdate': {
-        const s = r!.subresources.find((x) => x.name === route.subresource)!;
-        const isGet = route.kind === 'subresourceGet';
-        op.operationId = `${isGet ? 'get' : 'update'}${s.type}`;
-        if (!isGet) op.requestBody = body(ref(`${s.type}Update`));
-        op.responses = ok(ref(s.type));
-        capability = isGet ? s.get.capability : s.update!.capability;
-        break;
-      }
-      case 'endpoint': {
-        const e = route.endpoint!;
-        op.operationId = e.name;
-        op.parameters = Object.entries(e.query).map(([name, f]) => ({ name, in: 'query', required: !!f.required, schema: fieldSchema(f as FieldModel, 'output') }));
-        if (e.body) op.requestBody = body(objectSchema(e.body, 'input', true));
-        op.responses = ok(ref(`${cap(e.name)}Response`));
-        capability = e.capability;
-        break;
-      }
-    }
-    op.parameters = [...pathParams, ...((op.parameters as JsonSchema[] | undefined) ?? []).filter((p) => p.in !== 'path')];
+    const capability = describeRoute(route, op, pathParams);
+    op.parameters = [
+      ...pathParams,
+      ...((op.parameters as JsonSchema[] | undefined) ?? []).filter((p) => p.in !== 'path'),
+    ];
     op.tags = [route.resource?.domain ?? route.endpoint!.domain];
     op.description = capabilityNote(capability);
     if (capability !== 'none') op.security = [{ bearer: [] }];
@@ -138,7 +196,11 @@ export async function buildOpenApi(model: ApiModel, routes: Route[]): Promise<Js
 
   const doc: JsonSchema = {
     openapi: '3.1.0',
-    info: { title: model.title, version: model.version, description: 'Generated from spec/ by npm run generate. Do not edit.' },
+    info: {
+      title: model.title,
+      version: model.version,
+      description: 'Generated from spec/ by npm run generate. Do not edit.',
+    },
     tags: model.domains.map((d) => ({ name: d })),
     paths,
     components: {

@@ -24,13 +24,20 @@ export function snake(name: string): string {
 function columnType(f: FieldModel): string {
   if (f.repeated) return 'json';
   switch (f.type) {
-    case 'bool': return 'boolean';
-    case 'int32': return 'integer';
+    case 'bool':
+      return 'boolean';
+    case 'int32':
+      return 'integer';
     // An INTEGER column, so that order and ranges compare numbers; runtime/table.ts reads it back as exact text.
-    case 'int64': return 'bigint';
-    case 'double': return 'double';
-    case 'object': case 'map': return 'json';
-    default: return 'text';
+    case 'int64':
+      return 'bigint';
+    case 'double':
+      return 'double';
+    case 'object':
+    case 'map':
+      return 'json';
+    default:
+      return 'text';
   }
 }
 
@@ -38,7 +45,8 @@ export function emitModel(model: ApiModel): string {
   return source('model.ts', (f) => {
     f.addImportDeclaration({ namedImports: ['ApiModel'], moduleSpecifier: '../runtime/model.js', isTypeOnly: true });
     f.addVariableStatement({
-      isExported: true, declarationKind: VariableDeclarationKind.Const,
+      isExported: true,
+      declarationKind: VariableDeclarationKind.Const,
       declarations: [{ name: 'apiModel', type: 'ApiModel', initializer: JSON.stringify(model, null, 2) }],
     });
   });
@@ -54,7 +62,12 @@ function entityProperties(r: ResourceModel): Record<string, Record<string, unkno
   for (const [name, f] of Object.entries(r.fields)) {
     const type = columnType(f);
     // The ORM's own reads (hand-written handlers) get strings, as the wire has them, not JavaScript bigints.
-    props[name] = { type, ...(type === 'bigint' ? { runtimeType: 'string' } : {}), nullable: true, fieldName: snake(name) };
+    props[name] = {
+      type,
+      ...(type === 'bigint' ? { runtimeType: 'string' } : {}),
+      nullable: true,
+      fieldName: snake(name),
+    };
   }
   for (const s of r.subresources) props[`subresource_${s.name}`] = { type: 'json', nullable: true };
   return props;
@@ -64,14 +77,24 @@ export function emitEntities(model: ApiModel): string {
   return source('entities.ts', (f) => {
     f.addImportDeclaration({ namedImports: ['EntitySchema'], moduleSpecifier: '@mikro-orm/core' });
     const schemas = Object.values(model.resources).map((r) => {
-      const indexes = Object.values(r.orderBy).filter((k) => k !== 'uid').map((k) => ({ properties: [k, 'uid'] }));
-      return `new EntitySchema<Record<string, unknown>>(${JSON.stringify({
-        name: r.type, tableName: snake(r.collection), properties: entityProperties(r), indexes,
-      }, null, 2)})`;
+      const indexes = Object.values(r.orderBy)
+        .filter((k) => k !== 'uid')
+        .map((k) => ({ properties: [k, 'uid'] }));
+      return `new EntitySchema<Record<string, unknown>>(${JSON.stringify(
+        {
+          name: r.type,
+          tableName: snake(r.collection),
+          properties: entityProperties(r),
+          indexes,
+        },
+        null,
+        2,
+      )})`;
     });
     f.addStatements('/** One table per resource; nested and repeated fields are JSON columns. */');
     f.addVariableStatement({
-      isExported: true, declarationKind: VariableDeclarationKind.Const,
+      isExported: true,
+      declarationKind: VariableDeclarationKind.Const,
       declarations: [{ name: 'entities', initializer: `[\n${schemas.join(',\n')}\n]` }],
     });
   });
@@ -85,112 +108,176 @@ export function emitTypes(model: ApiModel): string {
     const shape = (members: string[]) => `{\n${members.map((m) => `  ${m};\n`).join('')}}`;
     for (const r of resources) {
       f.addTypeAlias({
-        isExported: true, name: `${r.type}Record`, type: shape(recordMembers(r)),
+        isExported: true,
+        name: `${r.type}Record`,
+        type: shape(recordMembers(r)),
         docs: [`${r.type}, as stored: what its table reads and writes, and what a create step completes.`],
       });
       f.addTypeAlias({
-        isExported: true, name: `${r.type}Resource`, type: shape(resourceMembers(r)),
+        isExported: true,
+        name: `${r.type}Resource`,
+        type: shape(resourceMembers(r)),
         docs: [`${r.type}, as the API shows it: what a presenter receives.`],
       });
     }
     // An augmentation, not an import: the runtime serves any spec and must not depend on this one's output.
-    f.addStatements([
-      '/** The stored record of each collection: Resources.tableOf(collection) returns a table of that type. */',
-      "declare module '../runtime/records.js' {",
-      '  interface RecordTypes {',
-      ...resources.map((r) => `    ${r.collection}: ${r.type}Record;`),
-      '  }',
-      '}',
-    ].join('\n'));
+    f.addStatements(
+      [
+        '/** The stored record of each collection: Resources.tableOf(collection) returns a table of that type. */',
+        "declare module '../runtime/records.js' {",
+        '  interface RecordTypes {',
+        ...resources.map((r) => `    ${r.collection}: ${r.type}Record;`),
+        '  }',
+        '}',
+      ].join('\n'),
+    );
   });
 }
 
 const requestParam = (name: string) => `${name}: string`;
 
+const presentersOf = (model: ApiModel, domain: string) =>
+  Object.values(model.resources).filter((r) => r.domain === domain && r.presenter);
+const creatorsOf = (model: ApiModel, domain: string) =>
+  Object.values(model.resources).filter((r) => r.domain === domain && r.onCreate);
+
+/** Per domain: the request and response types of its endpoints, and the interface its handlers implement. */
+function emitHandlerInterfaces(f: SourceFile, model: ApiModel): void {
+  const presenters = (domain: string) => presentersOf(model, domain);
+  const creators = (domain: string) => creatorsOf(model, domain);
+  for (const domain of model.domains) {
+    const endpoints = model.endpoints.filter((e) => e.domain === domain);
+    if (endpoints.length === 0 && presenters(domain).length === 0 && creators(domain).length === 0) continue;
+    for (const e of endpoints) {
+      const params = [...e.path.matchAll(/\{(\w+)\*?\}/g)].map((m) => requestParam(m[1]));
+      const query = objectType(e.query, false).slice(2, -2);
+      const body = e.body ? `body: ${objectType(e.body, false)}` : '';
+      f.addTypeAlias({
+        isExported: true,
+        name: `${cap(e.name)}Request`,
+        type: `{ ${[...params, query, body].filter(Boolean).join('; ')} }`,
+      });
+      f.addTypeAlias({ isExported: true, name: `${cap(e.name)}Response`, type: objectType(e.response, true) });
+    }
+    f.addInterface({
+      isExported: true,
+      name: `${cap(domain)}Handlers`,
+      docs: [`Hand-written behaviour of the ${domain} domain (handlers/${domain}.ts).`],
+      methods: [
+        ...endpoints.map((e) => ({
+          name: e.name,
+          parameters: [
+            { name: 'request', type: `${cap(e.name)}Request` },
+            { name: 'context', type: 'HandlerContext' },
+          ],
+          returnType: `Promise<${cap(e.name)}Response>`,
+        })),
+        ...presenters(domain).map((r) => ({
+          name: r.presenter!,
+          docs: [`Shapes ${r.collection} resources for every response that returns them.`],
+          parameters: [
+            { name: 'resources', type: `${r.type}Resource[]` },
+            { name: 'context', type: 'HandlerContext' },
+          ],
+          returnType: 'Promise<Record<string, unknown>[]>',
+        })),
+        ...creators(domain).map((r) => ({
+          name: r.onCreate!,
+          docs: [
+            `Completes a new ${r.type} (its stored fields) before it is stored; reveal adds fields to the create response only.`,
+          ],
+          parameters: [
+            { name: 'record', type: `${r.type}Record` },
+            { name: 'context', type: 'HandlerContext' },
+          ],
+          returnType: `Promise<{ record: ${r.type}Record; reveal?: Record<string, unknown> }>`,
+        })),
+      ],
+    });
+  }
+  const withHandlers = model.domains.filter(
+    (d) =>
+      model.endpoints.some((e) => e.domain === d) ||
+      presentersOf(model, d).length > 0 ||
+      creatorsOf(model, d).length > 0,
+  );
+  f.addInterface({
+    isExported: true,
+    name: 'Handlers',
+    properties: withHandlers.map((d) => ({ name: d, type: `${cap(d)}Handlers` })),
+  });
+}
+
+/** One router line per route, most specific first. */
+function routeLines(model: ApiModel, routes: Route[]): string[] {
+  return routes.map((route) => {
+    const method = route.method.toLowerCase();
+    const pattern = `/${route.pattern}/`;
+    const params = JSON.stringify(route.params);
+    switch (route.kind) {
+      case 'endpoint': {
+        const e = route.endpoint!;
+        const index = model.endpoints.indexOf(e);
+        return `router.${method}(${pattern}, ops.endpoint(apiModel.endpoints[${index}], ${params}, (request, context) => handlers.${e.domain}.${e.name}(request as ${cap(e.name)}Request, context)));`;
+      }
+      case 'subresourceGet':
+      case 'subresourceUpdate':
+        return `router.${method}(${pattern}, ${queryParameters(route)}, ops.${route.kind}(apiModel.resources.${route.resource!.collection}, ${JSON.stringify(route.subresource)}));`;
+      default: {
+        const r = route.resource!;
+        const present =
+          r.presenter && route.kind !== 'delete'
+            ? `, (resources, context) => handlers.${r.domain}.${r.presenter}(resources as ${r.type}Resource[], context)`
+            : route.kind === 'create' && r.onCreate
+              ? ', undefined'
+              : '';
+        const prepare = route.kind === 'create' && r.onCreate ? `, ${createStep(r)}` : '';
+        const check = route.kind === 'list' ? '' : `${queryParameters(route)}, `;
+        return `router.${method}(${pattern}, ${check}ops.${route.kind}(apiModel.resources.${r.collection}, ${params}${present}${prepare}));`;
+      }
+    }
+  });
+}
+
 export function emitRouter(model: ApiModel, routes: Route[]): string {
   return source('routes.ts', (f) => {
     f.addImportDeclaration({ defaultImport: 'Router', moduleSpecifier: '@koa/router' });
-    f.addImportDeclaration({ namedImports: ['RouteOperations', 'HandlerContext', 'Prepare'], moduleSpecifier: '../runtime/route-operations.js', isTypeOnly: true });
+    f.addImportDeclaration({
+      namedImports: ['RouteOperations', 'HandlerContext', 'Prepare'],
+      moduleSpecifier: '../runtime/route-operations.js',
+      isTypeOnly: true,
+    });
     f.addImportDeclaration({ namedImports: ['apiModel'], moduleSpecifier: './model.js' });
     const typed = Object.values(model.resources).filter((r) => r.presenter || r.onCreate);
-    const recordTypes = typed.flatMap((r) => [...(r.presenter ? [`${r.type}Resource`] : []), ...(r.onCreate ? [`${r.type}Record`] : [])]);
-    if (recordTypes.length > 0) f.addImportDeclaration({ namedImports: recordTypes, moduleSpecifier: './types.js', isTypeOnly: true });
+    const recordTypes = typed.flatMap((r) => [
+      ...(r.presenter ? [`${r.type}Resource`] : []),
+      ...(r.onCreate ? [`${r.type}Record`] : []),
+    ]);
+    if (recordTypes.length > 0)
+      f.addImportDeclaration({ namedImports: recordTypes, moduleSpecifier: './types.js', isTypeOnly: true });
 
-    const presenters = (domain: string) => Object.values(model.resources).filter((r) => r.domain === domain && r.presenter);
-    const creators = (domain: string) => Object.values(model.resources).filter((r) => r.domain === domain && r.onCreate);
-    for (const domain of model.domains) {
-      const endpoints = model.endpoints.filter((e) => e.domain === domain);
-      if (endpoints.length === 0 && presenters(domain).length === 0 && creators(domain).length === 0) continue;
-      for (const e of endpoints) {
-        const params = [...e.path.matchAll(/\{(\w+)\*?\}/g)].map((m) => requestParam(m[1]));
-        const query = objectType(e.query, false).slice(2, -2);
-        const body = e.body ? `body: ${objectType(e.body, false)}` : '';
-        f.addTypeAlias({ isExported: true, name: `${cap(e.name)}Request`, type: `{ ${[...params, query, body].filter(Boolean).join('; ')} }` });
-        f.addTypeAlias({ isExported: true, name: `${cap(e.name)}Response`, type: objectType(e.response, true) });
-      }
-      f.addInterface({
-        isExported: true, name: `${cap(domain)}Handlers`,
-        docs: [`Hand-written behaviour of the ${domain} domain (handlers/${domain}.ts).`],
-        methods: [
-          ...endpoints.map((e) => ({
-            name: e.name,
-            parameters: [{ name: 'request', type: `${cap(e.name)}Request` }, { name: 'context', type: 'HandlerContext' }],
-            returnType: `Promise<${cap(e.name)}Response>`,
-          })),
-          ...presenters(domain).map((r) => ({
-            name: r.presenter!,
-            docs: [`Shapes ${r.collection} resources for every response that returns them.`],
-            parameters: [{ name: 'resources', type: `${r.type}Resource[]` }, { name: 'context', type: 'HandlerContext' }],
-            returnType: 'Promise<Record<string, unknown>[]>',
-          })),
-          ...creators(domain).map((r) => ({
-            name: r.onCreate!,
-            docs: [`Completes a new ${r.type} (its stored fields) before it is stored; reveal adds fields to the create response only.`],
-            parameters: [{ name: 'record', type: `${r.type}Record` }, { name: 'context', type: 'HandlerContext' }],
-            returnType: `Promise<{ record: ${r.type}Record; reveal?: Record<string, unknown> }>`,
-          })),
-        ],
-      });
-    }
-    const withHandlers = model.domains.filter((d) => model.endpoints.some((e) => e.domain === d) || presenters(d).length > 0 || creators(d).length > 0);
-    f.addInterface({
-      isExported: true, name: 'Handlers',
-      properties: withHandlers.map((d) => ({ name: d, type: `${cap(d)}Handlers` })),
-    });
-
-    const lines = routes.map((route) => {
-      const method = route.method.toLowerCase();
-      const pattern = `/${route.pattern}/`;
-      const params = JSON.stringify(route.params);
-      switch (route.kind) {
-        case 'endpoint': {
-          const e = route.endpoint!;
-          const index = model.endpoints.indexOf(e);
-          return `router.${method}(${pattern}, ops.endpoint(apiModel.endpoints[${index}], ${params}, (request, context) => handlers.${e.domain}.${e.name}(request as ${cap(e.name)}Request, context)));`;
-        }
-        case 'subresourceGet': case 'subresourceUpdate':
-          return `router.${method}(${pattern}, ${queryParameters(route)}, ops.${route.kind}(apiModel.resources.${route.resource!.collection}, ${JSON.stringify(route.subresource)}));`;
-        default: {
-          const r = route.resource!;
-          const present = r.presenter && route.kind !== 'delete' ? `, (resources, context) => handlers.${r.domain}.${r.presenter}(resources as ${r.type}Resource[], context)` : route.kind === 'create' && r.onCreate ? ', undefined' : '';
-          const prepare = route.kind === 'create' && r.onCreate ? `, ${createStep(r)}` : '';
-          const check = route.kind === 'list' ? '' : `${queryParameters(route)}, `;
-          return `router.${method}(${pattern}, ${check}ops.${route.kind}(apiModel.resources.${r.collection}, ${params}${present}${prepare}));`;
-        }
-      }
-    });
+    emitHandlerInterfaces(f, model);
+    const lines = routeLines(model, routes);
     f.addFunction({
-      isExported: true, name: 'createRouter',
+      isExported: true,
+      name: 'createRouter',
       docs: ['Every route of the API, most specific first; each calls the shared runtime or a hand-written handler.'],
-      parameters: [{ name: 'ops', type: 'RouteOperations' }, { name: 'handlers', type: 'Handlers' }],
+      parameters: [
+        { name: 'ops', type: 'RouteOperations' },
+        { name: 'handlers', type: 'Handlers' },
+      ],
       returnType: 'Router',
       statements: ['const router = new Router();', ...lines, 'return router;'],
     });
-    const steps = Object.values(model.resources).filter((r) => r.onCreate)
+    const steps = Object.values(model.resources)
+      .filter((r) => r.onCreate)
       .map((r) => `${r.collection}: ${createStep(r)},`);
     f.addFunction({
-      isExported: true, name: 'createSteps',
-      docs: ['The hand-written create steps by collection, for the routes outside this router (v1) that create records.'],
+      isExported: true,
+      name: 'createSteps',
+      docs: [
+        'The hand-written create steps by collection, for the routes outside this router (v1) that create records.',
+      ],
       parameters: [{ name: handlersParam(steps), type: 'Handlers' }],
       returnType: 'Record<string, Prepare>',
       statements: [`return {${steps.length ? `\n${steps.join('\n')}\n` : ''}};`],

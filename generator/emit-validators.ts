@@ -7,7 +7,12 @@ import { filterField, operationOf, standardFields } from '../runtime/model.js';
 import { fieldSchema, int64Text, objectSchema, type JsonSchema } from './json-schema.js';
 
 function newAjv(coerce: boolean): Ajv {
-  const ajv = new Ajv({ allErrors: true, strict: false, code: { source: true, esm: false }, coerceTypes: coerce ? 'array' : false });
+  const ajv = new Ajv({
+    allErrors: true,
+    strict: false,
+    code: { source: true, esm: false },
+    coerceTypes: coerce ? 'array' : false,
+  });
   addFormats.default(ajv, ['date-time']);
   ajv.addFormat('int64', new RegExp(int64Text));
   return ajv;
@@ -40,7 +45,12 @@ export function listQuerySchema(r: ResourceModel): JsonSchema {
 /** An object of these properties and no others: a query parameter a call does not take is refused by name. */
 function takesOnly(properties: Record<string, JsonSchema | boolean>, required: string[] = []): JsonSchema {
   const names = Object.keys(properties);
-  return { type: 'object', properties, propertyNames: names.length > 0 ? { enum: names } : false, ...(required.length > 0 ? { required } : {}) };
+  return {
+    type: 'object',
+    properties,
+    propertyNames: names.length > 0 ? { enum: names } : false,
+    ...(required.length > 0 ? { required } : {}),
+  };
 }
 
 export function emitValidators(model: ApiModel): { bodies: string; queries: string } {
@@ -55,17 +65,30 @@ export function emitValidators(model: ApiModel): { bodies: string; queries: stri
   for (const r of Object.values(model.resources)) {
     const all = { ...r.fields };
     add(bodies, bodyExports, `${r.collection}.record`, objectSchema({ ...standardFields, ...all }, 'record', true));
-    if (operationOf(r, 'create')) add(bodies, bodyExports, `${r.collection}.create`, objectSchema({ ...standardFields, ...all }, 'input', true));
-    if (operationOf(r, 'update')) add(bodies, bodyExports, `${r.collection}.update`, objectSchema({ ...standardFields, ...all }, 'input', false));
+    if (operationOf(r, 'create'))
+      add(bodies, bodyExports, `${r.collection}.create`, objectSchema({ ...standardFields, ...all }, 'input', true));
+    if (operationOf(r, 'update'))
+      add(bodies, bodyExports, `${r.collection}.update`, objectSchema({ ...standardFields, ...all }, 'input', false));
     for (const s of r.subresources) {
-      if (s.update) add(bodies, bodyExports, `${r.collection}.${s.name}.update`, objectSchema(s.fields, 'input', false));
+      if (s.update)
+        add(bodies, bodyExports, `${r.collection}.${s.name}.update`, objectSchema(s.fields, 'input', false));
     }
     if (r.operations.list) add(queries, queryExports, `${r.collection}.list`, listQuerySchema(r));
   }
   for (const e of model.endpoints) {
     if (e.body) add(bodies, bodyExports, `${e.domain}.${e.name}.body`, objectSchema(e.body, 'input', true));
     const query = Object.fromEntries(Object.entries(e.query).map(([k, f]) => [k, fieldSchema(f, 'record')]));
-    add(queries, queryExports, `${e.domain}.${e.name}.query`, takesOnly(query, Object.entries(e.query).filter(([, f]) => f.required).map(([k]) => k)));
+    add(
+      queries,
+      queryExports,
+      `${e.domain}.${e.name}.query`,
+      takesOnly(
+        query,
+        Object.entries(e.query)
+          .filter(([, f]) => f.required)
+          .map(([k]) => k),
+      ),
+    );
   }
   return {
     bodies: standaloneCode.default(bodies, bodyExports),

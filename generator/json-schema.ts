@@ -15,7 +15,11 @@ const int32 = { minimum: -2147483648, maximum: 2147483647 };
 
 /** The decimal numbers of as many digits as limit, up to limit: at each digit, a smaller one and anything after. */
 function sameLengthUpTo(limit: string): string {
-  const below = [...limit].flatMap((d, i) => (Number(d) > (i === 0 ? 1 : 0) ? [`${limit.slice(0, i)}[${i === 0 ? 1 : 0}-${Number(d) - 1}][0-9]{${limit.length - i - 1}}`] : []));
+  const below = [...limit].flatMap((d, i) =>
+    Number(d) > (i === 0 ? 1 : 0)
+      ? [`${limit.slice(0, i)}[${i === 0 ? 1 : 0}-${Number(d) - 1}][0-9]{${limit.length - i - 1}}`]
+      : [],
+  );
   return [...below, limit].join('|');
 }
 
@@ -37,19 +41,28 @@ function scalarSchema(f: FieldModel, mode: SchemaMode): JsonSchema {
       if (f.maxLength !== undefined) s.maxLength = f.maxLength;
       return s;
     }
-    case 'bool': return { type: 'boolean' };
-    case 'int32': return { type: 'integer', ...int32, ...bounds(f) };
+    case 'bool':
+      return { type: 'boolean' };
+    case 'int32':
+      return { type: 'integer', ...int32, ...bounds(f) };
     // int64 travels as a JSON string (protojson); a JSON number is accepted on input while it is exact. Declared
     // bounds apply to numbers here and to strings in runtime/records.ts: a JSON Schema bound ignores strings.
-    case 'int64': return mode === 'output'
-      ? { type: 'string', format: 'int64' }
-      : { type: ['string', 'integer'], format: 'int64', ...safeInteger, ...tighter(bounds(f)) };
-    case 'double': return { type: 'number', ...bounds(f) };
-    case 'timestamp': return { type: 'string', format: 'date-time' };
-    case 'duration': return { type: 'string', pattern: '^-?[0-9]{1,12}(\\.[0-9]{1,9})?s$' };
-    case 'enum': return { type: 'string', enum: f.values };
-    case 'object': return objectSchema(f.fields ?? {}, mode, false);
-    case 'map': return { type: 'object', additionalProperties: fieldSchema(f.mapValue!, mode) };
+    case 'int64':
+      return mode === 'output'
+        ? { type: 'string', format: 'int64' }
+        : { type: ['string', 'integer'], format: 'int64', ...safeInteger, ...tighter(bounds(f)) };
+    case 'double':
+      return { type: 'number', ...bounds(f) };
+    case 'timestamp':
+      return { type: 'string', format: 'date-time' };
+    case 'duration':
+      return { type: 'string', pattern: '^-?[0-9]{1,12}(\\.[0-9]{1,9})?s$' };
+    case 'enum':
+      return { type: 'string', enum: f.values };
+    case 'object':
+      return objectSchema(f.fields ?? {}, mode, false);
+    case 'map':
+      return { type: 'object', additionalProperties: fieldSchema(f.mapValue!, mode) };
   }
 }
 
@@ -73,9 +86,11 @@ export function fieldSchema(f: FieldModel, mode: SchemaMode): JsonSchema {
   if (mode === 'output' && f.description) s.description = f.description;
   if (mode === 'output' && f.outputOnly) s.readOnly = true;
   if (mode === 'output' && f.inputOnly) s.writeOnly = true;
-  if (mode === 'output' && f.createOnly) s.description = [f.description, 'Only in the create response.'].filter(Boolean).join(' ');
+  if (mode === 'output' && f.createOnly)
+    s.description = [f.description, 'Only in the create response.'].filter(Boolean).join(' ');
   // A required repeated field needs at least one item.
-  if (f.repeated) return mode !== 'output' && f.required ? { type: 'array', items: s, minItems: 1 } : { type: 'array', items: s };
+  if (f.repeated)
+    return mode !== 'output' && f.required ? { type: 'array', items: s, minItems: 1 } : { type: 'array', items: s };
   return s;
 }
 

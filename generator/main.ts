@@ -46,8 +46,10 @@ try {
     writeFileSync(join(out, name), text);
   }
   const ms = Math.round(performance.now() - started);
-  console.log(`generated ${Object.keys(files).length} files in ${relative('.', out) || '.'}/ from ${model.domains.length} domains, ` +
-    `${Object.keys(model.resources).length} resources, ${routes.length} routes in ${ms} ms`);
+  console.log(
+    `generated ${Object.keys(files).length} files in ${relative('.', out) || '.'}/ from ${model.domains.length} domains, ` +
+      `${Object.keys(model.resources).length} resources, ${routes.length} routes in ${ms} ms`,
+  );
   for (const name of Object.keys(files)) console.log(`  ${join(out, name)}`);
 } catch (e) {
   if (e instanceof SpecError) {

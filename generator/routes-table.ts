@@ -2,7 +2,8 @@
 import type { ApiModel, EndpointModel, ResourceModel } from '../runtime/model.js';
 import { uidCapture } from '../runtime/uid.js';
 
-export type RouteKind = 'list' | 'get' | 'create' | 'update' | 'delete' | 'subresourceGet' | 'subresourceUpdate' | 'endpoint';
+export type RouteKind =
+  'list' | 'get' | 'create' | 'update' | 'delete' | 'subresourceGet' | 'subresourceUpdate' | 'endpoint';
 
 export interface Route {
   method: 'GET' | 'POST' | 'PATCH' | 'PUT' | 'DELETE';
@@ -47,25 +48,52 @@ function specificity(r: Route): number {
 export function routesOf(model: ApiModel): Route[] {
   const routes: Route[] = [];
   for (const e of model.endpoints) {
-    routes.push({ method: e.method, ...compileTemplate(`/${e.domain}/${model.version}`, e.path), kind: 'endpoint', endpoint: e });
+    routes.push({
+      method: e.method,
+      ...compileTemplate(`/${e.domain}/${model.version}`, e.path),
+      kind: 'endpoint',
+      endpoint: e,
+    });
   }
   for (const r of Object.values(model.resources)) {
     const base = `/${r.domain}/${model.version}`;
     const ops = r.operations;
     if (ops.list) {
-      routes.push({ method: 'GET', ...compileTemplate(base, r.listPath ? r.listPath.replace('{parent}', '{parent*}') : r.path), kind: 'list', resource: r });
+      routes.push({
+        method: 'GET',
+        ...compileTemplate(base, r.listPath ? r.listPath.replace('{parent}', '{parent*}') : r.path),
+        kind: 'list',
+        resource: r,
+      });
     }
     for (const s of r.subresources) {
-      routes.push({ method: 'GET', ...compileTemplate(base, `${r.path}/{uid*}/${s.name}`), kind: 'subresourceGet', resource: r, subresource: s.name });
-      if (s.update) routes.push({ method: 'PATCH', ...compileTemplate(base, `${r.path}/{uid*}/${s.name}`), kind: 'subresourceUpdate', resource: r, subresource: s.name });
+      routes.push({
+        method: 'GET',
+        ...compileTemplate(base, `${r.path}/{uid*}/${s.name}`),
+        kind: 'subresourceGet',
+        resource: r,
+        subresource: s.name,
+      });
+      if (s.update)
+        routes.push({
+          method: 'PATCH',
+          ...compileTemplate(base, `${r.path}/{uid*}/${s.name}`),
+          kind: 'subresourceUpdate',
+          resource: r,
+          subresource: s.name,
+        });
     }
     if (ops.create) {
-      if (r.parent) routes.push({ method: 'POST', ...compileTemplate(base, `${r.path}/{parent*}`), kind: 'create', resource: r });
-      if (!r.parent || r.parentOptional) routes.push({ method: 'POST', ...compileTemplate(base, r.path), kind: 'create', resource: r });
+      if (r.parent)
+        routes.push({ method: 'POST', ...compileTemplate(base, `${r.path}/{parent*}`), kind: 'create', resource: r });
+      if (!r.parent || r.parentOptional)
+        routes.push({ method: 'POST', ...compileTemplate(base, r.path), kind: 'create', resource: r });
     }
     if (ops.get) routes.push({ method: 'GET', ...compileTemplate(base, `${r.path}/{uid*}`), kind: 'get', resource: r });
-    if (ops.update) routes.push({ method: 'PATCH', ...compileTemplate(base, `${r.path}/{uid*}`), kind: 'update', resource: r });
-    if (ops.delete) routes.push({ method: 'DELETE', ...compileTemplate(base, `${r.path}/{uid*}`), kind: 'delete', resource: r });
+    if (ops.update)
+      routes.push({ method: 'PATCH', ...compileTemplate(base, `${r.path}/{uid*}`), kind: 'update', resource: r });
+    if (ops.delete)
+      routes.push({ method: 'DELETE', ...compileTemplate(base, `${r.path}/{uid*}`), kind: 'delete', resource: r });
   }
   // Stable order: specificity, then path, then method, so output never depends on declaration accidents.
   return routes

@@ -4,7 +4,15 @@ import { readFileSync, readdirSync } from 'node:fs';
 import { join } from 'node:path';
 import { Ajv, type ErrorObject } from 'ajv';
 import { parseDocument } from 'yaml';
-import type { ApiModel, Capability, CapabilityModel, EndpointModel, FieldModel, ResourceModel, V1Model } from '../runtime/model.js';
+import type {
+  ApiModel,
+  Capability,
+  CapabilityModel,
+  EndpointModel,
+  FieldModel,
+  ResourceModel,
+  V1Model,
+} from '../runtime/model.js';
 import { standardFields } from '../runtime/model.js';
 
 /** A spec problem, reported as "file: path: what is wrong". */
@@ -14,25 +22,74 @@ export class SpecError extends Error {
   }
 }
 
-interface RawOperation { capability: string | string[]; event?: string; path?: string }
+interface RawOperation {
+  capability: string | string[];
+  event?: string;
+  path?: string;
+}
 interface RawResource {
-  type: string; collection: string; path?: string; description?: string; parent?: string; parentOptional?: boolean;
-  uid?: 'generated' | 'parent'; onParentDelete?: 'restrict' | 'cascade'; readOnly?: boolean; naturalKey?: string[]; publicRootRecords?: boolean; creatorRole?: string; presenter?: string; onCreate?: string; upsertOn?: string; exclusive?: string[][];
-  fields: Record<string, FieldModel>; filters?: ResourceModel['filters']; unservedFilters?: string[]; orderBy?: Record<string, string>;
-  defaultOrder?: string; operations: Record<string, RawOperation>;
-  subresources?: { name: string; type?: string; fields: Record<string, FieldModel>; get: RawOperation; update?: RawOperation }[];
+  type: string;
+  collection: string;
+  path?: string;
+  description?: string;
+  parent?: string;
+  parentOptional?: boolean;
+  uid?: 'generated' | 'parent';
+  onParentDelete?: 'restrict' | 'cascade';
+  readOnly?: boolean;
+  naturalKey?: string[];
+  publicRootRecords?: boolean;
+  creatorRole?: string;
+  presenter?: string;
+  onCreate?: string;
+  upsertOn?: string;
+  exclusive?: string[][];
+  fields: Record<string, FieldModel>;
+  filters?: ResourceModel['filters'];
+  unservedFilters?: string[];
+  orderBy?: Record<string, string>;
+  defaultOrder?: string;
+  operations: Record<string, RawOperation>;
+  subresources?: {
+    name: string;
+    type?: string;
+    fields: Record<string, FieldModel>;
+    get: RawOperation;
+    update?: RawOperation;
+  }[];
   v1?: {
-    collection: string; fields?: Record<string, string>; values?: Record<string, Record<string, string>>; params?: Record<string, string>;
-    paged?: boolean; createRequest?: { parent: string; resource: string }; operations?: Record<string, RawOperation>;
+    collection: string;
+    fields?: Record<string, string>;
+    values?: Record<string, Record<string, string>>;
+    params?: Record<string, string>;
+    paged?: boolean;
+    createRequest?: { parent: string; resource: string };
+    operations?: Record<string, RawOperation>;
   };
 }
 interface RawEndpoint {
-  name: string; method: EndpointModel['method']; path: string; capability: string | string[]; scope?: string;
-  query?: Record<string, FieldModel>; body?: Record<string, FieldModel>; response: Record<string, FieldModel>; event?: string;
+  name: string;
+  method: EndpointModel['method'];
+  path: string;
+  capability: string | string[];
+  scope?: string;
+  query?: Record<string, FieldModel>;
+  body?: Record<string, FieldModel>;
+  response: Record<string, FieldModel>;
+  event?: string;
 }
 type RawCapabilities = Record<string, CapabilityModel & { roles?: string[] }>;
-interface RawDomain { domain: string; title: string; resources: RawResource[]; endpoints?: RawEndpoint[]; capabilities?: RawCapabilities }
-interface RawAccess { capabilities: RawCapabilities; roles: { name: string; description: string; capabilities: string[]; bootstrap?: boolean }[] }
+interface RawDomain {
+  domain: string;
+  title: string;
+  resources: RawResource[];
+  endpoints?: RawEndpoint[];
+  capabilities?: RawCapabilities;
+}
+interface RawAccess {
+  capabilities: RawCapabilities;
+  roles: { name: string; description: string; capabilities: string[]; bootstrap?: boolean }[];
+}
 
 const readSchema = (name: string) => JSON.parse(readFileSync(new URL(name, import.meta.url), 'utf8'));
 const ajv = new Ajv({ allErrors: true, strict: false, formats: { regex: isRegex } });
@@ -55,8 +112,10 @@ function isRegex(source: string): boolean {
 
 function describe(error: ErrorObject): string {
   const where = error.instancePath || '/';
-  if (error.keyword === 'additionalProperties') return `${where}: unknown property "${error.params.additionalProperty}"`;
-  if (error.keyword === 'enum') return `${where}: ${error.message} (${(error.params.allowedValues as unknown[]).join(', ')})`;
+  if (error.keyword === 'additionalProperties')
+    return `${where}: unknown property "${error.params.additionalProperty}"`;
+  if (error.keyword === 'enum')
+    return `${where}: ${error.message} (${(error.params.allowedValues as unknown[]).join(', ')})`;
   if (error.keyword === 'const') return `${where}: must be ${JSON.stringify(error.params.allowedValue)}`;
   return `${where}: ${error.message}`;
 }
@@ -88,11 +147,19 @@ interface Loading {
 /** Loads every domain file of specDir (sorted, so output is deterministic) into one ApiModel. */
 export function loadSpec(specDir: string): ApiModel {
   const problems: string[] = [];
-  const files = readdirSync(specDir).filter((f) => /\.ya?ml$/.test(f)).sort();
+  const files = readdirSync(specDir)
+    .filter((f) => /\.ya?ml$/.test(f))
+    .sort();
   const apiFile = files.find((f) => /^api\.ya?ml$/.test(f));
   const accessFile = files.find((f) => /^access\.ya?ml$/.test(f));
   if (!apiFile) throw new SpecError([`${specDir}: no api.yaml (title, version, service)`]);
-  const loading: Loading = { specDir, model: readApi(join(specDir, apiFile), problems), problems, origin: new Map(), grants: new Map() };
+  const loading: Loading = {
+    specDir,
+    model: readApi(join(specDir, apiFile), problems),
+    problems,
+    origin: new Map(),
+    grants: new Map(),
+  };
   readAccess(loading, accessFile);
   for (const f of files.filter((f) => f !== apiFile && f !== accessFile)) readDomain(loading, join(specDir, f));
   loading.model.domains.sort();
@@ -108,12 +175,21 @@ export function loadSpec(specDir: string): ApiModel {
 
 function readApi(file: string, problems: string[]): ApiModel {
   const api = readYaml(file, problems) as { title?: string; version?: string; service?: string } | undefined;
-  if (api && (typeof api.title !== 'string' || typeof api.service !== 'string' || !/^[a-z][a-z0-9-]*$/.test(api.service))) {
+  if (
+    api &&
+    (typeof api.title !== 'string' || typeof api.service !== 'string' || !/^[a-z][a-z0-9-]*$/.test(api.service))
+  ) {
     problems.push(`${file}: needs title and service (lowercase name used in error domains)`);
   }
   return {
-    title: api?.title ?? '', version: api?.version ?? 'v2', service: api?.service ?? '',
-    domains: [], resources: {}, endpoints: [], capabilities: {}, roles: [],
+    title: api?.title ?? '',
+    version: api?.version ?? 'v2',
+    service: api?.service ?? '',
+    domains: [],
+    resources: {},
+    endpoints: [],
+    capabilities: {},
+    roles: [],
   };
 }
 
@@ -122,7 +198,10 @@ function addCapabilities(loading: Loading, caps: RawCapabilities, file: string):
   for (const [name, c] of Object.entries(caps)) {
     if (model.capabilities[name]) problems.push(`${file}: /capabilities/${name}: is already declared`);
     model.capabilities[name] = {
-      v1: c.v1, ...(c.deprecated ? { deprecated: true } : {}), ...(c.internal ? { internal: true } : {}), ...(c.extension ? { extension: true } : {}),
+      v1: c.v1,
+      ...(c.deprecated ? { deprecated: true } : {}),
+      ...(c.internal ? { internal: true } : {}),
+      ...(c.extension ? { extension: true } : {}),
     };
     for (const role of c.roles ?? []) (grants.get(role) ?? grants.set(role, new Set()).get(role)!).add(name);
   }
@@ -166,8 +245,16 @@ function readDomain(loading: Loading, file: string): void {
   });
   for (const e of raw.endpoints ?? []) {
     model.endpoints.push({
-      domain: raw.domain, name: e.name, method: e.method, path: e.path, capability: capability(e.capability),
-      scope: e.scope, query: e.query ?? {}, body: e.body, response: e.response, event: e.event,
+      domain: raw.domain,
+      name: e.name,
+      method: e.method,
+      path: e.path,
+      capability: capability(e.capability),
+      scope: e.scope,
+      query: e.query ?? {},
+      body: e.body,
+      response: e.response,
+      event: e.event,
     });
   }
 }
@@ -178,7 +265,8 @@ function resolveVocabulary(model: ApiModel): void {
     resolveCapabilityValues(r.fields, vocabulary);
     for (const sub of r.subresources) resolveCapabilityValues(sub.fields, vocabulary);
   }
-  for (const e of model.endpoints) for (const fields of [e.query, e.body, e.response]) resolveCapabilityValues(fields, vocabulary);
+  for (const e of model.endpoints)
+    for (const fields of [e.query, e.body, e.response]) resolveCapabilityValues(fields, vocabulary);
 }
 
 /** Parents know their children; parents, references and creator roles name what exists. */
@@ -192,7 +280,8 @@ function linkResources({ model, problems, origin }: Loading): void {
     }
     if (r.uid === 'parent' && !r.parent) problems.push(`${at}: /uid: "parent" needs a parent`);
     for (const [name, f] of Object.entries(r.fields)) {
-      if (f.references && !model.resources[f.references]) problems.push(`${at}: /fields/${name}/references: no resource has the collection "${f.references}"`);
+      if (f.references && !model.resources[f.references])
+        problems.push(`${at}: /fields/${name}/references: no resource has the collection "${f.references}"`);
     }
   }
   for (const r of Object.values(model.resources)) r.children.sort();
@@ -205,39 +294,62 @@ function checkEndpoints({ model, problems }: Loading): void {
     if (names.has(key)) problems.push(`endpoint ${key} is declared twice`);
     names.add(key);
     const params = [...e.path.matchAll(/\{(\w+)\*?\}/g)].map((m) => m[1]);
-    if (e.scope && !params.includes(e.scope)) problems.push(`endpoint ${key}: /scope: "${e.scope}" is not a path parameter of ${e.path}`);
+    if (e.scope && !params.includes(e.scope))
+      problems.push(`endpoint ${key}: /scope: "${e.scope}" is not a path parameter of ${e.path}`);
   }
 }
 
 function addBuiltInRoles({ model, problems, grants, access }: Loading): void {
   for (const role of access?.roles ?? []) {
     const caps = new Set([...role.capabilities, ...(grants.get(role.name) ?? [])]);
-    for (const c of caps) if (!model.capabilities[c]) problems.push(`access.yaml: role ${role.name}: unknown capability ${c}`);
-    model.roles.push({ uid: builtInRoleUid(role.name), name: role.name, description: role.description, capabilities: [...caps].sort(), bootstrap: role.bootstrap ?? false });
+    for (const c of caps)
+      if (!model.capabilities[c]) problems.push(`access.yaml: role ${role.name}: unknown capability ${c}`);
+    model.roles.push({
+      uid: builtInRoleUid(role.name),
+      name: role.name,
+      description: role.description,
+      capabilities: [...caps].sort(),
+      bootstrap: role.bootstrap ?? false,
+    });
   }
   for (const r of Object.values(model.resources)) {
-    if (r.creatorRole && !model.roles.some((x) => x.name === r.creatorRole)) problems.push(`resource ${r.collection}: /creatorRole: no built-in role "${r.creatorRole}"`);
+    if (r.creatorRole && !model.roles.some((x) => x.name === r.creatorRole))
+      problems.push(`resource ${r.collection}: /creatorRole: no built-in role "${r.creatorRole}"`);
   }
-  for (const role of grants.keys()) if (!model.roles.some((r) => r.name === role)) problems.push(`a capability is granted to the unknown role "${role}"`);
+  for (const role of grants.keys())
+    if (!model.roles.some((r) => r.name === role))
+      problems.push(`a capability is granted to the unknown role "${role}"`);
 }
 
 /** Every capability an operation needs, and where it is needed. */
 function capabilitiesUsed(model: ApiModel): [string, Capability][] {
   const ofResource = (r: ResourceModel): [string, Capability][] => [
-    ...Object.entries(r.operations).map(([op, o]): [string, Capability] => [`resource ${r.collection}: /operations/${op}`, o!.capability]),
-    ...Object.entries(r.v1?.operations ?? {}).map(([op, o]): [string, Capability] => [`resource ${r.collection}: /v1/operations/${op}`, o!.capability]),
+    ...Object.entries(r.operations).map(([op, o]): [string, Capability] => [
+      `resource ${r.collection}: /operations/${op}`,
+      o!.capability,
+    ]),
+    ...Object.entries(r.v1?.operations ?? {}).map(([op, o]): [string, Capability] => [
+      `resource ${r.collection}: /v1/operations/${op}`,
+      o!.capability,
+    ]),
     ...r.subresources.flatMap((s): [string, Capability][] => [
       [`resource ${r.collection}: /subresources/${s.name}/get`, s.get.capability],
-      ...(s.update ? [[`resource ${r.collection}: /subresources/${s.name}/update`, s.update.capability] as [string, Capability]] : []),
+      ...(s.update
+        ? [[`resource ${r.collection}: /subresources/${s.name}/update`, s.update.capability] as [string, Capability]]
+        : []),
     ]),
   ];
-  return [...Object.values(model.resources).flatMap(ofResource), ...model.endpoints.map((e): [string, Capability] => [`endpoint ${e.domain}.${e.name}`, e.capability])];
+  return [
+    ...Object.values(model.resources).flatMap(ofResource),
+    ...model.endpoints.map((e): [string, Capability] => [`endpoint ${e.domain}.${e.name}`, e.capability]),
+  ];
 }
 
 function checkCapabilitiesUsed({ model, problems }: Loading): void {
   for (const [where, cap] of capabilitiesUsed(model)) {
     if (cap === 'none' || cap === 'authenticated') continue;
-    for (const c of cap) if (!model.capabilities[c]) problems.push(`${where}: unknown capability ${c} (declare it under capabilities:)`);
+    for (const c of cap)
+      if (!model.capabilities[c]) problems.push(`${where}: unknown capability ${c} (declare it under capabilities:)`);
   }
 }
 
@@ -246,7 +358,8 @@ const notScalar = (f: FieldModel) => !!f.repeated || f.type === 'object' || f.ty
 function checkFields(r: RawResource, at: string, problems: string[]): void {
   for (const [name, f] of Object.entries(r.fields)) {
     if (name in standardFields) problems.push(`${at}/fields/${name}: is a standard field, declared by the server`);
-    if (f.setOnCreate && (f.type !== 'timestamp' || !f.outputOnly || f.repeated)) problems.push(`${at}/fields/${name}/setOnCreate: only for an output-only timestamp`);
+    if (f.setOnCreate && (f.type !== 'timestamp' || !f.outputOnly || f.repeated))
+      problems.push(`${at}/fields/${name}/setOnCreate: only for an output-only timestamp`);
   }
   for (const f of [...(r.upsertOn ? [r.upsertOn] : []), ...(r.exclusive ?? []).flat()]) {
     if (!r.fields[f]) problems.push(`${at}: no field "${f}" (named by upsertOn or exclusive)`);
@@ -261,18 +374,26 @@ function checkFilters(r: RawResource, all: Record<string, FieldModel>, at: strin
       if (!r.parent) problems.push(`${at}/filters/${j}/field: "parent" needs a parent`);
       return;
     }
-    const named = flt.field !== undefined ? [flt.field] : Object.values(flt.fields ?? {}).filter((n): n is string => n !== null);
+    const named =
+      flt.field !== undefined ? [flt.field] : Object.values(flt.fields ?? {}).filter((n): n is string => n !== null);
     for (const name of named) {
       const field = all[name];
       if (!field) problems.push(`${at}/filters/${j}: no field "${name}"`);
-      else if (flt.match !== 'set' && notScalar(field)) problems.push(`${at}/filters/${j}/field: "${name}" is not a scalar field`);
+      else if (flt.match !== 'set' && notScalar(field))
+        problems.push(`${at}/filters/${j}/field: "${name}" is not a scalar field`);
     }
   });
   const params = [...filters.map((f) => f.param), ...(r.unservedFilters ?? [])];
-  for (const [i, name] of params.entries()) if (params.indexOf(name) < i) problems.push(`${at}: the list parameter "${name}" is declared twice`);
+  for (const [i, name] of params.entries())
+    if (params.indexOf(name) < i) problems.push(`${at}: the list parameter "${name}" is declared twice`);
 }
 
-function orderOf(r: RawResource, all: Record<string, FieldModel>, at: string, problems: string[]): Pick<ResourceModel, 'orderBy' | 'defaultOrder'> {
+function orderOf(
+  r: RawResource,
+  all: Record<string, FieldModel>,
+  at: string,
+  problems: string[],
+): Pick<ResourceModel, 'orderBy' | 'defaultOrder'> {
   const orderBy: Record<string, string> = { ...(r.orderBy ?? {}), uid: 'uid' };
   for (const [key, field] of Object.entries(orderBy)) {
     const f = all[field];
@@ -291,10 +412,15 @@ function checkNaturalKey(r: RawResource, all: Record<string, FieldModel>, at: st
     else if (f && notScalar(f)) problems.push(`${at}/naturalKey: "${k}" is not a scalar field`);
   }
   // A record's uid is under its parent: a record found by its key must be found under the same parent.
-  if (r.naturalKey && r.parent && !r.naturalKey.includes('parent')) problems.push(`${at}/naturalKey: must include parent`);
+  if (r.naturalKey && r.parent && !r.naturalKey.includes('parent'))
+    problems.push(`${at}/naturalKey: must include parent`);
 }
 
-function operationsOf(r: RawResource, at: string, problems: string[]): { ops: ResourceModel['operations']; listPath?: string } {
+function operationsOf(
+  r: RawResource,
+  at: string,
+  problems: string[],
+): { ops: ResourceModel['operations']; listPath?: string } {
   const ops: ResourceModel['operations'] = {};
   let listPath: string | undefined;
   for (const [name, op] of Object.entries(r.operations)) {
@@ -306,14 +432,22 @@ function operationsOf(r: RawResource, at: string, problems: string[]): { ops: Re
     }
     ops[name as keyof ResourceModel['operations']] = { capability: capability(op.capability), event: op.event };
   }
-  if (r.readOnly && (ops.create || ops.update || ops.delete)) problems.push(`${at}/operations: a readOnly resource has no create, update or delete`);
+  if (r.readOnly && (ops.create || ops.update || ops.delete))
+    problems.push(`${at}/operations: a readOnly resource has no create, update or delete`);
   return { ops, listPath };
 }
 
 /** What a resource is when its declaration leaves something out. */
 const resourceDefaults = () => ({
-  parentOptional: false, uid: 'generated' as const, onParentDelete: 'restrict' as const, readOnly: false, publicRootRecords: false,
-  exclusive: [] as string[][], unservedFilters: [] as string[], filters: [] as ResourceModel['filters'], subresources: [] as NonNullable<RawResource['subresources']>,
+  parentOptional: false,
+  uid: 'generated' as const,
+  onParentDelete: 'restrict' as const,
+  readOnly: false,
+  publicRootRecords: false,
+  exclusive: [] as string[][],
+  unservedFilters: [] as string[],
+  filters: [] as ResourceModel['filters'],
+  subresources: [] as NonNullable<RawResource['subresources']>,
 });
 
 function toResource(domain: string, r: RawResource, at: string, problems: string[]): ResourceModel {
@@ -324,13 +458,32 @@ function toResource(domain: string, r: RawResource, at: string, problems: string
   const { ops, listPath } = operationsOf(r, at, problems);
   const given = { ...resourceDefaults(), ...r };
   return {
-    domain, type: r.type, collection: r.collection, path: r.path ?? r.collection, listPath,
-    parent: r.parent, parentOptional: given.parentOptional, uid: given.uid,
-    onParentDelete: given.onParentDelete, readOnly: given.readOnly, naturalKey: r.naturalKey, publicRootRecords: given.publicRootRecords, creatorRole: r.creatorRole, presenter: r.presenter, onCreate: r.onCreate, upsertOn: r.upsertOn, exclusive: given.exclusive,
-    fields: r.fields, filters: given.filters, unservedFilters: given.unservedFilters, ...orderOf(r, all, at, problems),
+    domain,
+    type: r.type,
+    collection: r.collection,
+    path: r.path ?? r.collection,
+    listPath,
+    parent: r.parent,
+    parentOptional: given.parentOptional,
+    uid: given.uid,
+    onParentDelete: given.onParentDelete,
+    readOnly: given.readOnly,
+    naturalKey: r.naturalKey,
+    publicRootRecords: given.publicRootRecords,
+    creatorRole: r.creatorRole,
+    presenter: r.presenter,
+    onCreate: r.onCreate,
+    upsertOn: r.upsertOn,
+    exclusive: given.exclusive,
+    fields: r.fields,
+    filters: given.filters,
+    unservedFilters: given.unservedFilters,
+    ...orderOf(r, all, at, problems),
     operations: ops,
     subresources: given.subresources.map((s) => ({
-      name: s.name, type: s.type ?? `${r.type}${s.name[0].toUpperCase()}${s.name.slice(1)}`, fields: s.fields,
+      name: s.name,
+      type: s.type ?? `${r.type}${s.name[0].toUpperCase()}${s.name.slice(1)}`,
+      fields: s.fields,
       get: { capability: capability(s.get.capability), event: s.get.event },
       update: s.update && { capability: capability(s.update.capability), event: s.update.event },
     })),
@@ -355,16 +508,39 @@ function fieldAt(fields: Record<string, FieldModel>, path: string): FieldModel |
   return rest.length === 0 || !f ? f : fieldAt(f.fields ?? {}, rest.join('.'));
 }
 
-function toV1(v1: NonNullable<RawResource['v1']>, all: Record<string, FieldModel>, filters: ResourceModel['filters'], ops: ResourceModel['operations'], readOnly: boolean, at: string, problems: string[]): V1Model {
-  for (const path of Object.keys(v1.fields ?? {})) if (!fieldAt(all, path)) problems.push(`${at}/fields/${path}: no field "${path}"`);
+/** v1's renames name fields, enum values and list parameters that v2 has. */
+function checkV1Names(
+  v1: NonNullable<RawResource['v1']>,
+  all: Record<string, FieldModel>,
+  filters: ResourceModel['filters'],
+  at: string,
+  problems: string[],
+): void {
+  for (const path of Object.keys(v1.fields ?? {}))
+    if (!fieldAt(all, path)) problems.push(`${at}/fields/${path}: no field "${path}"`);
   for (const [path, values] of Object.entries(v1.values ?? {})) {
     const f = fieldAt(all, path);
     if (f?.type !== 'enum') problems.push(`${at}/values/${path}: not an enum field`);
-    else for (const v of Object.keys(values)) if (!f.values?.includes(v)) problems.push(`${at}/values/${path}/${v}: not a value of the enum`);
+    else
+      for (const v of Object.keys(values))
+        if (!f.values?.includes(v)) problems.push(`${at}/values/${path}/${v}: not a value of the enum`);
   }
   for (const [name, param] of Object.entries(v1.params ?? {})) {
-    if (!filters.some((f) => f.param === param)) problems.push(`${at}/params/${name}: "${param}" is not a filter of the v2 list`);
+    if (!filters.some((f) => f.param === param))
+      problems.push(`${at}/params/${name}: "${param}" is not a filter of the v2 list`);
   }
+}
+
+function toV1(
+  v1: NonNullable<RawResource['v1']>,
+  all: Record<string, FieldModel>,
+  filters: ResourceModel['filters'],
+  ops: ResourceModel['operations'],
+  readOnly: boolean,
+  at: string,
+  problems: string[],
+): V1Model {
+  checkV1Names(v1, all, filters, at, problems);
   if (v1.paged && !ops.list) problems.push(`${at}/paged: the resource has no list`);
   const operations: V1Model['operations'] = {};
   for (const [name, op] of Object.entries(v1.operations ?? {})) {
@@ -372,9 +548,16 @@ function toV1(v1: NonNullable<RawResource['v1']>, all: Record<string, FieldModel
     if (ops[key]) problems.push(`${at}/operations/${name}: v2 has this operation already; v1 serves it as it is`);
     operations[key] = { capability: capability(op.capability), event: op.event };
   }
-  if (readOnly && Object.keys(operations).length > 0) problems.push(`${at}/operations: a readOnly resource has no writes`);
+  if (readOnly && Object.keys(operations).length > 0)
+    problems.push(`${at}/operations: a readOnly resource has no writes`);
+  const given = { fields: {}, values: {}, params: {}, paged: false, ...v1 };
   return {
-    collection: v1.collection, fields: v1.fields ?? {}, values: v1.values ?? {}, params: v1.params ?? {}, paged: v1.paged ?? false,
-    createRequest: v1.createRequest, operations,
+    collection: v1.collection,
+    fields: given.fields,
+    values: given.values,
+    params: given.params,
+    paged: given.paged,
+    createRequest: v1.createRequest,
+    operations,
   };
 }

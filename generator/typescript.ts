@@ -11,12 +11,22 @@ export function fieldType(f: FieldModel, form: Form = 'message'): string {
 
 function scalarType(f: FieldModel, form: Form): string {
   switch (f.type) {
-    case 'string': case 'int64': case 'timestamp': case 'duration': return 'string';
-    case 'bool': return 'boolean';
-    case 'int32': case 'double': return 'number';
-    case 'enum': return (f.values ?? []).map((v) => JSON.stringify(v)).join(' | ');
-    case 'object': return objectType(f.fields ?? {}, false, form);
-    case 'map': return `Record<string, ${fieldType(f.mapValue!, form)}>`;
+    case 'string':
+    case 'int64':
+    case 'timestamp':
+    case 'duration':
+      return 'string';
+    case 'bool':
+      return 'boolean';
+    case 'int32':
+    case 'double':
+      return 'number';
+    case 'enum':
+      return (f.values ?? []).map((v) => JSON.stringify(v)).join(' | ');
+    case 'object':
+      return objectType(f.fields ?? {}, false, form);
+    case 'map':
+      return `Record<string, ${fieldType(f.mapValue!, form)}>`;
   }
 }
 
@@ -24,10 +34,12 @@ const propertyName = (name: string) => (/^[A-Za-z_$][\w$]*$/.test(name) ? name :
 
 /** allRequired: every field present (a response), otherwise only declared-required ones. */
 export function objectType(fields: Record<string, FieldModel>, allRequired: boolean, form: Form = 'message'): string {
-  const members = Object.entries(fields).filter(([, f]) => form !== 'resource' || !f.inputOnly).map(([name, f]) => {
-    const optional = allRequired || f.required ? '' : '?';
-    return `${propertyName(name)}${optional}: ${fieldType(f, form)}`;
-  });
+  const members = Object.entries(fields)
+    .filter(([, f]) => form !== 'resource' || !f.inputOnly)
+    .map(([name, f]) => {
+      const optional = allRequired || f.required ? '' : '?';
+      return `${propertyName(name)}${optional}: ${fieldType(f, form)}`;
+    });
   return `{ ${members.join('; ')} }`;
 }
 
@@ -37,10 +49,15 @@ export function objectType(fields: Record<string, FieldModel>, allRequired: bool
  */
 export function recordMembers(r: ResourceModel): string[] {
   return [
-    'uid: string', 'parentUid: string | null', 'createTime: string', 'updateTime: string',
-    ...Object.entries(r.fields).map(([name, f]) => (f.required && !f.outputOnly
-      ? `${propertyName(name)}: ${fieldType(f)}`
-      : `${propertyName(name)}?: ${fieldType(f)} | null`)),
+    'uid: string',
+    'parentUid: string | null',
+    'createTime: string',
+    'updateTime: string',
+    ...Object.entries(r.fields).map(([name, f]) =>
+      f.required && !f.outputOnly
+        ? `${propertyName(name)}: ${fieldType(f)}`
+        : `${propertyName(name)}?: ${fieldType(f)} | null`,
+    ),
   ];
 }
 
@@ -50,7 +67,11 @@ export function resourceMembers(r: ResourceModel): string[] {
   return [
     'uid: string',
     // A create-only field is in the create response alone.
-    ...shown.map(([name, f]) => `${propertyName(name)}${f.required && !f.outputOnly && !f.createOnly ? '' : '?'}: ${fieldType(f, 'resource')}`),
-    'createTime: string', 'updateTime: string',
+    ...shown.map(
+      ([name, f]) =>
+        `${propertyName(name)}${f.required && !f.outputOnly && !f.createOnly ? '' : '?'}: ${fieldType(f, 'resource')}`,
+    ),
+    'createTime: string',
+    'updateTime: string',
   ];
 }

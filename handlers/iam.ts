@@ -2,8 +2,15 @@
 // role they join, instead of bare uids. The create response, like every other, has no updateTime.
 import { createHash, randomBytes, timingSafeEqual } from 'node:crypto';
 import type {
-  AcceptGroupInviteRequest, AcceptGroupInviteResponse, AcceptTermsRequest, AcceptTermsResponse, IamHandlers, ListTermsAcceptancesRequest, ListTermsAcceptancesResponse,
-  LookupIdentityRequest, LookupIdentityResponse,
+  AcceptGroupInviteRequest,
+  AcceptGroupInviteResponse,
+  AcceptTermsRequest,
+  AcceptTermsResponse,
+  IamHandlers,
+  ListTermsAcceptancesRequest,
+  ListTermsAcceptancesResponse,
+  LookupIdentityRequest,
+  LookupIdentityResponse,
 } from '../generated/routes.js';
 import type { RoleBindingResource } from '../generated/types.js';
 import { failedPrecondition, invalidArgument, notFound } from '../runtime/errors.js';
@@ -15,14 +22,22 @@ import type { HandlerContext } from '../runtime/route-operations.js';
 
 const byUidOrder = [{ property: 'uid', desc: false }];
 
-async function byUid<C extends 'identities' | 'groups' | 'roles'>(context: HandlerContext, collection: C, uids: string[]): Promise<Map<string, RecordTypes[C]>> {
+async function byUid<C extends 'identities' | 'groups' | 'roles'>(
+  context: HandlerContext,
+  collection: C,
+  uids: string[],
+): Promise<Map<string, RecordTypes[C]>> {
   const unique = [...new Set(uids.filter(Boolean))];
   if (unique.length === 0) return new Map();
   const records = await context.resources.tableOf(collection).find({ uid: { $in: unique } }, byUidOrder, -1);
   return new Map(records.map((r) => [r.uid, r]));
 }
 
-const summary = (row: { name?: string | null; description?: string | null } | undefined, uid: string) => ({ uid, name: row?.name ?? '', description: row?.description ?? '' });
+const summary = (row: { name?: string | null; description?: string | null } | undefined, uid: string) => ({
+  uid,
+  name: row?.name ?? '',
+  description: row?.description ?? '',
+});
 
 const hashOf = (secret: string) => createHash('sha256').update(secret).digest();
 
@@ -33,11 +48,15 @@ export const iam: IamHandlers = {
    */
   async issueGroupInvite(record) {
     const seconds = Number(record.ttl.replace(/s$/, ''));
-    if (!(seconds > 0)) throw invalidArgument([{ field: 'ttl', description: 'ttl must be a positive duration such as "86400s"' }]);
+    if (!(seconds > 0))
+      throw invalidArgument([{ field: 'ttl', description: 'ttl must be a positive duration such as "86400s"' }]);
     const keyId = randomBytes(8).toString('hex');
     const secret = randomBytes(24).toString('base64url');
     const expirationTime = new Date(Date.parse(record.createTime) + seconds * 1000).toISOString();
-    return { record: { ...record, keyId, codeHash: hashOf(secret).toString('hex'), expirationTime }, reveal: { code: `${keyId}.${secret}` } };
+    return {
+      record: { ...record, keyId, codeHash: hashOf(secret).toString('hex'), expirationTime },
+      reveal: { code: `${keyId}.${secret}` },
+    };
   },
 
   /**
@@ -52,18 +71,36 @@ export const iam: IamHandlers = {
       const [invite] = keyId && secret ? await writes.find(groupInvites, { keyId }, 1) : [];
       const stored = invite ? Buffer.from(String(invite.codeHash), 'hex') : Buffer.alloc(0);
       const given = secret ? hashOf(secret) : Buffer.alloc(32);
-      if (!invite || stored.length !== given.length || !timingSafeEqual(stored, given)) throw notFound(groupInvites.type, 'for this code');
+      if (!invite || stored.length !== given.length || !timingSafeEqual(stored, given))
+        throw notFound(groupInvites.type, 'for this code');
       if (Date.parse(String(invite.expirationTime)) <= Date.now()) {
-        throw failedPrecondition([{ type: 'INVITE_EXPIRED', subject: invite.uid as string, description: `the invite expired at ${invite.expirationTime}` }]);
+        throw failedPrecondition([
+          {
+            type: 'INVITE_EXPIRED',
+            subject: invite.uid as string,
+            description: `the invite expired at ${invite.expirationTime}`,
+          },
+        ]);
       }
       const group = invite.parentUid as string;
       const roleUid = invite.roleUid as string;
       let [binding] = await writes.find(roleBindings, { parentUid: group, identityUid: caller, roleUid }, 1);
       if (!binding) {
         const time = now();
-        binding = { uid: newChildUid(group), parentUid: group, identityUid: caller, roleUid, createTime: time, updateTime: time };
+        binding = {
+          uid: newChildUid(group),
+          parentUid: group,
+          identityUid: caller,
+          roleUid,
+          createTime: time,
+          updateTime: time,
+        };
         await writes.insert(roleBindings, binding);
-        await writes.recordEvent(roleBindings, binding.uid as string, { uid: binding.uid, identityUid: caller, roleUid });
+        await writes.recordEvent(roleBindings, binding.uid as string, {
+          uid: binding.uid,
+          identityUid: caller,
+          roleUid,
+        });
       }
       if (invite.singleUse) await writes.delete(groupInvites, invite.uid as string);
       return { roleBinding: binding.uid as string, group, roleUid };
@@ -76,12 +113,19 @@ export const iam: IamHandlers = {
     const acceptedBy = context.principal.subject!;
     const documentIds = [...new Set(request.body.documentIds)].sort();
     await context.write(async (writes) => {
-      if (!await writes.get(groups, request.group)) throw notFound(groups.type, request.group);
+      if (!(await writes.get(groups, request.group))) throw notFound(groups.type, request.group);
       const time = now();
       for (const docId of documentIds) {
-        if ((await writes.find(termsAcceptances, { parentUid: request.group, docId, acceptedBy }, 1)).length > 0) continue;
+        if ((await writes.find(termsAcceptances, { parentUid: request.group, docId, acceptedBy }, 1)).length > 0)
+          continue;
         await writes.insert(termsAcceptances, {
-          uid: newChildUid(request.group), parentUid: request.group, docId, acceptedBy, orgUid: request.group, createTime: time, updateTime: time,
+          uid: newChildUid(request.group),
+          parentUid: request.group,
+          docId,
+          acceptedBy,
+          orgUid: request.group,
+          createTime: time,
+          updateTime: time,
         });
       }
       await writes.recordEvent(groups, request.group, { group: request.group, documentIds });
@@ -92,9 +136,16 @@ export const iam: IamHandlers = {
   /** Acceptances that apply to the group: its own and those of the organizations above it. */
   async listTermsAcceptances(request: ListTermsAcceptancesRequest, context): Promise<ListTermsAcceptancesResponse> {
     const r = context.model.resources.termsAcceptances;
-    const page = await context.resources.list(r, parseListRequest(request, r), [{ parentUid: { $in: [request.group, ...ancestorsOf(request.group)] } }]);
+    const page = await context.resources.list(r, parseListRequest(request, r), [
+      { parentUid: { $in: [request.group, ...ancestorsOf(request.group)] } },
+    ]);
     return {
-      termsAcceptances: page.items.map((a) => ({ acceptedBy: a.acceptedBy as string, createTime: a.createTime as string, docId: a.docId as string, orgUid: a.orgUid as string })),
+      termsAcceptances: page.items.map((a) => ({
+        acceptedBy: a.acceptedBy as string,
+        createTime: a.createTime as string,
+        docId: a.docId as string,
+        orgUid: a.orgUid as string,
+      })),
       nextPageToken: page.nextPageToken,
       totalCount: page.totalCount,
       skipped: page.skipped,
@@ -104,7 +155,9 @@ export const iam: IamHandlers = {
   /** The identity whose claimMatch names exactly this issuer and subject. */
   async lookupIdentity(request: LookupIdentityRequest, context): Promise<LookupIdentityResponse> {
     const identities = context.model.resources.identities;
-    const [found] = await context.resources.tableOf('identities').find({ claimMatch: { issuer: request.issuer, subject: request.subject } }, byUidOrder, 1);
+    const [found] = await context.resources
+      .tableOf('identities')
+      .find({ claimMatch: { issuer: request.issuer, subject: request.subject } }, byUidOrder, 1);
     if (!found) throw notFound(identities.type, `${request.issuer} ${request.subject}`);
     return { uid: found.uid };
   },
@@ -112,9 +165,17 @@ export const iam: IamHandlers = {
   async hydrateRoleBindings(bindings, context) {
     const groupOf = (r: RoleBindingResource) => r.uid.slice(0, r.uid.lastIndexOf('/'));
     const [identities, groups, roles] = await Promise.all([
-      byUid(context, 'identities', bindings.map((r) => r.identityUid)),
+      byUid(
+        context,
+        'identities',
+        bindings.map((r) => r.identityUid),
+      ),
       byUid(context, 'groups', bindings.map(groupOf)),
-      byUid(context, 'roles', bindings.map((r) => r.roleUid)),
+      byUid(
+        context,
+        'roles',
+        bindings.map((r) => r.roleUid),
+      ),
     ]);
     return bindings.map((r) => {
       const identity = identities.get(r.identityUid);

@@ -13,4 +13,9 @@ import type { V1Extension } from '../runtime/v1/adapter.js';
 export const handlers: Handlers = { iam, libraries, ping, registry };
 
 /** What v1 has beyond its generic adapter, by collection. */
-export const v1Extensions: Record<string, V1Extension> = { advisories: advisoryEvents, groupInvites: register, tags: eolTags, vulnReports };
+export const v1Extensions: Record<string, V1Extension> = {
+  advisories: advisoryEvents,
+  groupInvites: register,
+  tags: eolTags,
+  vulnReports,
+};

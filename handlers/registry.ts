@@ -1,11 +1,19 @@
 // Images: an image index's architectures and per-architecture size, read from imported records.
-import type { GetArchitecturesRequest, GetArchitecturesResponse, GetSizeRequest, GetSizeResponse, RegistryHandlers } from '../generated/routes.js';
+import type {
+  GetArchitecturesRequest,
+  GetArchitecturesResponse,
+  GetSizeRequest,
+  GetSizeResponse,
+  RegistryHandlers,
+} from '../generated/routes.js';
 import { invalidArgument, notFound } from '../runtime/errors.js';
 import type { HandlerContext } from '../runtime/route-operations.js';
 import type { ImageRecord } from '../generated/types.js';
 
 async function findImage(repoUid: string, digest: string, context: HandlerContext): Promise<ImageRecord> {
-  const [image] = await context.resources.tableOf('images').find({ parentUid: repoUid, digest }, [{ property: 'uid', desc: false }], 1);
+  const [image] = await context.resources
+    .tableOf('images')
+    .find({ parentUid: repoUid, digest }, [{ property: 'uid', desc: false }], 1);
   if (!image) throw notFound(context.model.resources.images.type, `${repoUid}@${digest}`);
   return image;
 }
@@ -22,9 +30,15 @@ export const registry: RegistryHandlers = {
     const known = Object.keys(sizes).sort();
     const architecture = request.architecture ?? (known.length === 1 ? known[0] : undefined);
     if (architecture === undefined) {
-      throw invalidArgument([{ field: 'architecture', description: `architecture is required for a multi-architecture image (${known.join(', ')})` }]);
+      throw invalidArgument([
+        {
+          field: 'architecture',
+          description: `architecture is required for a multi-architecture image (${known.join(', ')})`,
+        },
+      ]);
     }
-    if (!(architecture in sizes)) throw notFound('ImageArchitecture', `${request.repoUid}@${request.digest} ${architecture}`);
+    if (!(architecture in sizes))
+      throw notFound('ImageArchitecture', `${request.repoUid}@${request.digest} ${architecture}`);
     return { architecture, size: sizes[architecture] };
   },
 };

@@ -9,6 +9,7 @@ import { clockSkewSeconds, type TokenIssuer } from '../runtime/issuer.js';
 import type { ApiModel } from '../runtime/model.js';
 import { now } from '../runtime/records.js';
 import type { Resources } from '../runtime/resources.js';
+import type { IdentityRecord } from '../generated/types.js';
 import { isUidPath } from '../runtime/uid.js';
 import { checkParameterNames } from '../runtime/validation.js';
 
@@ -45,7 +46,10 @@ export class TokenExchange {
 
   private readonly model: ApiModel;
 
-  constructor(private readonly resources: Resources, private readonly issuer: () => TokenIssuer) {
+  constructor(
+    private readonly resources: Resources,
+    private readonly issuer: () => TokenIssuer,
+  ) {
     this.model = resources.model;
   }
 
@@ -58,26 +62,28 @@ export class TokenExchange {
     try {
       const res = await fetch(discoveryUrl, { signal: AbortSignal.timeout(fetchTimeoutMs) });
       if (!res.ok) throw new Error(`HTTP ${res.status}`);
-      discovery = await res.json() as typeof discovery;
+      discovery = (await res.json()) as typeof discovery;
     } catch (e) {
       throw unavailable(`cannot read the discovery document of ${iss} (${(e as Error).message})`);
     }
     if (!discovery.jwks_uri) throw unauthenticated(`the discovery document of ${iss} has no jwks_uri`);
     const jwksUrl = new URL(discovery.jwks_uri);
     checkTransport(jwksUrl, 'the key set');
-    const jwks = createRemoteJWKSet(jwksUrl, { timeoutDuration: fetchTimeoutMs, cooldownDuration: 30_000, cacheMaxAge: discoveryTtlMs });
+    const jwks = createRemoteJWKSet(jwksUrl, {
+      timeoutDuration: fetchTimeoutMs,
+      cooldownDuration: 30_000,
+      cacheMaxAge: discoveryTtlMs,
+    });
     this.keySets.set(iss, { jwks, fetched: Date.now() });
     return jwks;
   }
 
-  async exchange(upstreamToken: string, identityUid: string, audience: string | undefined): Promise<{ token: string; expiry: string }> {
-    const identities = this.model.resources.identities;
-    const identity = isUidPath(identityUid) ? await this.resources.tableOf('identities').get(identityUid) : null;
-    if (!identity) throw notFound(identities.type, identityUid);
-    const { claimMatch } = identity;
-    if (!claimMatch || !(claimMatch.issuer || claimMatch.issuerPattern) || !(claimMatch.subject || claimMatch.subjectPattern)) {
-      throw permissionDenied(`identity ${identityUid} cannot be assumed with an OIDC token (it has no claimMatch)`);
-    }
+  /** The claims of an upstream token whose issuer the identity accepts, verified with that issuer's keys. */
+  private async verifyUpstream(
+    upstreamToken: string,
+    claimMatch: NonNullable<IdentityRecord['claimMatch']>,
+    identityUid: string,
+  ): Promise<JWTPayload> {
     let unverified: JWTPayload;
     try {
       unverified = decodeJwt(upstreamToken);
@@ -90,14 +96,38 @@ export class TokenExchange {
     const jwks = await this.keySet(unverified.iss);
     let payload: JWTPayload;
     try {
-      ({ payload } = await jwtVerify(upstreamToken, jwks, { issuer: unverified.iss, clockTolerance: clockSkewSeconds }));
+      ({ payload } = await jwtVerify(upstreamToken, jwks, {
+        issuer: unverified.iss,
+        clockTolerance: clockSkewSeconds,
+      }));
     } catch (e) {
       if (e instanceof errors.JWKSTimeout) throw unavailable(`the key set of ${unverified.iss} did not answer in time`);
       if (e instanceof errors.JWTExpired) throw unauthenticated('the presented token has expired');
       if (e instanceof errors.JOSEError) throw unauthenticated(`the presented token does not verify (${e.code})`);
       throw unavailable(`cannot fetch the key set of ${unverified.iss} (${(e as Error).message})`);
     }
-    if (typeof payload.iat === 'number' && payload.iat > Date.now() / 1000 + clockSkewSeconds) throw unauthenticated('the presented token was issued in the future (iat)');
+    if (typeof payload.iat === 'number' && payload.iat > Date.now() / 1000 + clockSkewSeconds)
+      throw unauthenticated('the presented token was issued in the future (iat)');
+    return payload;
+  }
+
+  async exchange(
+    upstreamToken: string,
+    identityUid: string,
+    audience: string | undefined,
+  ): Promise<{ token: string; expiry: string }> {
+    const identities = this.model.resources.identities;
+    const identity = isUidPath(identityUid) ? await this.resources.tableOf('identities').get(identityUid) : null;
+    if (!identity) throw notFound(identities.type, identityUid);
+    const { claimMatch } = identity;
+    if (
+      !claimMatch ||
+      !(claimMatch.issuer || claimMatch.issuerPattern) ||
+      !(claimMatch.subject || claimMatch.subjectPattern)
+    ) {
+      throw permissionDenied(`identity ${identityUid} cannot be assumed with an OIDC token (it has no claimMatch)`);
+    }
+    const payload = await this.verifyUpstream(upstreamToken, claimMatch, identityUid);
     if (!matches(payload.sub, claimMatch.subject, claimMatch.subjectPattern)) {
       throw permissionDenied(`subject ${String(payload.sub)} cannot assume identity ${identityUid}`);
     }
@@ -119,7 +149,10 @@ export class TokenExchange {
       // The reference's scope, cap, scopes and identityProvider are not served: refused, not ignored.
       checkParameterNames(ctx.query, ['identity', 'aud']);
       const identity = [ctx.query.identity].flat()[0];
-      if (!identity) throw invalidArgument([{ field: 'identity', description: 'identity (the uid of the identity to assume) is required' }]);
+      if (!identity)
+        throw invalidArgument([
+          { field: 'identity', description: 'identity (the uid of the identity to assume) is required' },
+        ]);
       const aud = [ctx.query.aud].flat()[0] || undefined;
       ctx.body = await this.exchange(m[1], identity, aud);
     };

@@ -26,8 +26,14 @@ const events = (advisory: Row): Row[] => (advisory.events ?? []) as Row[];
 
 /** Advisories in v1 carry their events with ids; a body's event ids are dropped (the position is the id). */
 const advisoryEventIds: V1Presenter = {
-  out: (advisory) => ({ ...advisory, ...(advisory.events ? { events: events(advisory).map((e, i) => ({ id: eventId(advisory.uid as string, i), ...e })) } : {}) }),
-  in: (advisory) => (Array.isArray(advisory.events) ? { ...advisory, events: advisory.events.map((e: Row) => dropId(e)) } : advisory),
+  out: (advisory) => ({
+    ...advisory,
+    ...(advisory.events
+      ? { events: events(advisory).map((e, i) => ({ id: eventId(advisory.uid as string, i), ...e })) }
+      : {}),
+  }),
+  in: (advisory) =>
+    Array.isArray(advisory.events) ? { ...advisory, events: advisory.events.map((e: Row) => dropId(e)) } : advisory,
 };
 
 function dropId(event: unknown): unknown {
@@ -37,7 +43,12 @@ function dropId(event: unknown): unknown {
 }
 
 /** `shape` renames an advisory between v1 and v2, events included. */
-function addAdvisoryEventRoutes(router: Router, advisories: ResourceModel, shape: V1Presenter, { model, resources, policy, validators }: V1Deps): void {
+function addAdvisoryEventRoutes(
+  router: Router,
+  advisories: ResourceModel,
+  shape: V1Presenter,
+  { model, resources, policy, validators }: V1Deps,
+): void {
   const list = operationOf(advisories, 'list')!;
   const update = operationOf(advisories, 'update');
   const principal = (ctx: Context) => ctx.state.principal as Principal;
@@ -46,7 +57,8 @@ function addAdvisoryEventRoutes(router: Router, advisories: ResourceModel, shape
   const v1Event = (advisory: Row, index: number) => (shape.out(advisory).events as Row[])[index];
   /** A v1 event body in v2's shape, checked as the advisory's update would check it. */
   const v2Event = (given: unknown, field: string): Row => {
-    if (given === null || typeof given !== 'object' || Array.isArray(given)) throw invalidArgument([{ field, description: `${field} must be an object` }]);
+    if (given === null || typeof given !== 'object' || Array.isArray(given))
+      throw invalidArgument([{ field, description: `${field} must be an object` }]);
     const event = (shape.in({ events: [given] }).events as Row[])[0];
     check(validators.body(`${advisories.collection}.update`)!, { events: [event] });
     return event;
@@ -67,25 +79,44 @@ function addAdvisoryEventRoutes(router: Router, advisories: ResourceModel, shape
     const event = v2Event(body(ctx).advisoryEvent, 'advisoryEvent');
     event.createTime ??= now();
     let index = -1;
-    const updated = await resources.update(advisories, parentId, (current) => {
-      index = events(current).length;
-      return { events: [...events(current), event] };
-    }, 'events', { actor: principal(ctx).subject });
+    const updated = await resources.update(
+      advisories,
+      parentId,
+      (current) => {
+        index = events(current).length;
+        return { events: [...events(current), event] };
+      },
+      'events',
+      { actor: principal(ctx).subject },
+    );
     ctx.body = v1Event(updated, index);
   });
 
   router.put(new RegExp(`^/vulnerabilities/v1/advisory_events/${uidCapture}$`), async (ctx) => {
     const { id } = pathParams(ctx, ['id']);
     const advisory = parentOf(id);
-    if (!advisory) throw invalidArgument([{ field: 'id', description: 'an advisory event id is its advisory uid, a slash, and 16 hex digits' }]);
+    if (!advisory)
+      throw invalidArgument([
+        { field: 'id', description: 'an advisory event id is its advisory uid, a slash, and 16 hex digits' },
+      ]);
     await policy.requireCapability(principal(ctx), update.capability, scope(advisory));
     const event = v2Event(body(ctx), '(body)');
     const index = eventIndex(id);
-    const updated = await resources.update(advisories, advisory, (current) => {
-      if (index >= events(current).length) throw notFound('AdvisoryEvent', id);
-      // A replaced event keeps its time unless the body gives one.
-      return { events: events(current).map((e, i) => (i === index ? { ...event, createTime: event.createTime ?? e.createTime } : e)) };
-    }, 'events', { actor: principal(ctx).subject });
+    const updated = await resources.update(
+      advisories,
+      advisory,
+      (current) => {
+        if (index >= events(current).length) throw notFound('AdvisoryEvent', id);
+        // A replaced event keeps its time unless the body gives one.
+        return {
+          events: events(current).map((e, i) =>
+            i === index ? { ...event, createTime: event.createTime ?? e.createTime } : e,
+          ),
+        };
+      },
+      'events',
+      { actor: principal(ctx).subject },
+    );
     ctx.body = v1Event(updated, index);
   });
 }

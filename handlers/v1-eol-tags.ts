@@ -7,7 +7,12 @@ import type { ResourceModel } from '../runtime/model.js';
 import { check } from '../runtime/validation.js';
 import type { V1Deps, V1Extension } from '../runtime/v1/adapter.js';
 
-function addEolTagsRoute(router: Router, tags: ResourceModel, _shape: unknown, { resources, policy, validators }: V1Deps): void {
+function addEolTagsRoute(
+  router: Router,
+  tags: ResourceModel,
+  _shape: unknown,
+  { resources, policy, validators }: V1Deps,
+): void {
   router.get('/registry/v1/eoltags', async (ctx) => {
     const query: Record<string, unknown> = { ...ctx.query };
     check(validators.query(`${tags.collection}.list`)!, query);
@@ -19,7 +24,12 @@ function addEolTagsRoute(router: Router, tags: ResourceModel, _shape: unknown, {
     }
     const page = await resources.list(tags, req, [...visible, { deprecated: true }]);
     ctx.body = {
-      items: page.items.map((t) => ({ id: t.uid, name: t.name, mainPackageName: t.mainPackageName ?? '', gracePeriodExpiryDate: t.gracePeriodExpiryDate })),
+      items: page.items.map((t) => ({
+        id: t.uid,
+        name: t.name,
+        mainPackageName: t.mainPackageName ?? '',
+        gracePeriodExpiryDate: t.gracePeriodExpiryDate,
+      })),
       nextPageToken: page.nextPageToken,
     };
   });

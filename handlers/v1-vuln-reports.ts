@@ -20,7 +20,12 @@ import type { V1Deps, V1Extension } from '../runtime/v1/adapter.js';
 
 const severities = ['CRITICAL', 'HIGH', 'MEDIUM', 'LOW', 'NEGLIGIBLE', 'UNKNOWN'] as const;
 const countField: Record<(typeof severities)[number], string> = {
-  CRITICAL: 'critCveIds', HIGH: 'highCveIds', MEDIUM: 'medCveIds', LOW: 'lowCveIds', NEGLIGIBLE: 'negligibleCveIds', UNKNOWN: 'unknownCveIds',
+  CRITICAL: 'critCveIds',
+  HIGH: 'highCveIds',
+  MEDIUM: 'medCveIds',
+  LOW: 'lowCveIds',
+  NEGLIGIBLE: 'negligibleCveIds',
+  UNKNOWN: 'unknownCveIds',
 };
 
 /** Reads the query: only the named parameters, each once; timestamps must parse. */
@@ -28,16 +33,26 @@ function readQuery(ctx: Context, names: string[], timestamps: string[]): Record<
   const problems: FieldViolation[] = [];
   const out: Record<string, string | undefined> = {};
   for (const [name, value] of Object.entries(ctx.query)) {
-    if (!names.includes(name)) problems.push({ field: name, description: `unknown parameter; this call takes ${names.join(', ')}` });
+    if (!names.includes(name))
+      problems.push({ field: name, description: `unknown parameter; this call takes ${names.join(', ')}` });
     else if (typeof value !== 'string') problems.push({ field: name, description: 'give it once' });
-    else if (value !== '' && timestamps.includes(name) && Number.isNaN(Date.parse(value))) problems.push({ field: name, description: 'must be an RFC 3339 timestamp' });
+    else if (value !== '' && timestamps.includes(name) && Number.isNaN(Date.parse(value)))
+      problems.push({ field: name, description: 'must be an RFC 3339 timestamp' });
     else if (value !== '') out[name] = timestamps.includes(name) ? canonicalTimestamp(value) : value;
   }
   if (problems.length > 0) throw invalidArgument(problems);
   return out;
 }
 
-interface Vulnerability { id: string; aliases?: string[]; severity?: string; description?: string; fix?: Row; package?: Row; locations?: string[] }
+interface Vulnerability {
+  id: string;
+  aliases?: string[];
+  severity?: string;
+  description?: string;
+  fix?: Row;
+  package?: Row;
+  locations?: string[];
+}
 
 const vulnerabilitiesOf = (report: Row) => (report.vulnerabilities ?? []) as Vulnerability[];
 
@@ -52,7 +67,12 @@ function tenantReport(report: Row): Row {
     ...(scanner.dbBuildTime ? { vulnerabilityDbLastBuildTime: scanner.dbBuildTime } : {}),
     vulnerabilityMatches: vulnerabilitiesOf(report).map((v) => ({
       // The tenant severity scale has no NEGLIGIBLE.
-      vulnerability: { id: v.id, displayId: v.id, severity: v.severity === 'NEGLIGIBLE' ? 'LOW' : v.severity ?? 'UNKNOWN', description: v.description ?? '' },
+      vulnerability: {
+        id: v.id,
+        displayId: v.id,
+        severity: v.severity === 'NEGLIGIBLE' ? 'LOW' : (v.severity ?? 'UNKNOWN'),
+        description: v.description ?? '',
+      },
       pkg: { name: v.package?.name ?? '', version: v.package?.version ?? '', purl: v.package?.purl ?? '' },
       fix: { state: v.fix?.state ?? 'UNKNOWN', versions: v.fix?.versions ?? [] },
     })),
@@ -89,11 +109,18 @@ function countReport(report: Row, repoName: string): Row {
     sizeBytes: report.sizeBytes === undefined ? '0' : String(report.sizeBytes),
     cveIds: sorted(new Set(vulnerabilitiesOf(report).map((v) => v.id))),
     ...Object.fromEntries(severities.map((s) => [countField[s], sorted(bySeverity.get(s)!)])),
-    vulnCounts: severities.filter((s) => bySeverity.get(s)!.size > 0).map((s) => ({ severity: s, count: bySeverity.get(s)!.size })),
+    vulnCounts: severities
+      .filter((s) => bySeverity.get(s)!.size > 0)
+      .map((s) => ({ severity: s, count: bySeverity.get(s)!.size })),
   };
 }
 
-function addVulnReportRoutes(router: Router, reports: ResourceModel, _shape: unknown, { model, resources, policy }: V1Deps): void {
+function addVulnReportRoutes(
+  router: Router,
+  reports: ResourceModel,
+  _shape: unknown,
+  { model, resources, policy }: V1Deps,
+): void {
   const single = ['CAP_TENANT_VULN_REPORTS_LIST'];
   const listed = ['CAP_VULN_REPORT_LIST'];
   const principal = (ctx: Context) => ctx.state.principal as Principal;
@@ -102,7 +129,10 @@ function addVulnReportRoutes(router: Router, reports: ResourceModel, _shape: unk
   const allReports = async (ctx: Context, capability: string[], query: Row, scope: Where[]): Promise<Row[]> => {
     const visible = await policy.visibility(principal(ctx), capability, reports);
     if (!visible) return [];
-    return resources.listAll(reports, parseListRequest({ ...query, order_by: 'created_at desc' }, reports), [...visible, ...scope]);
+    return resources.listAll(reports, parseListRequest({ ...query, order_by: 'created_at desc' }, reports), [
+      ...visible,
+      ...scope,
+    ]);
   };
 
   router.get(/^\/registry\/v1\/repos\/(.+)\/digests\/([^/]+)\/vulnreport$/, async (ctx) => {
@@ -117,15 +147,23 @@ function addVulnReportRoutes(router: Router, reports: ResourceModel, _shape: unk
   });
 
   router.get('/registry/v1/vuln_reports', async (ctx) => {
-    const q = readQuery(ctx, ['repoId', 'digest', 'tag', 'scanner.name', 'scanner.version', 'scanner.dbBuildTime', 'createdSince'], ['scanner.dbBuildTime', 'createdSince']);
+    const q = readQuery(
+      ctx,
+      ['repoId', 'digest', 'tag', 'scanner.name', 'scanner.version', 'scanner.dbBuildTime', 'createdSince'],
+      ['scanner.dbBuildTime', 'createdSince'],
+    );
     if (!q.repoId && !q.digest) throw invalidArgument([{ field: 'repoId', description: 'give repoId or digest' }]);
-    const scanner = Object.fromEntries(['name', 'version', 'dbBuildTime'].filter((k) => q[`scanner.${k}`]).map((k) => [k, q[`scanner.${k}`]]));
+    const scanner = Object.fromEntries(
+      ['name', 'version', 'dbBuildTime'].filter((k) => q[`scanner.${k}`]).map((k) => [k, q[`scanner.${k}`]]),
+    );
     const scope: Where[] = [
       // A digest names one image wherever it is; it takes precedence over the repo, and the tag is then ignored.
       ...(q.digest ? [] : [{ parentUid: q.repoId }]),
       ...(Object.keys(scanner).length > 0 ? [{ scanner }] : []),
     ];
-    const query = q.digest ? { digest: q.digest, createdSince: q.createdSince } : { tag: q.tag, createdSince: q.createdSince };
+    const query = q.digest
+      ? { digest: q.digest, createdSince: q.createdSince }
+      : { tag: q.tag, createdSince: q.createdSince };
     ctx.body = { items: (await allReports(ctx, listed, query, scope)).map(registryReport) };
   });
 
@@ -143,7 +181,12 @@ function addVulnReportRoutes(router: Router, reports: ResourceModel, _shape: unk
     ];
     const found = await allReports(ctx, listed, { tag: q.tag, createdSince: q.from }, scope);
     const parents = [...new Set(found.map((r) => parentOf(r.uid as string)!))];
-    const names = new Map((named ?? await repos.find({ uid: { $in: parents } }, [{ property: 'uid', desc: false }], -1)).map((r) => [r.uid, r.name]));
+    const names = new Map(
+      (named ?? (await repos.find({ uid: { $in: parents } }, [{ property: 'uid', desc: false }], -1))).map((r) => [
+        r.uid,
+        r.name,
+      ]),
+    );
     ctx.body = { items: found.map((r) => countReport(r, names.get(parentOf(r.uid as string)!) ?? '')) };
   });
 }

@@ -80,9 +80,16 @@ export class Policy {
     const identity = await this.resources.table(identities.type).get(subject);
     if (!identity) return null;
     const scope = (identity.parentUid as string | null) ?? undefined;
-    const bindings = await this.resources.table(roleBindings.type).find({ identityUid: subject }, [{ property: 'uid', desc: false }], -1);
+    const bindings = await this.resources
+      .table(roleBindings.type)
+      .find({ identityUid: subject }, [{ property: 'uid', desc: false }], -1);
     const roleUids = [...new Set(bindings.map((b) => b.roleUid as string))];
-    const roleRows = roleUids.length === 0 ? [] : await this.resources.table(roles.type).find({ uid: { $in: roleUids } }, [{ property: 'uid', desc: false }], -1);
+    const roleRows =
+      roleUids.length === 0
+        ? []
+        : await this.resources
+            .table(roles.type)
+            .find({ uid: { $in: roleUids } }, [{ property: 'uid', desc: false }], -1);
     const capsOf = new Map(roleRows.map((r) => [r.uid as string, (r.capabilities as string[] | null) ?? []]));
     const byGroup = new Map<string, Set<string>>();
     for (const b of bindings) {
@@ -92,7 +99,8 @@ export class Policy {
       for (const c of capsOf.get(b.roleUid as string) ?? []) set.add(c);
     }
     return {
-      groupsHolding: (capabilities) => [...byGroup.entries()].filter(([, caps]) => capabilities.every((c) => caps.has(c))).map(([g]) => g),
+      groupsHolding: (capabilities) =>
+        [...byGroup.entries()].filter(([, caps]) => capabilities.every((c) => caps.has(c))).map(([g]) => g),
     };
   }
 
@@ -101,7 +109,10 @@ export class Policy {
    * outlives neither its identity nor a database it was not issued for.
    */
   async authenticate(subject: string): Promise<Principal> {
-    if (!(await this.grants(subject))) throw unauthenticated(`the token's subject ${subject} is not an identity of this server (deleted, or never created here)`);
+    if (!(await this.grants(subject)))
+      throw unauthenticated(
+        `the token's subject ${subject} is not an identity of this server (deleted, or never created here)`,
+      );
     return { subject };
   }
 
@@ -123,7 +134,10 @@ export class Policy {
     if (capability === 'authenticated') return;
     const groups = grants.groupsHolding(capability);
     const ok = scope === undefined ? groups.length > 0 : groups.some((g) => within(scope, g));
-    if (!ok) throw permissionDenied(`${capability.join(' and ')} ${capability.length > 1 ? 'are' : 'is'} required ${scope === undefined ? 'in some group' : `at ${scope}`}`);
+    if (!ok)
+      throw permissionDenied(
+        `${capability.join(' and ')} ${capability.length > 1 ? 'are' : 'is'} required ${scope === undefined ? 'in some group' : `at ${scope}`}`,
+      );
   }
 
   /**
@@ -134,15 +148,24 @@ export class Policy {
    * so a role cannot be bound between the check and the write.
    */
   noEscalation(principal: Principal, r: ResourceModel): WriteGuard | undefined {
-    const named = (flag: 'grantsRole' | 'grantsCapabilities' | 'grantScope') => Object.entries(r.fields).filter(([, f]) => f[flag]).map(([name]) => name);
-    const [grantsRole, grantsCapabilities, [scopeField]] = [named('grantsRole'), named('grantsCapabilities'), named('grantScope')];
+    const named = (flag: 'grantsRole' | 'grantsCapabilities' | 'grantScope') =>
+      Object.entries(r.fields)
+        .filter(([, f]) => f[flag])
+        .map(([name]) => name);
+    const [grantsRole, grantsCapabilities, [scopeField]] = [
+      named('grantsRole'),
+      named('grantsCapabilities'),
+      named('grantScope'),
+    ];
     if (grantsRole.length === 0 && grantsCapabilities.length === 0) return undefined;
     const roles = this.model.resources.roles;
     return async (sql, next, current) => {
       const group = groupOf(this.model, r, next.uid as string) ?? undefined;
       const appliesAt = this.appliesAt(r, next);
       if (scopeField && group !== undefined && !within(appliesAt!, group)) {
-        throw invalidArgument([{ field: scopeField, description: `${scopeField} must be the uid of ${group} or of a group below it` }]);
+        throw invalidArgument([
+          { field: scopeField, description: `${scopeField} must be the uid of ${group} or of a group below it` },
+        ]);
       }
       const moved = !current || (scopeField !== undefined && current[scopeField] !== next[scopeField]);
       for (const name of grantsRole) {
@@ -157,7 +180,8 @@ export class Policy {
         const added = ((next[name] as string[] | null) ?? []).filter((c) => !before.has(c));
         if (added.length === 0) continue;
         await this.requireCapability(principal, added, group);
-        for (const g of await this.groupsGranting(sql, next.uid as string)) await this.requireCapability(principal, added, g);
+        for (const g of await this.groupsGranting(sql, next.uid as string))
+          await this.requireCapability(principal, added, g);
       }
     };
   }
@@ -166,7 +190,9 @@ export class Policy {
   private appliesAt(r: ResourceModel, row: Row): string | undefined {
     const scopeField = Object.entries(r.fields).find(([, f]) => f.grantScope)?.[0];
     const declared = scopeField ? row[scopeField] : undefined;
-    return typeof declared === 'string' && declared !== '' ? declared : groupOf(this.model, r, row.uid as string) ?? undefined;
+    return typeof declared === 'string' && declared !== ''
+      ? declared
+      : (groupOf(this.model, r, row.uid as string) ?? undefined);
   }
 
   /** The groups where records (bindings, invites, providers) grant the role with this uid. */
@@ -175,7 +201,9 @@ export class Policy {
     for (const other of Object.values(this.model.resources)) {
       for (const [name, f] of Object.entries(other.fields)) {
         if (!f.grantsRole) continue;
-        const rows = await this.resources.table(other.type).find({ [name]: roleUid }, [{ property: 'uid', desc: false }], -1, 0, sql);
+        const rows = await this.resources
+          .table(other.type)
+          .find({ [name]: roleUid }, [{ property: 'uid', desc: false }], -1, 0, sql);
         for (const row of rows) {
           const g = this.appliesAt(other, row);
           if (g !== undefined) groups.add(g);
@@ -190,7 +218,12 @@ export class Policy {
    * Records outside the group tree (library artifacts) are visible to anyone holding the capability somewhere.
    * `confinedTo`: the group the list is confined to (descendants_of or children_of), when it is.
    */
-  async visibility(principal: Principal, capability: Capability, r: ResourceModel, confinedTo?: string): Promise<Where[] | undefined> {
+  async visibility(
+    principal: Principal,
+    capability: Capability,
+    r: ResourceModel,
+    confinedTo?: string,
+  ): Promise<Where[] | undefined> {
     if (capability === 'none') return [];
     const grants = await this.grantsOf(principal);
     if (capability === 'authenticated') return [];

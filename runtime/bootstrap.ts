@@ -16,12 +16,14 @@ const fileOf = (dataDir: string) => join(dataDir, 'bootstrap.json');
 
 export function readBootstrap(dataDir: string): Bootstrap | undefined {
   const file = fileOf(dataDir);
-  return existsSync(file) ? JSON.parse(readFileSync(file, 'utf8')) as Bootstrap : undefined;
+  return existsSync(file) ? (JSON.parse(readFileSync(file, 'utf8')) as Bootstrap) : undefined;
 }
 
 /** Idempotent: built-in roles follow the spec on every start; the organization is made only once. */
 export async function ensureBootstrap(store: Store, model: ApiModel, dataDir: string): Promise<Bootstrap> {
-  const [groups, identities, roles, roleBindings] = ['groups', 'identities', 'roles', 'roleBindings'].map((c) => new Table(store, model.resources[c].type));
+  const [groups, identities, roles, roleBindings] = ['groups', 'identities', 'roles', 'roleBindings'].map(
+    (c) => new Table(store, model.resources[c].type),
+  );
   return store.transaction(async (sql) => {
     const time = now();
     for (const role of model.roles) {
@@ -34,11 +36,33 @@ export async function ensureBootstrap(store: Store, model: ApiModel, dataDir: st
     const organization = newRootUid();
     const owner = newRootUid();
     const ownerRoles = model.roles.filter((r) => r.bootstrap);
-    if (ownerRoles.length === 0) throw new Error('access.yaml declares no role with bootstrap: true, so nobody could use a new server');
-    await groups.insert(sql, { uid: organization, parentUid: null, name: 'default', description: 'Created on first start', createTime: time, updateTime: time });
-    await identities.insert(sql, { uid: owner, parentUid: null, name: 'owner', description: 'Created on first start; get a token with npm run -s token', createTime: time, updateTime: time });
+    if (ownerRoles.length === 0)
+      throw new Error('access.yaml declares no role with bootstrap: true, so nobody could use a new server');
+    await groups.insert(sql, {
+      uid: organization,
+      parentUid: null,
+      name: 'default',
+      description: 'Created on first start',
+      createTime: time,
+      updateTime: time,
+    });
+    await identities.insert(sql, {
+      uid: owner,
+      parentUid: null,
+      name: 'owner',
+      description: 'Created on first start; get a token with npm run -s token',
+      createTime: time,
+      updateTime: time,
+    });
     for (const role of ownerRoles) {
-      await roleBindings.insert(sql, { uid: newChildUid(organization), parentUid: organization, identityUid: owner, roleUid: role.uid, createTime: time, updateTime: time });
+      await roleBindings.insert(sql, {
+        uid: newChildUid(organization),
+        parentUid: organization,
+        identityUid: owner,
+        roleUid: role.uid,
+        createTime: time,
+        updateTime: time,
+      });
     }
     const result = { organization, owner };
     writeFileSync(fileOf(dataDir), `${JSON.stringify(result, null, 2)}\n`, { flag: 'wx' });

@@ -29,14 +29,16 @@ export function defaultIssuer(config: Config): string {
 /** A duration in whole seconds from the environment. */
 function seconds(env: NodeJS.ProcessEnv, name: string, fallback: number): number {
   const text = env[name] ?? String(fallback);
-  if (!/^\d+$/.test(text) || Number(text) < 1 || Number(text) > 3600) throw new ConfigError(`${name} must be a whole number of seconds from 1 to 3600, got "${text}"`);
+  if (!/^\d+$/.test(text) || Number(text) < 1 || Number(text) > 3600)
+    throw new ConfigError(`${name} must be a whole number of seconds from 1 to 3600, got "${text}"`);
   return Number(text) * 1000;
 }
 
 export function readConfig(env: NodeJS.ProcessEnv = process.env): Config {
   const portText = env.PORT ?? '8080';
   const port = Number(portText);
-  if (!/^\d+$/.test(portText) || port > 65535) throw new ConfigError(`PORT must be a number from 0 to 65535, got "${portText}"`);
+  if (!/^\d+$/.test(portText) || port > 65535)
+    throw new ConfigError(`PORT must be a number from 0 to 65535, got "${portText}"`);
   const host = env.HOST ?? '127.0.0.1';
   if (host.trim() === '') throw new ConfigError('HOST must not be empty');
   const dataDir = resolve(env.DATA_DIR ?? './data');
@@ -49,15 +51,25 @@ export function readConfig(env: NodeJS.ProcessEnv = process.env): Config {
   const logText = env.LOG ?? 'on';
   if (!['on', 'off'].includes(logText)) throw new ConfigError(`LOG must be on or off, got "${logText}"`);
   const issuerUrl = env.ISSUER_URL?.replace(/\/+$/, '');
-  if (issuerUrl !== undefined && !/^https?:\/\/[^/\s]+(\/\S*)?$/.test(issuerUrl)) throw new ConfigError(`ISSUER_URL must be an http(s) URL, got "${env.ISSUER_URL}"`);
+  if (issuerUrl !== undefined && !/^https?:\/\/[^/\s]+(\/\S*)?$/.test(issuerUrl))
+    throw new ConfigError(`ISSUER_URL must be an http(s) URL, got "${env.ISSUER_URL}"`);
   // As a public server would: headers within 10 s, the whole request within 30 s, idle connections kept 5 s.
   const requestTimeoutMs = seconds(env, 'REQUEST_TIMEOUT', 30);
   const headersTimeoutMs = seconds(env, 'HEADERS_TIMEOUT', 10);
-  if (headersTimeoutMs > requestTimeoutMs) throw new ConfigError('HEADERS_TIMEOUT must not be longer than REQUEST_TIMEOUT');
+  if (headersTimeoutMs > requestTimeoutMs)
+    throw new ConfigError('HEADERS_TIMEOUT must not be longer than REQUEST_TIMEOUT');
   const keepAliveTimeoutMs = seconds(env, 'KEEP_ALIVE_TIMEOUT', 5);
   return {
-    host, port, dataDir, databaseFile, log: logText === 'on', issuerUrl, audience: env.TOKEN_AUDIENCE || undefined,
-    requestTimeoutMs, headersTimeoutMs, keepAliveTimeoutMs,
+    host,
+    port,
+    dataDir,
+    databaseFile,
+    log: logText === 'on',
+    issuerUrl,
+    audience: env.TOKEN_AUDIENCE || undefined,
+    requestTimeoutMs,
+    headersTimeoutMs,
+    keepAliveTimeoutMs,
   };
 }
 
@@ -72,6 +84,8 @@ export function ensureDataDir(config: Config): void {
     writeFileSync(probe, '');
     rmSync(probe);
   } catch (e) {
-    throw new ConfigError(`DATA_DIR=${config.dataDir} is not writable: ${(e as Error).message}; set DATA_DIR to a writable directory`);
+    throw new ConfigError(
+      `DATA_DIR=${config.dataDir} is not writable: ${(e as Error).message}; set DATA_DIR to a writable directory`,
+    );
   }
 }

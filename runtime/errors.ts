@@ -14,13 +14,33 @@ export const Code = {
 } as const;
 export type CodeName = keyof typeof Code;
 
-const httpStatus: Record<number, number> = { 3: 400, 5: 404, 6: 409, 7: 403, 8: 429, 9: 400, 12: 501, 13: 500, 14: 503, 16: 401 };
+const httpStatus: Record<number, number> = {
+  3: 400,
+  5: 404,
+  6: 409,
+  7: 403,
+  8: 429,
+  9: 400,
+  12: 501,
+  13: 500,
+  14: 503,
+  16: 401,
+};
 const prefix: Partial<Record<CodeName, string>> = {
-  INVALID_ARGUMENT: 'Invalid argument', FAILED_PRECONDITION: 'Precondition failed', NOT_FOUND: 'Not found',
+  INVALID_ARGUMENT: 'Invalid argument',
+  FAILED_PRECONDITION: 'Precondition failed',
+  NOT_FOUND: 'Not found',
 };
 
-export interface FieldViolation { field: string; description: string }
-export interface PreconditionViolation { type: string; subject?: string; description: string }
+export interface FieldViolation {
+  field: string;
+  description: string;
+}
+export interface PreconditionViolation {
+  type: string;
+  subject?: string;
+  description: string;
+}
 export type Detail = Record<string, unknown> & { '@type': string };
 
 const typeUrl = (t: string) => `type.googleapis.com/google.rpc.${t}`;
@@ -28,7 +48,11 @@ const typeUrl = (t: string) => `type.googleapis.com/google.rpc.${t}`;
 export class ApiError extends Error {
   /** An explicit HTTP status, only where the gRPC table has none (405 for a wrong method). */
   httpStatus?: number;
-  constructor(readonly codeName: CodeName, message: string, readonly details: Detail[] = []) {
+  constructor(
+    readonly codeName: CodeName,
+    message: string,
+    readonly details: Detail[] = [],
+  ) {
     super(message);
   }
   get code(): number {
@@ -46,21 +70,29 @@ export class ApiError extends Error {
 
 export function invalidArgument(violations: FieldViolation[]): ApiError {
   const first = violations[0];
-  const message = `${prefix.INVALID_ARGUMENT}: ${first.field}: ${first.description}` +
+  const message =
+    `${prefix.INVALID_ARGUMENT}: ${first.field}: ${first.description}` +
     (violations.length > 1 ? ` (and ${violations.length - 1} more)` : '');
   return new ApiError('INVALID_ARGUMENT', message, [{ '@type': typeUrl('BadRequest'), fieldViolations: violations }]);
 }
 
 export function notFound(resourceType: string, resourceName: string): ApiError {
   return new ApiError('NOT_FOUND', `${prefix.NOT_FOUND}: ${resourceType} ${resourceName}`, [
-    { '@type': typeUrl('ResourceInfo'), resourceType, resourceName, description: `${resourceType} ${resourceName} does not exist` },
+    {
+      '@type': typeUrl('ResourceInfo'),
+      resourceType,
+      resourceName,
+      description: `${resourceType} ${resourceName} does not exist`,
+    },
   ]);
 }
 
 export function failedPrecondition(violations: PreconditionViolation[]): ApiError {
-  return new ApiError('FAILED_PRECONDITION', `${prefix.FAILED_PRECONDITION}: ${violations.map((v) => v.description).join('; ')}`, [
-    { '@type': typeUrl('PreconditionFailure'), violations },
-  ]);
+  return new ApiError(
+    'FAILED_PRECONDITION',
+    `${prefix.FAILED_PRECONDITION}: ${violations.map((v) => v.description).join('; ')}`,
+    [{ '@type': typeUrl('PreconditionFailure'), violations }],
+  );
 }
 
 export function unauthenticated(message: string): ApiError {

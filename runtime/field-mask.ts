@@ -8,9 +8,20 @@ export type FieldMask = { kind: 'fields'; paths: string[] } | { kind: 'replace' 
 export const updateMaskParameters = ['update_mask', 'updateMask'];
 
 /** Parses update_mask; without one, the mask is the set of fields present in the body. */
-export function parseFieldMask(raw: string | undefined, body: Record<string, unknown>, fields: Record<string, FieldModel>): FieldMask {
-  if (raw === undefined || raw.trim() === '') return { kind: 'fields', paths: Object.keys(body).filter((k) => Object.hasOwn(fields, k) && !fields[k].outputOnly) };
-  const paths = raw.split(',').map((p) => p.trim()).filter(Boolean);
+export function parseFieldMask(
+  raw: string | undefined,
+  body: Record<string, unknown>,
+  fields: Record<string, FieldModel>,
+): FieldMask {
+  if (raw === undefined || raw.trim() === '')
+    return {
+      kind: 'fields',
+      paths: Object.keys(body).filter((k) => Object.hasOwn(fields, k) && !fields[k].outputOnly),
+    };
+  const paths = raw
+    .split(',')
+    .map((p) => p.trim())
+    .filter(Boolean);
   if (paths.length === 1 && paths[0] === '*') return { kind: 'replace' };
   const violations: FieldViolation[] = [];
   for (const path of paths) {
@@ -38,7 +49,10 @@ function checkPath(path: string, fields: Record<string, FieldModel>): string | u
  * value, or is cleared when the body lacks it. "replace" sets every updatable field from the body.
  */
 export function applyFieldMask(
-  current: Record<string, unknown>, body: Record<string, unknown>, mask: FieldMask, fields: Record<string, FieldModel>,
+  current: Record<string, unknown>,
+  body: Record<string, unknown>,
+  mask: FieldMask,
+  fields: Record<string, FieldModel>,
 ): Record<string, unknown> {
   const next = structuredClone(current);
   const paths = mask.kind === 'replace' ? Object.keys(fields).filter((k) => !fields[k].outputOnly) : mask.paths;
@@ -46,10 +60,15 @@ export function applyFieldMask(
   return next;
 }
 
-function setPath(target: Record<string, unknown>, source: Record<string, unknown> | undefined, path: string[], fields: Record<string, FieldModel>) {
+function setPath(
+  target: Record<string, unknown>,
+  source: Record<string, unknown> | undefined,
+  path: string[],
+  fields: Record<string, FieldModel>,
+) {
   const [head, ...rest] = path;
   const f = fields[head];
-  if (f?.outputOnly || f?.immutable && rest.length === 0 && source?.[head] === undefined) return;
+  if (f?.outputOnly || (f?.immutable && rest.length === 0 && source?.[head] === undefined)) return;
   if (rest.length === 0) {
     if (source !== undefined && head in source) target[head] = structuredClone(source[head]);
     else delete target[head];
@@ -57,5 +76,5 @@ function setPath(target: Record<string, unknown>, source: Record<string, unknown
   }
   const child = (target[head] ??= {}) as Record<string, unknown>;
   const from = source?.[head] as Record<string, unknown> | undefined;
-  setPath(child, from, rest, f?.type === 'object' ? f.fields ?? {} : {});
+  setPath(child, from, rest, f?.type === 'object' ? (f.fields ?? {}) : {});
 }

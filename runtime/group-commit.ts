@@ -62,7 +62,11 @@ export class GroupCommit {
     answer(group, first.outcomes);
   }
 
-  private async attempt(sql: Sql, group: Write[], savepoints: boolean): Promise<{ outcomes: Outcome[] } | { failed: number; error: unknown }> {
+  private async attempt(
+    sql: Sql,
+    group: Write[],
+    savepoints: boolean,
+  ): Promise<{ outcomes: Outcome[] } | { failed: number; error: unknown }> {
     await sql.run('begin immediate');
     const outcomes: Outcome[] = [];
     // Savepoints and releases are sent without waiting (the connection keeps their order); they are checked

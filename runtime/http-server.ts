@@ -20,9 +20,19 @@ export interface ListenOptions {
 
 /** What Node's parser reports, as the answer a client gets. */
 function refusal(error: NodeJS.ErrnoException): ApiError {
-  if (error.code === 'HPE_HEADER_OVERFLOW') return Object.assign(new ApiError('INVALID_ARGUMENT', 'Invalid argument: the request headers are larger than 16 KB'), { httpStatus: 431 });
-  if (error.code === 'ERR_HTTP_REQUEST_TIMEOUT') return Object.assign(new ApiError('INVALID_ARGUMENT', 'Invalid argument: the request did not arrive in time'), { httpStatus: 408 });
-  return new ApiError('INVALID_ARGUMENT', `Invalid argument: the request is not valid HTTP/1.1 (${error.code ?? 'unparsable'})`);
+  if (error.code === 'HPE_HEADER_OVERFLOW')
+    return Object.assign(
+      new ApiError('INVALID_ARGUMENT', 'Invalid argument: the request headers are larger than 16 KB'),
+      { httpStatus: 431 },
+    );
+  if (error.code === 'ERR_HTTP_REQUEST_TIMEOUT')
+    return Object.assign(new ApiError('INVALID_ARGUMENT', 'Invalid argument: the request did not arrive in time'), {
+      httpStatus: 408,
+    });
+  return new ApiError(
+    'INVALID_ARGUMENT',
+    `Invalid argument: the request is not valid HTTP/1.1 (${error.code ?? 'unparsable'})`,
+  );
 }
 
 export function answerClientError(error: NodeJS.ErrnoException, socket: Duplex, errorDomain: string): void {
@@ -38,28 +48,49 @@ export function answerClientError(error: NodeJS.ErrnoException, socket: Duplex, 
 function writeRaw(socket: Duplex, e: ApiError, errorDomain: string): void {
   const body = JSON.stringify(e.body(errorDomain));
   const status = e.status();
-  socket.end(`HTTP/1.1 ${status} ${STATUS_CODES[status]}\r\nContent-Type: application/json\r\nContent-Length: ${Buffer.byteLength(body)}\r\nConnection: close\r\n\r\n${body}`);
+  socket.end(
+    `HTTP/1.1 ${status} ${STATUS_CODES[status]}\r\nContent-Type: application/json\r\nContent-Length: ${Buffer.byteLength(body)}\r\nConnection: close\r\n\r\n${body}`,
+  );
 }
 
 export async function listen(app: Koa, o: ListenOptions): Promise<Server> {
-  const server = createServer({
-    requestTimeout: o.requestTimeoutMs,
-    headersTimeout: o.headersTimeoutMs,
-    // How often Node looks for requests past their time: often enough that the limits hold to about a second.
-    connectionsCheckingInterval: Math.min(1000, o.headersTimeoutMs),
-    // Node would answer a request without Host with an empty 400; the application answers it in JSON instead.
-    requireHostHeader: false,
-  }, app.callback());
+  const server = createServer(
+    {
+      requestTimeout: o.requestTimeoutMs,
+      headersTimeout: o.headersTimeoutMs,
+      // How often Node looks for requests past their time: often enough that the limits hold to about a second.
+      connectionsCheckingInterval: Math.min(1000, o.headersTimeoutMs),
+      // Node would answer a request without Host with an empty 400; the application answers it in JSON instead.
+      requireHostHeader: false,
+    },
+    app.callback(),
+  );
   server.keepAliveTimeout = o.keepAliveTimeoutMs;
-  server.on('clientError', (error: NodeJS.ErrnoException, socket: Duplex) => answerClientError(error, socket, o.errorDomain));
+  server.on('clientError', (error: NodeJS.ErrnoException, socket: Duplex) =>
+    answerClientError(error, socket, o.errorDomain),
+  );
   // What Node answers by itself with an empty body: an unknown Expect, and CONNECT (no tunnels here).
   server.on('checkExpectation', (req: IncomingMessage, res: ServerResponse) => {
-    const e = Object.assign(new ApiError('INVALID_ARGUMENT', `Invalid argument: Expect: ${String(req.headers.expect)} is not supported; only 100-continue is`), { httpStatus: 417 });
+    const e = Object.assign(
+      new ApiError(
+        'INVALID_ARGUMENT',
+        `Invalid argument: Expect: ${String(req.headers.expect)} is not supported; only 100-continue is`,
+      ),
+      { httpStatus: 417 },
+    );
     const body = JSON.stringify(e.body(o.errorDomain));
-    res.writeHead(417, { 'content-type': 'application/json', 'content-length': Buffer.byteLength(body), connection: 'close' }).end(body);
+    res
+      .writeHead(417, {
+        'content-type': 'application/json',
+        'content-length': Buffer.byteLength(body),
+        connection: 'close',
+      })
+      .end(body);
   });
   server.on('connect', (_req: IncomingMessage, socket: Duplex) => {
-    const e = Object.assign(new ApiError('UNIMPLEMENTED', 'Method CONNECT is not allowed: this server is no proxy'), { httpStatus: 405 });
+    const e = Object.assign(new ApiError('UNIMPLEMENTED', 'Method CONNECT is not allowed: this server is no proxy'), {
+      httpStatus: 405,
+    });
     writeRaw(socket, e, o.errorDomain);
   });
   await new Promise<void>((resolve, reject) => {

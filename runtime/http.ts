@@ -67,13 +67,28 @@ export function createApp({ model, openapi, log, issuer, authenticate, publicRou
       if (e instanceof ApiError) error = e;
       else {
         error = internal();
-        log({ level: 'error', requestId, method: ctx.method, path: ctx.path, error: e instanceof Error ? e.stack : String(e) });
+        log({
+          level: 'error',
+          requestId,
+          method: ctx.method,
+          path: ctx.path,
+          error: e instanceof Error ? e.stack : String(e),
+        });
       }
       ctx.status = error.status();
       // v1 answers errors with its code and message only, whichever step refused the request.
-      ctx.body = /^\/[a-z]+\/v1\//.test(ctx.path) ? { code: error.code, message: error.message, details: [] } : error.body(errorDomain(ctx.path));
+      ctx.body = /^\/[a-z]+\/v1\//.test(ctx.path)
+        ? { code: error.code, message: error.message, details: [] }
+        : error.body(errorDomain(ctx.path));
     }
-    log({ level: 'info', requestId, method: ctx.method, path: ctx.path, status: ctx.status, ms: Math.round(performance.now() - started) });
+    log({
+      level: 'info',
+      requestId,
+      method: ctx.method,
+      path: ctx.path,
+      status: ctx.status,
+      ms: Math.round(performance.now() - started),
+    });
   });
 
   app.use(async (ctx, next) => {

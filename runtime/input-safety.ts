@@ -7,7 +7,8 @@ export const maxJsonDepth = 32;
 
 /** The first thing a parsed JSON body must not hold, as a field violation; undefined when it holds none. */
 export function unsafeJson(value: unknown, path = '(body)', depth = 0): FieldViolation | undefined {
-  if (typeof value === 'string') return value.includes('\0') ? { field: path, description: `${path} must not contain NUL characters` } : undefined;
+  if (typeof value === 'string')
+    return value.includes('\0') ? { field: path, description: `${path} must not contain NUL characters` } : undefined;
   if (typeof value !== 'object' || value === null) return undefined;
   if (depth >= maxJsonDepth) return { field: path, description: `the body nests deeper than ${maxJsonDepth} levels` };
   if (Array.isArray(value)) {
@@ -19,7 +20,8 @@ export function unsafeJson(value: unknown, path = '(body)', depth = 0): FieldVio
   }
   for (const [k, v] of Object.entries(value)) {
     const at = path === '(body)' ? k : `${path}.${k}`;
-    if (k === '__proto__' || k.includes('\0')) return { field: at, description: `"${k.replace(/\0/g, '\\u0000')}" is not an allowed field name` };
+    if (k === '__proto__' || k.includes('\0'))
+      return { field: at, description: `"${k.replace(/\0/g, '\\u0000')}" is not an allowed field name` };
     const found = unsafeJson(v, at, depth + 1);
     if (found) return found;
   }
@@ -27,12 +29,21 @@ export function unsafeJson(value: unknown, path = '(body)', depth = 0): FieldVio
 }
 
 /** A missing Host header (HTTP/1.1 requires one), or the first NUL character in the path or the query. */
-export function unsafeRequestLine(path: string, query: Record<string, unknown>, host: string | undefined, httpVersion: string): FieldViolation | undefined {
-  if (!host && httpVersion === '1.1') return { field: 'Host', description: 'an HTTP/1.1 request must carry a Host header' };
-  if (/%00/i.test(path) || path.includes('\0')) return { field: '(path)', description: 'the path must not contain NUL characters' };
+export function unsafeRequestLine(
+  path: string,
+  query: Record<string, unknown>,
+  host: string | undefined,
+  httpVersion: string,
+): FieldViolation | undefined {
+  if (!host && httpVersion === '1.1')
+    return { field: 'Host', description: 'an HTTP/1.1 request must carry a Host header' };
+  if (/%00/i.test(path) || path.includes('\0'))
+    return { field: '(path)', description: 'the path must not contain NUL characters' };
   for (const [k, v] of Object.entries(query)) {
-    if (k.includes('\0')) return { field: '(query)', description: 'query parameter names must not contain NUL characters' };
-    if ([v].flat().some((x) => typeof x === 'string' && x.includes('\0'))) return { field: k, description: `${k} must not contain NUL characters` };
+    if (k.includes('\0'))
+      return { field: '(query)', description: 'query parameter names must not contain NUL characters' };
+    if ([v].flat().some((x) => typeof x === 'string' && x.includes('\0')))
+      return { field: k, description: `${k} must not contain NUL characters` };
   }
   return undefined;
 }

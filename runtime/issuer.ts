@@ -62,7 +62,12 @@ function notOurs(token: string, nowSeconds: number): string | undefined {
   if (!m) return 'the token is malformed';
   const [header, payload, signature] = [parseJson(decodePart(m[1])), parseJson(decodePart(m[2])), decodePart(m[3])];
   if (!header || !payload || !signature || signature.length !== 64) return 'the token is malformed';
-  if (!sameKeys(header, issuedHeader) || header.alg !== 'ES256' || header.typ !== 'JWT' || typeof header.kid !== 'string') {
+  if (
+    !sameKeys(header, issuedHeader) ||
+    header.alg !== 'ES256' ||
+    header.typ !== 'JWT' ||
+    typeof header.kid !== 'string'
+  ) {
     return 'the token header is not one this server issues (alg ES256, typ JWT, kid)';
   }
   if (scalarOf(signature.subarray(32)) > halfOrder) return 'the token signature is not in canonical (low-S) form';
@@ -83,13 +88,19 @@ function claimsNotOurs(payload: Record<string, unknown>, nowSeconds: number): st
   return undefined;
 }
 
-interface StoredKey { kid: string; createdAt: string; privateJwk: JWK; publicJwk: JWK }
+interface StoredKey {
+  kid: string;
+  createdAt: string;
+  privateJwk: JWK;
+  publicJwk: JWK;
+}
 
 async function newKey(): Promise<StoredKey> {
   const { privateKey, publicKey } = await generateKeyPair('ES256', { extractable: true });
   const kid = randomBytes(8).toString('hex');
   return {
-    kid, createdAt: new Date().toISOString(),
+    kid,
+    createdAt: new Date().toISOString(),
     privateJwk: { ...(await exportJWK(privateKey)), kid, alg: 'ES256', use: 'sig' },
     publicJwk: { ...(await exportJWK(publicKey)), kid, alg: 'ES256', use: 'sig' },
   };
@@ -109,7 +120,11 @@ export class TokenIssuer {
    */
   private readonly verified = new Map<string, { subject: string; expiresMs: number }>();
 
-  private constructor(private readonly file: string, readonly issuer: string, readonly audience: string) {}
+  private constructor(
+    private readonly file: string,
+    readonly issuer: string,
+    readonly audience: string,
+  ) {}
 
   /** Opens the key file of dataDir, creating the first key if there is none. */
   static async open(dataDir: string, issuer: string, audience: string): Promise<TokenIssuer> {
@@ -173,15 +188,22 @@ export class TokenIssuer {
     };
   }
 
-  async mint(subject: string, ttlSeconds = maxTokenSeconds, audience = this.audience): Promise<{ token: string; expiry: string }> {
+  async mint(
+    subject: string,
+    ttlSeconds = maxTokenSeconds,
+    audience = this.audience,
+  ): Promise<{ token: string; expiry: string }> {
     this.reload();
     const key = this.keys[this.keys.length - 1];
     const now = Math.floor(Date.now() / 1000);
     const exp = now + Math.min(ttlSeconds, maxTokenSeconds);
     const token = await new SignJWT({})
       .setProtectedHeader({ alg: 'ES256', kid: key.kid, typ: 'JWT' })
-      .setIssuer(this.issuer).setSubject(subject).setAudience(audience)
-      .setIssuedAt(now).setExpirationTime(exp)
+      .setIssuer(this.issuer)
+      .setSubject(subject)
+      .setAudience(audience)
+      .setIssuedAt(now)
+      .setExpirationTime(exp)
       .sign(await importJWK(key.privateJwk, 'ES256'))
       .then(lowS);
     return { token, expiry: new Date(exp * 1000).toISOString() };
@@ -208,18 +230,25 @@ export class TokenIssuer {
       if (known) this.verified.delete(token);
       const refused = notOurs(token, Math.floor(Date.now() / 1000));
       if (refused) throw unauthenticated(refused);
-      const { payload } = await this.verifySignature(token) as { payload: { sub: string; exp: number } };
+      const { payload } = (await this.verifySignature(token)) as { payload: { sub: string; exp: number } };
       if (this.verified.size >= maxVerifiedTokens) this.verified.delete(this.verified.keys().next().value!);
       this.verified.set(token, { subject: payload.sub, expiresMs: payload.exp * 1000 });
       return payload.sub;
     } catch (e) {
       if (e instanceof errors.JWTExpired) throw unauthenticated('the token has expired');
       if (e instanceof errors.JWTClaimValidationFailed) {
-        const expected = e.claim === 'iss' ? `: this server issues tokens as ${this.issuer}` : e.claim === 'aud' ? `: this server accepts the audience ${this.audience}` : '';
+        const expected =
+          e.claim === 'iss'
+            ? `: this server issues tokens as ${this.issuer}`
+            : e.claim === 'aud'
+              ? `: this server accepts the audience ${this.audience}`
+              : '';
         throw unauthenticated(`the token's ${e.claim} claim is not accepted here${expected}`);
       }
-      if (e instanceof errors.JWSSignatureVerificationFailed) throw unauthenticated('the token signature does not verify');
-      if (e instanceof errors.JWKSNoMatchingKey) throw unauthenticated('the token was not signed by a key of this server');
+      if (e instanceof errors.JWSSignatureVerificationFailed)
+        throw unauthenticated('the token signature does not verify');
+      if (e instanceof errors.JWKSNoMatchingKey)
+        throw unauthenticated('the token was not signed by a key of this server');
       if (e instanceof errors.JOSEError) throw unauthenticated('the token is malformed');
       throw e;
     }

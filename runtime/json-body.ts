@@ -14,18 +14,29 @@ export function jsonBody(limit = maxBodyBytes): Middleware {
   return async (ctx, next) => {
     if (!['POST', 'PUT', 'PATCH'].includes(ctx.method)) return next();
     const declared = Number(ctx.get('content-length') || 0);
-    if (declared > limit) throw withStatus(invalidArgument([{ field: '(body)', description: `the body is larger than ${limit} bytes` }]), 413);
+    if (declared > limit)
+      throw withStatus(
+        invalidArgument([{ field: '(body)', description: `the body is larger than ${limit} bytes` }]),
+        413,
+      );
     const chunks: Buffer[] = [];
     let size = 0;
     for await (const chunk of ctx.req) {
       size += (chunk as Buffer).length;
-      if (size > limit) throw withStatus(invalidArgument([{ field: '(body)', description: `the body is larger than ${limit} bytes` }]), 413);
+      if (size > limit)
+        throw withStatus(
+          invalidArgument([{ field: '(body)', description: `the body is larger than ${limit} bytes` }]),
+          413,
+        );
       chunks.push(chunk as Buffer);
     }
     const text = Buffer.concat(chunks).toString('utf8');
     if (text.trim() === '') return next();
     if (!ctx.is('application/json')) {
-      throw withStatus(invalidArgument([{ field: 'Content-Type', description: 'the body must be sent as application/json' }]), 415);
+      throw withStatus(
+        invalidArgument([{ field: 'Content-Type', description: 'the body must be sent as application/json' }]),
+        415,
+      );
     }
     let parsed: unknown;
     try {

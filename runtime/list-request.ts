@@ -37,7 +37,12 @@ export function parseOrderBy(raw: string | undefined, r: ResourceModel): ListReq
   const m = /^\s*([A-Za-z_]+)(?:\s+(asc|desc))?\s*$/i.exec(raw);
   const field = m && Object.hasOwn(r.orderBy, m[1]) ? r.orderBy[m[1]] : undefined;
   if (!m || !field) {
-    throw invalidArgument([{ field: 'order_by', description: `must be one of ${Object.keys(r.orderBy).join(', ')}, optionally followed by " desc"` }]);
+    throw invalidArgument([
+      {
+        field: 'order_by',
+        description: `must be one of ${Object.keys(r.orderBy).join(', ')}, optionally followed by " desc"`,
+      },
+    ]);
   }
   return { key: m[1], field, desc: (m[2] ?? '').toLowerCase() === 'desc' };
 }
@@ -50,7 +55,8 @@ function count(q: Query, field: string, snake: string, camel?: string): number |
   const value = param<number>(q, snake, camel);
   if (value === undefined) return undefined;
   if (value < 0) throw invalidArgument([{ field, description: 'must not be negative' }]);
-  if (!Number.isSafeInteger(value)) throw invalidArgument([{ field, description: `must be a whole number no larger than ${Number.MAX_SAFE_INTEGER}` }]);
+  if (!Number.isSafeInteger(value))
+    throw invalidArgument([{ field, description: `must be a whole number no larger than ${Number.MAX_SAFE_INTEGER}` }]);
   return value;
 }
 
@@ -65,7 +71,9 @@ function storedForm(value: unknown, type: FieldType): unknown {
 export function parseListRequest(q: Query, r: ResourceModel): ListRequest {
   const pageSize = count(q, 'page_size', 'page_size', 'pageSize');
   const skip = count(q, 'skip', 'skip') ?? 0;
-  const ids = list(param(q, 'uidp.ids')).flatMap((s) => s.split(',')).filter(Boolean);
+  const ids = list(param(q, 'uidp.ids'))
+    .flatMap((s) => s.split(','))
+    .filter(Boolean);
   return {
     pageSize: pageSize === undefined || pageSize === 0 ? defaultPageSize : Math.min(pageSize, maxPageSize),
     pageToken: param<string>(q, 'page_token', 'pageToken') || undefined,

@@ -2,7 +2,7 @@
 // generated/model.ts holds one value of type ApiModel; nothing else describes resources.
 
 export type FieldType =
-  | 'string' | 'bool' | 'int32' | 'int64' | 'double' | 'timestamp' | 'duration' | 'enum' | 'object' | 'map';
+  'string' | 'bool' | 'int32' | 'int64' | 'double' | 'timestamp' | 'duration' | 'enum' | 'object' | 'map';
 
 export interface FieldModel {
   type: FieldType;

@@ -23,9 +23,9 @@ export interface DataParts {
 /** Imports one generated module; another directory serves another spec (tests use this). */
 export async function loadGeneratedModule<T>(dir: string, file: string): Promise<T> {
   try {
-    return await import(pathToFileURL(join(dir, file)).href) as T;
+    return (await import(pathToFileURL(join(dir, file)).href)) as T;
   } catch (e) {
-    throw new Error(`cannot load ${join(dir, file)} (${(e as Error).message}); run npm run generate`);
+    throw new Error(`cannot load ${join(dir, file)} (${(e as Error).message}); run npm run generate`, { cause: e });
   }
 }
 

@@ -85,7 +85,9 @@ export class Operations {
   /** The context of a hand-written step; `event` is the type the served operation declares. */
   context(principal: Principal, event?: string): HandlerContext {
     return {
-      principal, resources: this.resources, model: this.model,
+      principal,
+      resources: this.resources,
+      model: this.model,
       write: (fn) => this.resources.write({ type: event, actor: principal.subject }, fn),
     };
   }
@@ -101,17 +103,28 @@ export class Operations {
   async list(r: ResourceModel, call: Call, options: { present?: Present; whole?: boolean } = {}): Promise<ListAnswer> {
     if (options.whole) {
       const paging = pagingParameters.filter((name) => call.query[name] !== undefined);
-      if (paging.length > 0) throw invalidArgument(paging.map((field) => ({ field, description: `${field}: this list answers every match, it does not page` })));
+      if (paging.length > 0)
+        throw invalidArgument(
+          paging.map((field) => ({ field, description: `${field}: this list answers every match, it does not page` })),
+        );
     }
     this.validate('query', `${r.collection}.list`, call.query);
     const req = parseListRequest(call.query, r);
-    const visible = await this.policy.visibility(call.principal, this.capability(r, 'list'), r, req.hierarchy.descendantsOf ?? req.hierarchy.childrenOf);
+    const visible = await this.policy.visibility(
+      call.principal,
+      this.capability(r, 'list'),
+      r,
+      req.hierarchy.descendantsOf ?? req.hierarchy.childrenOf,
+    );
     if (!visible) return { items: [], nextPageToken: '', totalCount: '0', skipped: req.skip };
     const scope = [...visible, ...(call.params.parent !== undefined ? [{ parentUid: call.params.parent }] : [])];
     const page = options.whole
       ? { items: await this.resources.listAll(r, req, scope), nextPageToken: '', totalCount: '', skipped: req.skip }
       : await this.resources.list(r, req, scope);
-    return { ...page, items: options.present ? await options.present(page.items, this.context(call.principal)) : page.items };
+    return {
+      ...page,
+      items: options.present ? await options.present(page.items, this.context(call.principal)) : page.items,
+    };
   }
 
   async get(r: ResourceModel, call: Call, present?: Present): Promise<Row> {
@@ -137,7 +150,10 @@ export class Operations {
     const { uid } = call.params;
     await this.policy.requireCapability(call.principal, this.capability(r, 'update'), this.scope(r, uid));
     this.validate('body', `${r.collection}.update`, call.body, call.untranslatable);
-    const updated = await this.resources.update(r, uid, call.body, call.mask, { actor: call.principal.subject, guard: this.policy.noEscalation(call.principal, r) });
+    const updated = await this.resources.update(r, uid, call.body, call.mask, {
+      actor: call.principal.subject,
+      guard: this.policy.noEscalation(call.principal, r),
+    });
     return this.present(updated, call.principal, present);
   }
 

@@ -35,7 +35,12 @@ export function toResource(row: Row, r: ResourceModel): Row {
  * A validated body reduced to what may be stored, int64 as canonical decimal text. Output-only fields are
  * dropped from requests and kept from imported records (`source: 'record'`). `at` is the path of the body.
  */
-export function inputObject(body: Row, fields: Record<string, FieldModel>, source: 'request' | 'record' = 'request', at = ''): Row {
+export function inputObject(
+  body: Row,
+  fields: Record<string, FieldModel>,
+  source: 'request' | 'record' = 'request',
+  at = '',
+): Row {
   const out: Row = {};
   for (const [name, f] of Object.entries(fields)) {
     if ((f.outputOnly && source === 'request') || !(name in body) || body[name] === null) continue;
@@ -45,9 +50,13 @@ export function inputObject(body: Row, fields: Record<string, FieldModel>, sourc
 }
 
 function inputValue(value: unknown, f: FieldModel, source: 'request' | 'record', at: string): unknown {
-  if (f.repeated && Array.isArray(value)) return value.map((v, i) => inputValue(v, { ...f, repeated: false }, source, `${at}[${i}]`));
+  if (f.repeated && Array.isArray(value))
+    return value.map((v, i) => inputValue(v, { ...f, repeated: false }, source, `${at}[${i}]`));
   if (f.type === 'object') return inputObject(value as Row, f.fields ?? {}, source, at);
-  if (f.type === 'map') return Object.fromEntries(Object.entries(value as Row).map(([k, v]) => [k, inputValue(v, f.mapValue!, source, `${at}.${k}`)]));
+  if (f.type === 'map')
+    return Object.fromEntries(
+      Object.entries(value as Row).map(([k, v]) => [k, inputValue(v, f.mapValue!, source, `${at}.${k}`)]),
+    );
   if (f.type === 'int64') return int64Value(value as string | number, f, at);
   if (f.type === 'timestamp') return canonicalTimestamp(value as string);
   return value;
@@ -59,8 +68,16 @@ function inputValue(value: unknown, f: FieldModel, source: 'request' | 'record',
  */
 function int64Value(value: string | number, f: FieldModel, at: string): string {
   const n = BigInt(value);
-  if ((f.minimum !== undefined && n < BigInt(Math.ceil(f.minimum))) || (f.maximum !== undefined && n > BigInt(Math.floor(f.maximum)))) {
-    const range = [f.minimum !== undefined ? `at least ${f.minimum}` : '', f.maximum !== undefined ? `at most ${f.maximum}` : ''].filter(Boolean).join(' and ');
+  if (
+    (f.minimum !== undefined && n < BigInt(Math.ceil(f.minimum))) ||
+    (f.maximum !== undefined && n > BigInt(Math.floor(f.maximum)))
+  ) {
+    const range = [
+      f.minimum !== undefined ? `at least ${f.minimum}` : '',
+      f.maximum !== undefined ? `at most ${f.maximum}` : '',
+    ]
+      .filter(Boolean)
+      .join(' and ');
     throw invalidArgument([{ field: at, description: `${at} must be ${range}` }]);
   }
   return n.toString();
@@ -90,4 +107,5 @@ export function now(): string {
  * The stored record type of each collection, by collection name. Empty here: the generated types of the served
  * spec (generated/types.ts) fill it in by declaration merging, so the runtime compiles and runs for any spec.
  */
+// eslint-disable-next-line @typescript-eslint/no-empty-object-type -- filled in by declaration merging
 export interface RecordTypes {}

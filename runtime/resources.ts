@@ -4,7 +4,16 @@ import { applyFieldMask, parseFieldMask } from './field-mask.js';
 import type { ListRequest } from './list-request.js';
 import { operationOf, type ApiModel, type ResourceModel } from './model.js';
 import { PageToken, type Cursor } from './page-token.js';
-import { canonicalTimestamp, inputObject, now, outputObject, toResource, withDefaults, type RecordTypes, type Row } from './records.js';
+import {
+  canonicalTimestamp,
+  inputObject,
+  now,
+  outputObject,
+  toResource,
+  withDefaults,
+  type RecordTypes,
+  type Row,
+} from './records.js';
 import { groupOf, outboxEntity, outboxRow, type NewEvent } from './outbox.js';
 import type { WriteGuard } from './authorization.js';
 import { Writes, type DeclaredEvent } from './writes.js';
@@ -34,15 +43,27 @@ export interface ListResult {
 }
 
 function checkUid(uid: string, field: string): void {
-  if (!isUidPath(uid)) throw invalidArgument([{ field, description: `"${uid}" is not a uid (40 hex characters, then /16 hex per level)` }]);
+  if (!isUidPath(uid))
+    throw invalidArgument([
+      { field, description: `"${uid}" is not a uid (40 hex characters, then /16 hex per level)` },
+    ]);
 }
 
 function hierarchyWhere(req: ListRequest): Where[] {
   const h = req.hierarchy;
   const where: Where[] = [];
-  if (h.descendantsOf) { checkUid(h.descendantsOf, 'uidp.descendants_of'); where.push({ uid: descendantRange(h.descendantsOf) }); }
-  if (h.childrenOf) { checkUid(h.childrenOf, 'uidp.children_of'); where.push({ parentUid: h.childrenOf }); }
-  if (h.ancestorsOf) { checkUid(h.ancestorsOf, 'uidp.ancestors_of'); where.push({ uid: { $in: ancestorsOf(h.ancestorsOf) } }); }
+  if (h.descendantsOf) {
+    checkUid(h.descendantsOf, 'uidp.descendants_of');
+    where.push({ uid: descendantRange(h.descendantsOf) });
+  }
+  if (h.childrenOf) {
+    checkUid(h.childrenOf, 'uidp.children_of');
+    where.push({ parentUid: h.childrenOf });
+  }
+  if (h.ancestorsOf) {
+    checkUid(h.ancestorsOf, 'uidp.ancestors_of');
+    where.push({ uid: { $in: ancestorsOf(h.ancestorsOf) } });
+  }
   if (h.inRoot) where.push({ parentUid: null });
   if (h.ids) where.push({ uid: { $in: h.ids } });
   return where;
@@ -52,11 +73,16 @@ function filterWhere(req: ListRequest): Where[] {
   return req.filters.map(({ filter, value }) => {
     const property = filter.field === 'parent' ? 'parentUid' : filter.field!;
     switch (filter.match) {
-      case 'exact': return { [property]: value };
-      case 'anyOf': return { [property]: { $in: value } };
-      case 'contains': return { [property]: { $like: containsPattern(String(value)) } };
-      case 'atLeast': return { [property]: { $gte: value } };
-      case 'atMost': return { [property]: { $lte: value } };
+      case 'exact':
+        return { [property]: value };
+      case 'anyOf':
+        return { [property]: { $in: value } };
+      case 'contains':
+        return { [property]: { $like: containsPattern(String(value)) } };
+      case 'atLeast':
+        return { [property]: { $gte: value } };
+      case 'atMost':
+        return { [property]: { $lte: value } };
       case 'set': {
         const field = filter.fields![String(value)];
         return field ? { [field]: { $ne: null } } : {};
@@ -70,7 +96,9 @@ function afterCursor(field: string, desc: boolean, c: Cursor): Where {
   const beyond = desc ? '$lt' : '$gt';
   if (field === 'uid') return { uid: { [beyond]: c.uid } };
   if (c.key === null) {
-    return desc ? { [field]: null, uid: { $lt: c.uid } } : { $or: [{ [field]: { $ne: null } }, { [field]: null, uid: { $gt: c.uid } }] };
+    return desc
+      ? { [field]: null, uid: { $lt: c.uid } }
+      : { $or: [{ [field]: { $ne: null } }, { [field]: null, uid: { $gt: c.uid } }] };
   }
   const tie = { [field]: c.key, uid: { [beyond]: c.uid } };
   return desc
@@ -81,7 +109,34 @@ function afterCursor(field: string, desc: boolean, c: Cursor): Where {
 /** The request's order, with uid breaking ties. */
 function sortOrder(req: ListRequest): Order[] {
   const { field, desc } = req.order;
-  return field === 'uid' ? [{ property: 'uid', desc }] : [{ property: field, desc }, { property: 'uid', desc }];
+  return field === 'uid'
+    ? [{ property: 'uid', desc }]
+    : [
+        { property: field, desc },
+        { property: 'uid', desc },
+      ];
+}
+
+/** An imported record's fields in stored form; a problem names the record. */
+function importedFields(r: ResourceModel, data: Row, at: string): Row {
+  try {
+    return inputObject(data, r.fields, 'record');
+  } catch (e) {
+    throw e instanceof ApiError ? new ApiError(e.codeName, `${at}: ${e.message}`, e.details) : e;
+  }
+}
+
+/** Every imported record carries its natural key. */
+function checkNaturalKey(naturalKey: string[], record: Row, at: string): void {
+  const missing = naturalKey.filter((k) => k !== 'parent' && record[k] === undefined);
+  if (missing.length > 0) {
+    throw invalidArgument(
+      missing.map((k) => ({
+        field: `${at}: ${k}`,
+        description: `${k} is part of the natural key (${naturalKey.join(', ')}): every record needs it`,
+      })),
+    );
+  }
 }
 
 /** Immutable fields keep their value; required fields keep one. */
@@ -113,14 +168,18 @@ export class Resources {
   /** Bumped by every committed write that can change who may do what (bindings, roles, groups). */
   accessVersion = 0;
 
-  constructor(readonly store: Store, readonly model: ApiModel, readonly pageTokens: PageToken) {
+  constructor(
+    readonly store: Store,
+    readonly model: ApiModel,
+    readonly pageTokens: PageToken,
+  ) {
     this.managed = new Set(model.roles.map((r) => r.uid));
   }
 
   /** One entity's table, for statements of our own (hand-written handlers use it too). */
   table(entity: string): Table {
     let table = this.tables.get(entity);
-    if (!table) this.tables.set(entity, table = new Table(this.store, entity));
+    if (!table) this.tables.set(entity, (table = new Table(this.store, entity)));
     return table;
   }
 
@@ -135,13 +194,14 @@ export class Resources {
 
   /** Notes a committed write to r, for caches of access decisions. */
   noteWrite(r: ResourceModel): void {
-    if (['roleBindings', 'roles', 'identities'].includes(r.collection) || r.children.includes('roleBindings')) this.accessVersion++;
+    if (['roleBindings', 'roles', 'identities'].includes(r.collection) || r.children.includes('roleBindings'))
+      this.accessVersion++;
   }
 
   /** A hand-written write: fn's statements in one transaction, with the declared event; caches told after the commit. */
   async write<T>(declared: DeclaredEvent, fn: (writes: Writes) => Promise<T>): Promise<T> {
     let writes: Writes | undefined;
-    const result = await this.store.transaction((sql) => fn(writes = new Writes(sql, this, declared)));
+    const result = await this.store.transaction((sql) => fn((writes = new Writes(sql, this, declared))));
     for (const r of writes!.written) this.noteWrite(r);
     return result;
   }
@@ -152,13 +212,33 @@ export class Resources {
   }
 
   /** Records the operation's declared event, if it declares one. */
-  private async event(sql: Sql, r: ResourceModel, type: string | undefined, uid: string, body: Row, actor: string | undefined): Promise<void> {
-    if (type) await this.recordEvent(sql, { type, subject: uid, groupUid: groupOf(this.model, r, uid), actor: actor ?? null, body });
+  private async event(
+    sql: Sql,
+    r: ResourceModel,
+    type: string | undefined,
+    uid: string,
+    body: Row,
+    actor: string | undefined,
+  ): Promise<void> {
+    if (type)
+      await this.recordEvent(sql, {
+        type,
+        subject: uid,
+        groupUid: groupOf(this.model, r, uid),
+        actor: actor ?? null,
+        body,
+      });
   }
 
   private refuseManaged(r: ResourceModel, uid: string): void {
     if (this.managed.has(uid)) {
-      throw failedPrecondition([{ type: 'MANAGED_RESOURCE', subject: uid, description: `built-in ${r.type.toLowerCase()} ${uid} cannot be changed or deleted` }]);
+      throw failedPrecondition([
+        {
+          type: 'MANAGED_RESOURCE',
+          subject: uid,
+          description: `built-in ${r.type.toLowerCase()} ${uid} cannot be changed or deleted`,
+        },
+      ]);
     }
   }
 
@@ -166,7 +246,10 @@ export class Resources {
   private checkExclusive(r: ResourceModel, data: Row): void {
     for (const group of r.exclusive) {
       const set = group.filter((f) => data[f] !== undefined && data[f] !== null);
-      if (set.length > 1) throw invalidArgument(set.map((f) => ({ field: f, description: `${f}: only one of ${group.join(', ')} may be set` })));
+      if (set.length > 1)
+        throw invalidArgument(
+          set.map((f) => ({ field: f, description: `${f}: only one of ${group.join(', ')} may be set` })),
+        );
     }
   }
 
@@ -180,11 +263,17 @@ export class Resources {
       const target = this.model.resources[f.references];
       const uid = String(data[name]);
       const found = isUidPath(uid) ? await this.table(target.type).get(uid, sql) : null;
-      if (!found) throw invalidArgument([{ field: name, description: `${name}: no ${target.type.toLowerCase()} ${uid}` }]);
+      if (!found)
+        throw invalidArgument([{ field: name, description: `${name}: no ${target.type.toLowerCase()} ${uid}` }]);
       const home = f.inScope ? groupOf(this.model, target, uid) : null;
       const group = groupOf(this.model, r, data.uid as string);
       if (home !== null && group !== null && group !== home && !group.startsWith(`${home}/`)) {
-        throw invalidArgument([{ field: name, description: `${name}: ${target.type.toLowerCase()} ${uid} belongs to group ${home} and cannot be used in ${group}, which is not within it` }]);
+        throw invalidArgument([
+          {
+            field: name,
+            description: `${name}: ${target.type.toLowerCase()} ${uid} belongs to group ${home} and cannot be used in ${group}, which is not within it`,
+          },
+        ]);
       }
     }
   }
@@ -197,10 +286,13 @@ export class Resources {
     const identity = await this.table(this.model.resources.identities.type).get(creator, sql);
     const home = identity?.parentUid as string | null | undefined;
     if (home) {
-      throw failedPrecondition([{
-        type: 'IDENTITY_CONFINED', subject: creator,
-        description: `identity ${creator} is confined to group ${home}, so it could not use a new root ${r.type.toLowerCase()}; use an identity made at the root`,
-      }]);
+      throw failedPrecondition([
+        {
+          type: 'IDENTITY_CONFINED',
+          subject: creator,
+          description: `identity ${creator} is confined to group ${home}, so it could not use a new root ${r.type.toLowerCase()}; use an identity made at the root`,
+        },
+      ]);
     }
   }
 
@@ -208,13 +300,17 @@ export class Resources {
   async list(r: ResourceModel, req: ListRequest, scope: Where[] = []): Promise<ListResult> {
     const base: Where[] = [...scope, ...hierarchyWhere(req), ...filterWhere(req)];
     const digest = PageToken.queryDigest({
-      resource: r.collection, order: `${req.order.field} ${req.order.desc ? 'desc' : 'asc'}`,
-      hierarchy: req.hierarchy, filters: req.filters.map((f) => [f.filter.param, f.value]), scope: JSON.stringify(scope),
+      resource: r.collection,
+      order: `${req.order.field} ${req.order.desc ? 'desc' : 'asc'}`,
+      hierarchy: req.hierarchy,
+      filters: req.filters.map((f) => [f.filter.param, f.value]),
+      scope: JSON.stringify(scope),
     });
     let cursor: Cursor | undefined;
     if (req.pageToken) {
       const read = this.pageTokens.read(req.pageToken, digest);
-      if (read.status === 'invalid') throw invalidArgument([{ field: 'page_token', description: `invalid page token: ${read.reason}` }]);
+      if (read.status === 'invalid')
+        throw invalidArgument([{ field: 'page_token', description: `invalid page token: ${read.reason}` }]);
       if (read.status === 'valid') cursor = read.cursor;
     }
     const { field, desc } = req.order;
@@ -227,7 +323,10 @@ export class Resources {
     const more = rows.length > req.pageSize;
     return {
       items: page.map((row) => toResource(row, r)),
-      nextPageToken: more && last ? this.pageTokens.issue(digest, { key: (last[field] ?? null) as Cursor['key'], uid: last.uid as string }) : '',
+      nextPageToken:
+        more && last
+          ? this.pageTokens.issue(digest, { key: (last[field] ?? null) as Cursor['key'], uid: last.uid as string })
+          : '',
       totalCount: String(total),
       skipped: req.skip,
     };
@@ -252,7 +351,13 @@ export class Resources {
       if (parent !== undefined && r.parent) await this.find(this.model.resources[r.parent], parent, sql);
       const uid = await this.newUid(sql, r, parent);
       const time = now();
-      let data: Row = { ...withDefaults(inputObject(body, r.fields), r.fields, time), uid, parentUid: parent ?? null, createTime: time, updateTime: time };
+      let data: Row = {
+        ...withDefaults(inputObject(body, r.fields), r.fields, time),
+        uid,
+        parentUid: parent ?? null,
+        createTime: time,
+        updateTime: time,
+      };
       let reveal: Row = {};
       if (prepare) ({ record: data, reveal = {} } = await prepare(data));
       this.checkExclusive(r, data);
@@ -260,7 +365,7 @@ export class Resources {
       const existing = await this.sameUpsertKey(sql, r, data);
       if (existing) return this.replace(sql, r, existing, data, options);
       await guard?.(sql, data);
-      return { ...await this.insertNew(sql, r, data, actor), ...reveal };
+      return { ...(await this.insertNew(sql, r, data, actor)), ...reveal };
     });
     // A new organization binds its creator: that is an access change too.
     this.noteWrite(r.creatorRole && parent === undefined ? this.model.resources.roleBindings : r);
@@ -270,18 +375,31 @@ export class Resources {
   /** A new record's uid: under its parent, or its parent's own (one per parent). */
   private async newUid(sql: Sql, r: ResourceModel, parent: string | undefined): Promise<string> {
     if (r.uid !== 'parent') return parent !== undefined ? newChildUid(parent) : newRootUid();
-    if (await this.table(r.type).get(parent!, sql)) throw new ApiError('ALREADY_EXISTS', `Already exists: ${r.type} ${parent}`);
+    if (await this.table(r.type).get(parent!, sql))
+      throw new ApiError('ALREADY_EXISTS', `Already exists: ${r.type} ${parent}`);
     return parent!;
   }
 
   /** The record under the same parent with the same upsertOn value, which a create replaces. */
   private async sameUpsertKey(sql: Sql, r: ResourceModel, data: Row): Promise<Row | undefined> {
     if (!r.upsertOn || data[r.upsertOn] === undefined) return undefined;
-    const [existing] = await this.table(r.type).find({ parentUid: data.parentUid, [r.upsertOn]: data[r.upsertOn] }, [{ property: 'uid', desc: false }], 1, 0, sql);
+    const [existing] = await this.table(r.type).find(
+      { parentUid: data.parentUid, [r.upsertOn]: data[r.upsertOn] },
+      [{ property: 'uid', desc: false }],
+      1,
+      0,
+      sql,
+    );
     return existing;
   }
 
-  private async replace(sql: Sql, r: ResourceModel, existing: Row, data: Row, { actor, guard }: WriteOptions): Promise<Row> {
+  private async replace(
+    sql: Sql,
+    r: ResourceModel,
+    existing: Row,
+    data: Row,
+    { actor, guard }: WriteOptions,
+  ): Promise<Row> {
     const changes: Row = { updateTime: data.createTime };
     for (const name of Object.keys(r.fields)) changes[name] = data[name] ?? null;
     await guard?.(sql, { ...existing, ...changes }, existing);
@@ -293,15 +411,25 @@ export class Resources {
 
   /** Inserts a new record, with its event, and a root record's creator binding when the resource declares one. */
   private async insertNew(sql: Sql, r: ResourceModel, data: Row, creator: string | undefined): Promise<Row> {
-    const role = r.creatorRole && data.parentUid === null && creator ? this.model.roles.find((x) => x.name === r.creatorRole) : undefined;
+    const role =
+      r.creatorRole && data.parentUid === null && creator
+        ? this.model.roles.find((x) => x.name === r.creatorRole)
+        : undefined;
     if (role) await this.refuseConfinedCreator(sql, r, creator!);
     const created = toResource(data, r);
     const uid = data.uid as string;
     await together([
       this.table(r.type).insert(sql, data),
-      role ? this.table(this.model.resources.roleBindings.type).insert(sql, {
-        uid: newChildUid(uid), parentUid: uid, identityUid: creator, roleUid: role.uid, createTime: data.createTime, updateTime: data.createTime,
-      }) : undefined,
+      role
+        ? this.table(this.model.resources.roleBindings.type).insert(sql, {
+            uid: newChildUid(uid),
+            parentUid: uid,
+            identityUid: creator,
+            roleUid: role.uid,
+            createTime: data.createTime,
+            updateTime: data.createTime,
+          })
+        : undefined,
       this.event(sql, r, operationOf(r, 'create')?.event, uid, created, creator),
     ]);
     return created;
@@ -311,7 +439,13 @@ export class Resources {
    * Updates the fields the mask names. `body` may be a function of the current record, run in the same
    * transaction: a read-modify-write (append to a list field) that loses no concurrent write.
    */
-  async update(r: ResourceModel, uid: string, body: Row | ((current: Row) => Row), rawMask: string | undefined, options: WriteOptions = {}): Promise<Row> {
+  async update(
+    r: ResourceModel,
+    uid: string,
+    body: Row | ((current: Row) => Row),
+    rawMask: string | undefined,
+    options: WriteOptions = {},
+  ): Promise<Row> {
     const { actor, guard } = options;
     const result = await this.store.transaction(async (sql) => {
       const row = await this.find(r, uid, sql);
@@ -319,7 +453,11 @@ export class Resources {
       const given = typeof body === 'function' ? body(toResource(row, r)) : body;
       const mask = parseFieldMask(rawMask, given, r.fields);
       const input = inputObject(given, r.fields);
-      const current = Object.fromEntries(Object.keys(r.fields).map((k) => [k, row[k]]).filter(([, v]) => v !== null && v !== undefined));
+      const current = Object.fromEntries(
+        Object.keys(r.fields)
+          .map((k) => [k, row[k]])
+          .filter(([, v]) => v !== null && v !== undefined),
+      );
       const next = applyFieldMask(current, input, mask, r.fields);
       checkUpdatable(r, next, current);
       this.checkExclusive(r, next);
@@ -327,7 +465,10 @@ export class Resources {
       const changes = changedColumns(r, row, next);
       await guard?.(sql, { ...row, ...changes }, row);
       const updated = toResource({ ...row, ...changes }, r);
-      await together([this.table(r.type).update(sql, uid, changes), this.event(sql, r, operationOf(r, 'update')?.event, uid, updated, actor)]);
+      await together([
+        this.table(r.type).update(sql, uid, changes),
+        this.event(sql, r, operationOf(r, 'update')?.event, uid, updated, actor),
+      ]);
       return updated;
     });
     this.noteWrite(r);
@@ -350,9 +491,13 @@ export class Resources {
    * unless it gives one); any other record is created. Each record names its parent uid (or none for root
    * records); createTime/updateTime are kept when given. Records must already be validated.
    */
-  async importRecords(r: ResourceModel, records: { parent?: string; data: Row }[]): Promise<{ created: number; updated: number }> {
+  async importRecords(
+    r: ResourceModel,
+    records: { parent?: string; data: Row }[],
+  ): Promise<{ created: number; updated: number }> {
     const naturalKey = r.naturalKey;
-    if (!naturalKey) throw new Error(`${r.collection} declares no naturalKey: the import cannot tell a new record from a stored one`);
+    if (!naturalKey)
+      throw new Error(`${r.collection} declares no naturalKey: the import cannot tell a new record from a stored one`);
     // Stored in the one form the list filters and cursors compare.
     const given = (t: unknown) => (typeof t === 'string' ? canonicalTimestamp(t) : undefined);
     const keyOf = (row: Row) => JSON.stringify(naturalKey.map((k) => row[k === 'parent' ? 'parentUid' : k] ?? null));
@@ -371,23 +516,24 @@ export class Resources {
             checkUid(parent, `${at}: parent`);
             await this.find(this.model.resources[r.parent], parent, sql);
           }
-          const rows = await table.find(r.parent ? { parentUid: scope } : {}, [{ property: 'uid', desc: false }], -1, 0, sql);
+          const rows = await table.find(
+            r.parent ? { parentUid: scope } : {},
+            [{ property: 'uid', desc: false }],
+            -1,
+            0,
+            sql,
+          );
           for (const row of rows) stored.set(keyOf(row), row);
           scopesRead.add(scope);
         }
-        let fields: Row;
-        try {
-          fields = inputObject(data, r.fields, 'record');
-        } catch (e) {
-          throw e instanceof ApiError ? new ApiError(e.codeName, `${at}: ${e.message}`, e.details) : e;
-        }
+        const fields = importedFields(r, data, at);
         const record: Row = { ...fields, parentUid: scope, createTime: given(data.createTime) };
-        const missing = naturalKey.filter((k) => k !== 'parent' && record[k] === undefined);
-        if (missing.length > 0) {
-          throw invalidArgument(missing.map((k) => ({ field: `${at}: ${k}`, description: `${k} is part of the natural key (${naturalKey.join(', ')}): every record needs it` })));
-        }
+        checkNaturalKey(naturalKey, record, at);
         const key = keyOf(record);
-        if (inFile.has(key)) throw invalidArgument([{ field: at, description: `the same ${naturalKey.join(', ')} as record ${inFile.get(key)! + 1}` }]);
+        if (inFile.has(key))
+          throw invalidArgument([
+            { field: at, description: `the same ${naturalKey.join(', ')} as record ${inFile.get(key)! + 1}` },
+          ]);
         inFile.set(key, i);
         const time = now();
         const updateTime = given(data.updateTime) ?? given(data.createTime) ?? time;
@@ -415,12 +561,24 @@ export class Resources {
     return { uid, ...outputObject((row[`subresource_${name}`] ?? {}) as Row, s.fields) };
   }
 
-  async updateSubresource(r: ResourceModel, name: string, uid: string, body: Row, rawMask: string | undefined, actor?: string): Promise<Row> {
+  async updateSubresource(
+    r: ResourceModel,
+    name: string,
+    uid: string,
+    body: Row,
+    rawMask: string | undefined,
+    actor?: string,
+  ): Promise<Row> {
     const s = r.subresources.find((x) => x.name === name)!;
     const mask = parseFieldMask(rawMask, body, s.fields);
     return this.store.transaction(async (sql) => {
       const row = await this.find(r, uid, sql);
-      const next = applyFieldMask((row[`subresource_${name}`] ?? {}) as Row, inputObject(body, s.fields), mask, s.fields);
+      const next = applyFieldMask(
+        (row[`subresource_${name}`] ?? {}) as Row,
+        inputObject(body, s.fields),
+        mask,
+        s.fields,
+      );
       await this.table(r.type).update(sql, uid, { [`subresource_${name}`]: next, updateTime: now() });
       const updated = { uid, ...outputObject(next, s.fields) };
       await this.event(sql, r, s.update?.event, uid, updated, actor);
@@ -443,14 +601,22 @@ export class Resources {
       const child = this.model.resources[childName];
       if (child.onParentDelete !== 'restrict') continue;
       const where = child.uid === 'parent' ? { uid } : { parentUid: uid };
-      if (await this.table(child.type).count(where, sql) > 0) {
-        violations.push({ type: 'RESOURCE_NOT_EMPTY', subject: uid, description: `cannot delete ${r.type.toLowerCase()} with child ${child.collection}` });
+      if ((await this.table(child.type).count(where, sql)) > 0) {
+        violations.push({
+          type: 'RESOURCE_NOT_EMPTY',
+          subject: uid,
+          description: `cannot delete ${r.type.toLowerCase()} with child ${child.collection}`,
+        });
       }
     }
     for (const other of Object.values(this.model.resources)) {
       for (const [name, f] of Object.entries(other.fields)) {
-        if (f.references === r.collection && await this.table(other.type).count({ [name]: uid }, sql) > 0) {
-          violations.push({ type: 'RESOURCE_IN_USE', subject: uid, description: `cannot delete ${r.type.toLowerCase()} still referenced by ${other.collection}` });
+        if (f.references === r.collection && (await this.table(other.type).count({ [name]: uid }, sql)) > 0) {
+          violations.push({
+            type: 'RESOURCE_IN_USE',
+            subject: uid,
+            description: `cannot delete ${r.type.toLowerCase()} still referenced by ${other.collection}`,
+          });
         }
       }
     }
@@ -458,7 +624,13 @@ export class Resources {
     for (const childName of r.children) {
       const child = this.model.resources[childName];
       if (child.onParentDelete !== 'cascade') continue;
-      const rows = await this.table(child.type).find({ parentUid: uid }, [{ property: 'uid', desc: false }], -1, 0, sql);
+      const rows = await this.table(child.type).find(
+        { parentUid: uid },
+        [{ property: 'uid', desc: false }],
+        -1,
+        0,
+        sql,
+      );
       for (const row of rows) await this.deleteWithChildren(sql, child, row.uid as string);
     }
     await this.table(r.type).delete(sql, uid);

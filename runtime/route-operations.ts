@@ -39,7 +39,9 @@ export function pathParams(ctx: Context, names: string[]): Record<string, string
     }
     // A malformed uid is refused before authorization: it names nothing, so refusing it reveals nothing.
     if (uidParams.has(name) && !isUidPath(out[name])) {
-      throw invalidArgument([{ field: name, description: `"${out[name]}" is not a uid (40 hex characters, then /16 hex per level)` }]);
+      throw invalidArgument([
+        { field: name, description: `"${out[name]}" is not a uid (40 hex characters, then /16 hex per level)` },
+      ]);
     }
   });
   return out;
@@ -49,13 +51,9 @@ export function pathParams(ctx: Context, names: string[]): Record<string, string
 export function requestBody(ctx: Context): Row {
   const b = (ctx.request as { body?: unknown }).body;
   if (b === undefined) return {};
-  if (typeof b !== 'object' || b === null || Array.isArray(b)) throw invalidArgument([{ field: '(body)', description: 'the body must be a JSON object' }]);
+  if (typeof b !== 'object' || b === null || Array.isArray(b))
+    throw invalidArgument([{ field: '(body)', description: 'the body must be a JSON object' }]);
   return b as Row;
-}
-
-function updateMask(ctx: Context): string | undefined {
-  const q = updateMaskParameters.map((name) => ctx.query[name]).find((v) => v !== undefined);
-  return Array.isArray(q) ? q.join(',') : q;
 }
 
 /** The request as the pipeline takes it; `names` are the route's path parameters, in order. */
@@ -75,7 +73,12 @@ export function createRouteOperations(operations: Operations): RouteOperations {
   return {
     list: (r, names, present) => async (ctx) => {
       const page = await operations.list(r, callOf(ctx, names), { present });
-      ctx.body = { [r.collection]: page.items, nextPageToken: page.nextPageToken, totalCount: page.totalCount, skipped: page.skipped };
+      ctx.body = {
+        [r.collection]: page.items,
+        nextPageToken: page.nextPageToken,
+        totalCount: page.totalCount,
+        skipped: page.skipped,
+      };
     },
     get: (r, names, present) => async (ctx) => {
       ctx.body = await operations.get(r, callOf(ctx, names), present);

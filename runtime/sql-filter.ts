@@ -20,7 +20,8 @@ export interface CompiledFilter {
 
 export const quoteIdentifier = (name: string) => `"${name.replace(/"/g, '""')}"`;
 
-const isPlainObject = (v: unknown): v is Record<string, unknown> => typeof v === 'object' && v !== null && !Array.isArray(v);
+const isPlainObject = (v: unknown): v is Record<string, unknown> =>
+  typeof v === 'object' && v !== null && !Array.isArray(v);
 
 function sqlValue(v: unknown, column: Column): unknown {
   if (typeof v === 'boolean') return v ? 1 : 0;
@@ -29,7 +30,13 @@ function sqlValue(v: unknown, column: Column): unknown {
 }
 
 // A $like pattern escapes its wildcards with a backslash (see containsPattern).
-const comparisons: Record<string, string> = { $gt: '> ?', $gte: '>= ?', $lt: '< ?', $lte: '<= ?', $like: "like ? escape '\\'" };
+const comparisons: Record<string, string> = {
+  $gt: '> ?',
+  $gte: '>= ?',
+  $lt: '< ?',
+  $lte: '<= ?',
+  $like: "like ? escape '\\'",
+};
 
 /**
  * The $like pattern for "contains this text": % and _ in the text match themselves, not any characters. The
@@ -81,7 +88,8 @@ function jsonProperties(target: string, value: Record<string, unknown>, params: 
   for (const [key, v] of Object.entries(value)) {
     if (key.startsWith('$') || !/^[A-Za-z_][A-Za-z0-9_]*$/.test(key)) throw new UnsupportedFilter(`JSON key ${key}`);
     const inner = `${path}.${key}`;
-    if (isPlainObject(v) && Object.keys(v).every((k) => !k.startsWith('$'))) parts.push(jsonProperties(target, v, params, inner));
+    if (isPlainObject(v) && Object.keys(v).every((k) => !k.startsWith('$')))
+      parts.push(jsonProperties(target, v, params, inner));
     else parts.push(condition(`json_extract(${target}, '${inner}')`, { name: inner, kind: 'plain' }, v, params));
   }
   return parts.length === 1 ? parts[0] : `(${parts.join(' and ')})`;
@@ -105,6 +113,16 @@ function boundOrder(column: Column | undefined, a: string | number, b: string | 
   }
 }
 
+/** The bounds of a filter that is only a range on one property ({uid: {$gt, $lt}}), else undefined. */
+function rangeOf(f: Filter): Bound[] | undefined {
+  const [key, ...more] = Object.keys(f);
+  if (key === undefined || more.length > 0 || key.startsWith('$') || !isPlainObject(f[key])) return undefined;
+  const ops = Object.entries(f[key] as Record<string, unknown>);
+  const isBound = ([op, v]: [string, unknown]) =>
+    (lowerOps.has(op) || upperOps.has(op)) && (typeof v === 'string' || typeof v === 'number');
+  return ops.length > 0 && ops.every(isBound) ? (ops as Bound[]) : undefined;
+}
+
 /**
  * Ranges on one property ANDed together become one range. SQLite seeks an index with one lower and one upper
  * bound per column: given a scope's range and a cursor's "after" on the same uid index, it would seek to the
@@ -113,22 +131,26 @@ function boundOrder(column: Column | undefined, a: string | number, b: string | 
 function mergeRanges(filters: Filter[], columns: ReadonlyMap<string, Column>): Filter[] {
   const bounds = new Map<string, { lower?: Bound; upper?: Bound }>();
   const rest: Filter[] = [];
-  const flat = filters.flatMap((f) => (Object.keys(f).length === 1 && Array.isArray(f.$and) ? f.$and as Filter[] : [f]));
+  const flat = filters.flatMap((f) =>
+    Object.keys(f).length === 1 && Array.isArray(f.$and) ? (f.$and as Filter[]) : [f],
+  );
   for (const f of flat) {
-    const [key, ...more] = Object.keys(f);
-    const ops = isPlainObject(f[key]) ? Object.entries(f[key] as Record<string, unknown>) : [];
-    const mergeable = key !== undefined && more.length === 0 && !key.startsWith('$') && ops.length > 0
-      && ops.every(([op, v]) => (lowerOps.has(op) || upperOps.has(op)) && (typeof v === 'string' || typeof v === 'number'));
+    const [key] = Object.keys(f);
+    const ops = rangeOf(f);
     const b = bounds.get(key) ?? {};
     const column = columns.get(key);
     // Every bound of the property, those kept and these, must compare with the others.
-    const values = [b.lower?.[1], b.upper?.[1], ...ops.map(([, v]) => v)].filter((v) => v !== undefined) as (string | number)[];
-    const comparable = values.every((v) => typeof v === typeof values[0] && boundOrder(column, v, values[0]) !== undefined);
-    if (!mergeable || !comparable) {
+    const values = [b.lower?.[1], b.upper?.[1], ...(ops ?? []).map(([, v]) => v)].filter((v) => v !== undefined) as (
+      string | number
+    )[];
+    const comparable = values.every(
+      (v) => typeof v === typeof values[0] && boundOrder(column, v, values[0]) !== undefined,
+    );
+    if (!ops || !comparable) {
       rest.push(f);
       continue;
     }
-    for (const [op, v] of ops as Bound[]) {
+    for (const [op, v] of ops) {
       const lower = lowerOps.has(op);
       const kept = lower ? b.lower : b.upper;
       // How much tighter v is than the bound kept: the tighter one wins, and at equal values the strict one.
@@ -155,7 +177,7 @@ function compileInto(filter: Filter, columns: ReadonlyMap<string, Column>, param
         parts.push(key === '$and' ? '1' : '0');
         continue;
       }
-      const terms = key === '$and' ? mergeRanges(value as Filter[], columns) : value as Filter[];
+      const terms = key === '$and' ? mergeRanges(value as Filter[], columns) : (value as Filter[]);
       const joined = terms.map((f) => compileInto(f, columns, params)).join(key === '$and' ? ' and ' : ' or ');
       parts.push(`(${joined})`);
       continue;

@@ -45,7 +45,10 @@ class PreparedStatements {
       if (this.statements.size >= PreparedStatements.max) {
         const [oldest, old] = this.statements.entries().next().value!;
         this.statements.delete(oldest);
-        void old.then((s) => s.finalize(), () => undefined);
+        void old.then(
+          (s) => s.finalize(),
+          () => undefined,
+        );
       }
       statement = new Promise((resolve, reject) => {
         const prepared = this.db.prepare(sql, (e) => (e ? reject(e) : resolve(prepared)));
@@ -61,7 +64,11 @@ class PreparedStatements {
   async finalizeAll(): Promise<void> {
     const all = await Promise.allSettled(this.statements.values());
     this.statements.clear();
-    await Promise.all(all.map((o) => (o.status === 'fulfilled' ? new Promise<void>((resolve) => o.value.finalize(() => resolve())) : undefined)));
+    await Promise.all(
+      all.map((o) =>
+        o.status === 'fulfilled' ? new Promise<void>((resolve) => o.value.finalize(() => resolve())) : undefined,
+      ),
+    );
   }
 }
 
@@ -73,16 +80,25 @@ class PreparedStatements {
  */
 function preparedSqlOf(statements: PreparedStatements, inOrder: boolean): Sql {
   let previous: Promise<unknown> = Promise.resolve();
-  const send = <T>(sql: string, go: (statement: Sqlite3Statement, done: (e: Error | null, value: T) => void) => void): Promise<T> => {
+  const send = <T>(
+    sql: string,
+    go: (statement: Sqlite3Statement, done: (e: Error | null, value: T) => void) => void,
+  ): Promise<T> => {
     const ready = statements.get(sql);
-    const run = (inOrder ? previous.then(() => ready) : ready)
-      .then((statement) => new Promise<T>((resolve, reject) => go(statement, (e, value) => (e ? reject(e) : resolve(value)))));
+    const run = (inOrder ? previous.then(() => ready) : ready).then(
+      (statement) => new Promise<T>((resolve, reject) => go(statement, (e, value) => (e ? reject(e) : resolve(value)))),
+    );
     if (inOrder) previous = run.catch(() => undefined);
     return run;
   };
   return {
     all: (sql, params = []) => send(sql, (statement, done) => statement.all(params, done)),
-    run: (sql, params = []) => send(sql, (statement, done) => statement.run(params, function (e) { done(e, this.changes); })),
+    run: (sql, params = []) =>
+      send(sql, (statement, done) =>
+        statement.run(params, function (e) {
+          done(e, this.changes);
+        }),
+      ),
   };
 }
 
@@ -93,7 +109,9 @@ export interface ReadConnection extends Sql {
 /** A read-only connection to the database file. */
 export async function openReadConnection(file: string): Promise<ReadConnection> {
   const db = await new Promise<sqlite3.Database>((resolve, reject) => {
-    const opened: sqlite3.Database = new sqlite3.Database(file, sqlite3.OPEN_READONLY, (e) => (e ? reject(e) : resolve(opened)));
+    const opened: sqlite3.Database = new sqlite3.Database(file, sqlite3.OPEN_READONLY, (e) =>
+      e ? reject(e) : resolve(opened),
+    );
   });
   db.configure('busyTimeout', 10_000);
   const statements = new PreparedStatements(db as unknown as Sqlite3Database);
@@ -110,7 +128,7 @@ const preparedOn = new WeakMap<Sqlite3Database, PreparedStatements>();
 
 /** Finalizes what we prepared on the pool's connection: the pool cannot close it while statements exist. */
 export async function finalizePrepared(pool: ConnectionPool): Promise<void> {
-  const db = await pool.acquireConnection() as Sqlite3Database;
+  const db = (await pool.acquireConnection()) as Sqlite3Database;
   try {
     await preparedOn.get(db)?.finalizeAll();
   } finally {
@@ -123,9 +141,9 @@ export async function finalizePrepared(pool: ConnectionPool): Promise<void> {
  * statement may be sent before the one ahead of it has finished.
  */
 export async function withConnection<T>(pool: ConnectionPool, fn: (sql: Sql) => Promise<T>): Promise<T> {
-  const db = await pool.acquireConnection() as Sqlite3Database;
+  const db = (await pool.acquireConnection()) as Sqlite3Database;
   let statements = preparedOn.get(db);
-  if (!statements) preparedOn.set(db, statements = new PreparedStatements(db));
+  if (!statements) preparedOn.set(db, (statements = new PreparedStatements(db)));
   try {
     return await fn(preparedSqlOf(statements, true));
   } finally {
@@ -142,4 +160,3 @@ export async function together(statements: (Promise<unknown> | undefined)[]): Pr
   const failed = outcomes.find((o): o is PromiseRejectedResult => o.status === 'rejected');
   if (failed) throw failed.reason;
 }
-

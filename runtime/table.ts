@@ -8,7 +8,10 @@ import type { Sql } from './sql.js';
 import { compileFilter, quoteIdentifier, type Column, type Filter } from './sql-filter.js';
 import type { Store } from './store.js';
 
-export interface Order { property: string; desc: boolean }
+export interface Order {
+  property: string;
+  desc: boolean;
+}
 
 /** T: the record type, when the caller knows it (Resources.tableOf); the runtime's own code uses plain rows. */
 export class Table<T = Row> {
@@ -17,18 +20,29 @@ export class Table<T = Row> {
   private readonly selectList: string;
   private readonly counts = new CountCache();
 
-  constructor(private readonly store: Store, private readonly entity: string) {
+  constructor(
+    private readonly store: Store,
+    private readonly entity: string,
+  ) {
     const meta = store.orm.getMetadata().find(entity);
     if (!meta) throw new Error(`no entity ${entity}`);
     this.table = quoteIdentifier(meta.tableName);
     for (const p of meta.props) {
       const type = p.customType?.constructor.name;
-      const kind = type === 'JsonType' || p.type === 'json' ? 'json' : type === 'BigIntType' ? 'int64' : p.type === 'boolean' ? 'boolean' : 'plain';
+      const kind =
+        type === 'JsonType' || p.type === 'json'
+          ? 'json'
+          : type === 'BigIntType'
+            ? 'int64'
+            : p.type === 'boolean'
+              ? 'boolean'
+              : 'plain';
       this.columns.set(p.name, { name: p.fieldNames[0], kind });
     }
     // int64 columns are INTEGER so that SQLite orders and compares them as numbers, but the driver would return
     // a JavaScript number, inexact beyond 2^53: they are read as their exact decimal text instead.
-    const selected = (c: Column) => (c.kind === 'int64' ? `cast(${quoteIdentifier(c.name)} as text)` : quoteIdentifier(c.name));
+    const selected = (c: Column) =>
+      c.kind === 'int64' ? `cast(${quoteIdentifier(c.name)} as text)` : quoteIdentifier(c.name);
     this.selectList = [...this.columns].map(([prop, c]) => `${selected(c)} as ${quoteIdentifier(prop)}`).join(', ');
   }
 
@@ -49,9 +63,10 @@ export class Table<T = Row> {
     return [c.name, c.kind === 'json' ? JSON.stringify(v) : c.kind === 'boolean' ? (v ? 1 : 0) : v];
   }
 
-
   async get(uid: string, sql?: Sql): Promise<T | null> {
-    const [raw] = await (sql ?? this.store.read).all(`select ${this.selectList} from ${this.table} where "uid" = ?`, [uid]);
+    const [raw] = await (sql ?? this.store.read).all(`select ${this.selectList} from ${this.table} where "uid" = ?`, [
+      uid,
+    ]);
     return raw ? this.toRecord(raw) : null;
   }
 
@@ -59,7 +74,9 @@ export class Table<T = Row> {
   async find(where: Filter, order: Order[], limit: number, offset?: number, sql?: Sql): Promise<T[]> {
     const compiled = compileFilter(where, this.columns);
     // Qualified: in ORDER BY a bare name would mean the select list's alias, the text of an int64 column.
-    const orderBy = order.map((o) => `${this.table}.${quoteIdentifier(this.columns.get(o.property)!.name)} ${o.desc ? 'desc' : 'asc'}`).join(', ');
+    const orderBy = order
+      .map((o) => `${this.table}.${quoteIdentifier(this.columns.get(o.property)!.name)} ${o.desc ? 'desc' : 'asc'}`)
+      .join(', ');
     const rows = await (sql ?? this.store.read).all(
       `select ${this.selectList} from ${this.table} where ${compiled.sql} order by ${orderBy} limit ? offset ?`,
       [...compiled.params, limit, offset ?? 0],
@@ -72,7 +89,9 @@ export class Table<T = Row> {
     const query = `select count(*) as n from ${this.table} where ${compiled.sql}`;
     const countOn = async (q: Sql) => Number((await q.all(query, compiled.params))[0].n);
     if (sql) return countOn(sql);
-    return this.counts.count(this.store.read, `${compiled.sql} ${JSON.stringify(compiled.params)}`, () => countOn(this.store.read));
+    return this.counts.count(this.store.read, `${compiled.sql} ${JSON.stringify(compiled.params)}`, () =>
+      countOn(this.store.read),
+    );
   }
 
   async insert(sql: Sql, record: T): Promise<void> {
@@ -86,7 +105,10 @@ export class Table<T = Row> {
   /** Sets these properties of the row with this uid. */
   async update(sql: Sql, uid: string, changes: Partial<T>): Promise<void> {
     const pairs = Object.entries(changes).map(([prop, v]) => this.toColumn(prop, v));
-    await sql.run(`update ${this.table} set ${pairs.map(([c]) => `${quoteIdentifier(c)} = ?`).join(', ')} where "uid" = ?`, [...pairs.map(([, v]) => v), uid]);
+    await sql.run(
+      `update ${this.table} set ${pairs.map(([c]) => `${quoteIdentifier(c)} = ?`).join(', ')} where "uid" = ?`,
+      [...pairs.map(([, v]) => v), uid],
+    );
   }
 
   async delete(sql: Sql, uid: string): Promise<void> {

@@ -25,9 +25,14 @@ export function loadValidators(generatedDir: string): Validators {
 
 function fieldPath(e: ErrorObject): string {
   const base = e.instancePath.slice(1).split('/').filter(Boolean).join('.');
-  const child = e.keyword === 'required' ? e.params.missingProperty
-    : e.keyword === 'additionalProperties' ? e.params.additionalProperty
-      : e.keyword === 'propertyNames' ? e.params.propertyName : undefined;
+  const child =
+    e.keyword === 'required'
+      ? e.params.missingProperty
+      : e.keyword === 'additionalProperties'
+        ? e.params.additionalProperty
+        : e.keyword === 'propertyNames'
+          ? e.params.propertyName
+          : undefined;
   return [base, child].filter(Boolean).join('.') || '(body)';
 }
 
@@ -38,23 +43,36 @@ const formats: Record<string, string> = {
 
 function description(e: ErrorObject, field: string): string {
   switch (e.keyword) {
-    case 'required': return `${field} is required`;
-    case 'additionalProperties': return `${field} is not a known field`;
+    case 'required':
+      return `${field} is required`;
+    case 'additionalProperties':
+      return `${field} is not a known field`;
     // Query validators list the parameters a call takes (propertyNames) and refuse those of the reference it
     // does not serve (a false schema).
-    case 'propertyNames': return notAParameter(field);
-    case 'false schema': return `${field} is not supported by this server`;
-    case 'pattern': return `${field} must match "${e.params.pattern}"`;
-    case 'enum': return `${field} must be one of ${(e.params.allowedValues as string[]).join(', ')}`;
-    case 'type': return `${field} must be of type ${[e.params.type].flat().join(' or ')}`;
-    case 'format': return `${field} must be ${formats[e.params.format] ?? `a ${e.params.format}`}`;
-    case 'minimum': case 'maximum':
+    case 'propertyNames':
+      return notAParameter(field);
+    case 'false schema':
+      return `${field} is not supported by this server`;
+    case 'pattern':
+      return `${field} must match "${e.params.pattern}"`;
+    case 'enum':
+      return `${field} must be one of ${(e.params.allowedValues as string[]).join(', ')}`;
+    case 'type':
+      return `${field} must be of type ${[e.params.type].flat().join(' or ')}`;
+    case 'format':
+      return `${field} must be ${formats[e.params.format] ?? `a ${e.params.format}`}`;
+    case 'minimum':
+    case 'maximum':
       // The bound of every int64 number (generator/json-schema.ts): beyond it a JSON number is no longer exact.
-      if (Math.abs(e.params.limit) === Number.MAX_SAFE_INTEGER) return `${field} must be sent as a string: a JSON number beyond 2^53 is not exact`;
+      if (Math.abs(e.params.limit) === Number.MAX_SAFE_INTEGER)
+        return `${field} must be sent as a string: a JSON number beyond 2^53 is not exact`;
       return `${field} must be ${e.params.comparison} ${e.params.limit}`;
-    case 'maxLength': return `${field} must be at most ${e.params.limit} characters`;
-    case 'minLength': return `${field} must be at least ${e.params.limit} characters`;
-    default: return `${field} ${e.message}`;
+    case 'maxLength':
+      return `${field} must be at most ${e.params.limit} characters`;
+    case 'minLength':
+      return `${field} must be at least ${e.params.limit} characters`;
+    default:
+      return `${field} ${e.message}`;
   }
 }
 
@@ -72,7 +90,10 @@ export function violationsOf(errors: ErrorObject[], paramNames?: Record<string, 
     if (paramNames?.[field]) field = paramNames[field];
     const v = { field, description: description(e, field) };
     const key = `${v.field}\n${v.description}`;
-    if (!seen.has(key)) { seen.add(key); out.push(v); }
+    if (!seen.has(key)) {
+      seen.add(key);
+      out.push(v);
+    }
   }
   return out;
 }

@@ -20,7 +20,11 @@ export class Writes {
   /** the resources written, for the access caches */
   readonly written = new Set<ResourceModel>();
 
-  constructor(private readonly sql: Sql, private readonly resources: Resources, private readonly declared: DeclaredEvent) {}
+  constructor(
+    private readonly sql: Sql,
+    private readonly resources: Resources,
+    private readonly declared: DeclaredEvent,
+  ) {}
 
   /** Reads inside the transaction: they see its own writes. */
   async find(r: ResourceModel, where: Record<string, unknown>, limit = -1): Promise<Row[]> {
@@ -49,6 +53,12 @@ export class Writes {
   /** Records the served operation's declared event about a record of r. */
   async recordEvent(r: ResourceModel, subject: string, body: Row): Promise<void> {
     if (!this.declared.type) throw new Error(`the operation writing ${r.collection} declares no event`);
-    await this.resources.recordEvent(this.sql, { type: this.declared.type, subject, groupUid: groupOf(this.resources.model, r, subject), actor: this.declared.actor ?? null, body });
+    await this.resources.recordEvent(this.sql, {
+      type: this.declared.type,
+      subject,
+      groupUid: groupOf(this.resources.model, r, subject),
+      actor: this.declared.actor ?? null,
+      body,
+    });
   }
 }

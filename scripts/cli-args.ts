@@ -19,7 +19,9 @@ const refuse = (name: string, problem: string): never => {
 };
 
 export function parseCommandLine<O extends Options>(cli: CommandLine & { options?: O }, args = process.argv.slice(2)) {
-  const options = { ...cli.options, help: { type: 'boolean', short: 'h' } } as O & { help: { type: 'boolean'; short: 'h' } };
+  const options = { ...cli.options, help: { type: 'boolean', short: 'h' } } as O & {
+    help: { type: 'boolean'; short: 'h' };
+  };
   // A lenient pass first, so --help answers even beside a mistake and an unknown option is named as typed.
   const { tokens } = parseArgs({ args, options, allowPositionals: true, strict: false, tokens: true });
   if (tokens.some((t) => t.kind === 'option' && t.name === 'help')) {

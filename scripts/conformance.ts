@@ -42,15 +42,23 @@ Runs the rules generated from spec/ (generated/conformance/plan.json) against an
   --wait SECONDS               how long to wait for the target to answer (default 30)
 Prints failures first, then "N passed, N failed, N skipped"; exits 1 on any failure.`,
   options: {
-    'base-url': { type: 'string' }, token: { type: 'string' }, 'token-command': { type: 'string' }, 'low-privilege-token': { type: 'string' },
-    parent: { type: 'string' }, filter: { type: 'string', multiple: true }, 'skip-file': { type: 'string' },
-    json: { type: 'string' }, plan: { type: 'string', default: 'generated/conformance/plan.json' }, wait: { type: 'string', default: '30' },
+    'base-url': { type: 'string' },
+    token: { type: 'string' },
+    'token-command': { type: 'string' },
+    'low-privilege-token': { type: 'string' },
+    parent: { type: 'string' },
+    filter: { type: 'string', multiple: true },
+    'skip-file': { type: 'string' },
+    json: { type: 'string' },
+    plan: { type: 'string', default: 'generated/conformance/plan.json' },
+    wait: { type: 'string', default: '30' },
   },
 });
 
 async function main(): Promise<number> {
   const baseUrl = values['base-url']?.replace(/\/+$/, '');
-  if (!baseUrl) throw new UsageError('--base-url URL is required, e.g. npm run conformance -- --base-url http://127.0.0.1:8080');
+  if (!baseUrl)
+    throw new UsageError('--base-url URL is required, e.g. npm run conformance -- --base-url http://127.0.0.1:8080');
   if (values.token && values['token-command']) throw new UsageError('give --token or --token-command, not both');
   let plan: ConformancePlan;
   try {
@@ -59,7 +67,10 @@ async function main(): Promise<number> {
     throw new UsageError(`cannot read the plan ${values.plan}: ${(e as Error).message}; run npm run generate`);
   }
   const known = values['skip-file']
-    ? readFileSync(values['skip-file'], 'utf8').split('\n').map((l) => l.replace(/#.*/, '').trim()).filter(Boolean)
+    ? readFileSync(values['skip-file'], 'utf8')
+        .split('\n')
+        .map((l) => l.replace(/#.*/, '').trim())
+        .filter(Boolean)
     : [];
   let token: string | undefined = values.token;
   const tokenSource = values['token-command']
@@ -70,7 +81,11 @@ async function main(): Promise<number> {
   await waitForTarget(baseUrl, Number(values.wait));
   const started = Date.now();
   const results = await runConformance({
-    client: new Client(baseUrl, tokenSource, values['low-privilege-token']), plan, parent: values.parent, only: values.filter ?? [], known,
+    client: new Client(baseUrl, tokenSource, values['low-privilege-token']),
+    plan,
+    parent: values.parent,
+    only: values.filter ?? [],
+    known,
     progress: (line) => console.log(line),
   });
   const failed = results.filter((r) => r.status === 'failed');
@@ -79,17 +94,24 @@ async function main(): Promise<number> {
   console.log('');
   for (const f of failed) {
     console.log(`FAIL ${f.name}`);
-    if (f.expected) console.log(`  expected: ${f.expected}\n  actual:   ${f.actual}\n  request:  ${f.request ?? '(none)'}`);
+    if (f.expected)
+      console.log(`  expected: ${f.expected}\n  actual:   ${f.actual}\n  request:  ${f.request ?? '(none)'}`);
     else console.log(`  ${f.reason}`);
   }
   if (values.json) {
-    writeFileSync(values.json, `${JSON.stringify({ target: baseUrl, durationMs: Date.now() - started, passed: passed.length, failed: failed.length, skipped: skipped.length, results }, null, 2)}\n`);
+    writeFileSync(
+      values.json,
+      `${JSON.stringify({ target: baseUrl, durationMs: Date.now() - started, passed: passed.length, failed: failed.length, skipped: skipped.length, results }, null, 2)}\n`,
+    );
   }
   console.log(`${passed.length} passed, ${failed.length} failed, ${skipped.length} skipped`);
   return failed.length > 0 ? 1 : 0;
 }
 
-main().then((code) => process.exit(code), (e) => {
-  console.error(`conformance: ${e instanceof UsageError ? e.message : e instanceof Error ? e.message : String(e)}`);
-  process.exit(2);
-});
+main().then(
+  (code) => process.exit(code),
+  (e) => {
+    console.error(`conformance: ${e instanceof UsageError ? e.message : e instanceof Error ? e.message : String(e)}`);
+    process.exit(2);
+  },
+);

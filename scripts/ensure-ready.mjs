@@ -32,15 +32,21 @@ function ensureInstalled() {
   if (lstatSync('node_modules', { throwIfNoEntry: false })?.isSymbolicLink()) {
     // npm ci empties node_modules/ through the link, under every checkout that shares it: never do that here.
     if (!existsSync('node_modules')) {
-      console.error(`node_modules is a link to a directory that does not exist; remove the link or point it at an install`);
+      console.error(
+        `node_modules is a link to a directory that does not exist; remove the link or point it at an install`,
+      );
       process.exit(1);
     }
     if (recorded !== undefined) {
-      console.error(`> node_modules links to ${realpathSync('node_modules')}, installed from another package-lock.json; not reinstalling through a link (run npm ci where it points, or replace the link)`);
+      console.error(
+        `> node_modules links to ${realpathSync('node_modules')}, installed from another package-lock.json; not reinstalling through a link (run npm ci where it points, or replace the link)`,
+      );
     }
     return;
   }
-  const installedAt = existsSync('node_modules/.package-lock.json') ? statSync('node_modules/.package-lock.json').mtimeMs : 0;
+  const installedAt = existsSync('node_modules/.package-lock.json')
+    ? statSync('node_modules/.package-lock.json').mtimeMs
+    : 0;
   if (recorded === undefined && installedAt > statSync('package-lock.json').mtimeMs) {
     // Installed before installs were recorded, and since the last change of the lock: adopt it.
     writeFileSync(lockRecord, `${lockHash}\n`);
@@ -56,7 +62,8 @@ function ensureGenerated() {
   const recordText = read(join('generated', sourceRecordFile));
   let why;
   if (!existsSync('generated/model.ts')) why = 'generated/ is missing';
-  else if (recordText === undefined) why = `generated/ does not record what it was generated from (generated/${sourceRecordFile})`;
+  else if (recordText === undefined)
+    why = `generated/ does not record what it was generated from (generated/${sourceRecordFile})`;
   else {
     let recorded = {};
     try {

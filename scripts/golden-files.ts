@@ -20,7 +20,9 @@ export function generateFixture(scratch: string): string {
   const out = join(scratch, 'generated');
   cpSync('spec', spec, { recursive: true });
   cpSync(fixture, join(spec, `${domain}.yaml`));
-  const r = spawnSync(process.execPath, ['--import', 'tsx', 'generator/main.ts', '--spec', spec, '--out', out], { encoding: 'utf8' });
+  const r = spawnSync(process.execPath, ['--import', 'tsx', 'generator/main.ts', '--spec', spec, '--out', out], {
+    encoding: 'utf8',
+  });
   if (r.status !== 0) throw new Error(`generating the widgets fixture failed:\n${r.stderr}`);
   return out;
 }
@@ -45,16 +47,26 @@ const json = (value: unknown) => `${JSON.stringify(value, null, 2)}\n`;
 /** The resource's entry, its capabilities, which built-in roles grant them, and the parents that list it as a child. */
 function modelPart(model: ApiModel) {
   const resource = model.resources[collection];
-  const own = new Set(Object.values(resource.operations).flatMap((o) => (Array.isArray(o.capability) ? o.capability : [])));
+  const own = new Set(
+    Object.values(resource.operations).flatMap((o) => (Array.isArray(o.capability) ? o.capability : [])),
+  );
   return {
     resource,
     capabilities: Object.fromEntries(Object.entries(model.capabilities).filter(([name]) => own.has(name))),
-    roles: Object.fromEntries(model.roles.map((r) => [r.name, r.capabilities.filter((c) => own.has(c))]).filter(([, caps]) => caps.length > 0)),
-    childOf: Object.values(model.resources).filter((r) => r.children.includes(collection)).map((r) => r.collection),
+    roles: Object.fromEntries(
+      model.roles.map((r) => [r.name, r.capabilities.filter((c) => own.has(c))]).filter(([, caps]) => caps.length > 0),
+    ),
+    childOf: Object.values(model.resources)
+      .filter((r) => r.children.includes(collection))
+      .map((r) => r.collection),
   };
 }
 
-type OpenApi = { tags: { name: string }[]; paths: Record<string, unknown>; components: { schemas: Record<string, unknown> } };
+type OpenApi = {
+  tags: { name: string }[];
+  paths: Record<string, unknown>;
+  components: { schemas: Record<string, unknown> };
+};
 
 /** The domain's tag and paths, and every component schema they reach. */
 function openApiPart(doc: OpenApi) {
@@ -86,7 +98,8 @@ function planPart(plan: Plan) {
   };
 }
 
-const parse = (name: string, text: string, kind: ts.ScriptKind) => ts.createSourceFile(name, text, ts.ScriptTarget.ES2022, true, kind);
+const parse = (name: string, text: string, kind: ts.ScriptKind) =>
+  ts.createSourceFile(name, text, ts.ScriptTarget.ES2022, true, kind);
 
 /** The resource's EntitySchema, as emitted. */
 function entityPart(text: string): string {
@@ -95,7 +108,12 @@ function entityPart(text: string): string {
   const visit = (node: ts.Node): void => {
     if (ts.isNewExpression(node) && node.expression.getText(file) === 'EntitySchema') {
       const spec = node.arguments?.[0];
-      if (spec && ts.isObjectLiteralExpression(spec) && spec.properties.some((p) => p.getText(file) === `"tableName": "${collection}"`)) found = node.getText(file);
+      if (
+        spec &&
+        ts.isObjectLiteralExpression(spec) &&
+        spec.properties.some((p) => p.getText(file) === `"tableName": "${collection}"`)
+      )
+        found = node.getText(file);
     }
     ts.forEachChild(node, visit);
   };
@@ -123,12 +141,15 @@ function validatorPart(code: string): string {
   const exportName = (s: ts.Statement) => {
     if (!ts.isExpressionStatement(s) || !ts.isBinaryExpression(s.expression)) return undefined;
     const target = s.expression.left;
-    return ts.isPropertyAccessExpression(target) && target.expression.getText(file) === 'exports' ? target.name.text : undefined;
+    return ts.isPropertyAccessExpression(target) && target.expression.getText(file) === 'exports'
+      ? target.name.text
+      : undefined;
   };
   const declared = new Map<string, ts.Statement>();
   for (const s of file.statements) {
     if (ts.isFunctionDeclaration(s) && s.name) declared.set(s.name.text, s);
-    if (ts.isVariableStatement(s)) for (const d of s.declarationList.declarations) declared.set(d.name.getText(file), s);
+    if (ts.isVariableStatement(s))
+      for (const d of s.declarationList.declarations) declared.set(d.name.getText(file), s);
   }
   // Each validator's statements follow its `exports.<collection>_<kind> = validateN;`.
   const own: ts.Statement[] = [];
@@ -138,7 +159,8 @@ function validatorPart(code: string): string {
     if (name !== undefined) inPart = name.startsWith(`${collection}_`);
     if (inPart) own.push(s);
   }
-  const isHelper = (s: ts.Statement) => ts.isVariableStatement(s) && !/^schema\d+$/.test(s.declarationList.declarations[0].name.getText(file));
+  const isHelper = (s: ts.Statement) =>
+    ts.isVariableStatement(s) && !/^schema\d+$/.test(s.declarationList.declarations[0].name.getText(file));
   const helpers = new Set(own.filter(isHelper));
   const uses = (s: ts.Statement) => {
     const names: string[] = [];
@@ -150,7 +172,10 @@ function validatorPart(code: string): string {
     return names;
   };
   for (let added = [...own]; added.length > 0;) {
-    added = added.flatMap(uses).map((n) => declared.get(n)!).filter((d) => isHelper(d) && !helpers.has(d));
+    added = added
+      .flatMap(uses)
+      .map((n) => declared.get(n)!)
+      .filter((d) => isHelper(d) && !helpers.has(d));
     added.forEach((d) => helpers.add(d));
   }
   const body = own.filter((s) => !helpers.has(s));
@@ -203,10 +228,12 @@ export function compareWithGoldens(parts: Record<string, string>, dir = goldenDi
     if (!existsSync(path)) reports.push(`${path}: missing`);
     else {
       const golden = readFileSync(path, 'utf8');
-      if (golden !== text) reports.push(`${path} differs from what the generator emits now:\n${lineDiff(golden, text)}`);
+      if (golden !== text)
+        reports.push(`${path} differs from what the generator emits now:\n${lineDiff(golden, text)}`);
     }
   }
-  for (const name of stored.filter((n) => !(n in parts)).sort()) reports.push(`${join(dir, name)}: no longer generated`);
+  for (const name of stored.filter((n) => !(n in parts)).sort())
+    reports.push(`${join(dir, name)}: no longer generated`);
   if (reports.length === 0) return '';
   return `${reports.join('\n')}\nIf the change is intended, refresh the goldens with \`${refreshCommand}\` and review their diff.\n`;
 }
@@ -235,56 +262,91 @@ export function writeGoldens(parts: Record<string, string>, dir = goldenDir): st
 export function lineDiff(before: string, after: string, limit = 40): string {
   const a = before.split('\n');
   const b = after.split('\n');
+  return formatHunks(a, lineEdits(a, b), limit);
+}
+
+/** One line of a diff: kept, removed or added, and where it is in the old and new texts. */
+interface Edit {
+  op: ' ' | '-' | '+';
+  line: string;
+  at: [number, number];
+}
+
+/** The part of two texts that differs: from start to endA in a, to endB in b. */
+interface Middle {
+  start: number;
+  endA: number;
+  endB: number;
+}
+
+/** The edits from a to b over the lines between their common prefix and suffix. */
+function lineEdits(a: string[], b: string[]): Edit[] {
   // Only the middle that differs needs the quadratic table.
   let start = 0;
   while (start < a.length && start < b.length && a[start] === b[start]) start++;
   let endA = a.length;
   let endB = b.length;
-  while (endA > start && endB > start && a[endA - 1] === b[endB - 1]) { endA--; endB--; }
+  while (endA > start && endB > start && a[endA - 1] === b[endB - 1]) {
+    endA--;
+    endB--;
+  }
+  const middle = { start, endA, endB };
+  return (endA - start) * (endB - start) > 4e7 ? replacedEdits(a, b, middle) : alignedEdits(a, b, middle);
+}
+
+/** Texts too different to align: the whole middle shown as replaced. */
+function replacedEdits(a: string[], b: string[], { start, endA, endB }: Middle): Edit[] {
+  const edits: Edit[] = [];
+  for (let i = start; i < endA; i++) edits.push({ op: '-', line: a[i], at: [i, start] });
+  for (let j = start; j < endB; j++) edits.push({ op: '+', line: b[j], at: [endA, j] });
+  return edits;
+}
+
+/** The middle aligned by a longest common subsequence. */
+function alignedEdits(a: string[], b: string[], { start, endA, endB }: Middle): Edit[] {
   const n = endA - start;
   const m = endB - start;
-  const edits: { op: ' ' | '-' | '+'; line: string; at: [number, number] }[] = [];
-  if (n * m > 4e7) {
-    // Too different to align: show it as replaced.
-    for (let i = start; i < endA; i++) edits.push({ op: '-', line: a[i], at: [i, start] });
-    for (let j = start; j < endB; j++) edits.push({ op: '+', line: b[j], at: [endA, j] });
-  } else {
-    // common[i * (m + 1) + j]: the longest common subsequence of the middles' suffixes from i and j.
-    const common = new Uint32Array((n + 1) * (m + 1));
-    for (let i = n - 1; i >= 0; i--) {
-      for (let j = m - 1; j >= 0; j--) {
-        common[i * (m + 1) + j] = a[start + i] === b[start + j] ? common[(i + 1) * (m + 1) + j + 1] + 1 : Math.max(common[(i + 1) * (m + 1) + j], common[i * (m + 1) + j + 1]);
-      }
-    }
-    let i = 0;
-    let j = 0;
-    while (i < n || j < m) {
-      if (i < n && j < m && a[start + i] === b[start + j]) edits.push({ op: ' ', line: a[start + i], at: [start + i++, start + j++] });
-      // On a tie, the removed line first, as diff prints them.
-      else if (i < n && (j === m || common[(i + 1) * (m + 1) + j] >= common[i * (m + 1) + j + 1])) edits.push({ op: '-', line: a[start + i], at: [start + i++, start + j] });
-      else edits.push({ op: '+', line: b[start + j], at: [start + i, start + j++] });
+  // common[i * (m + 1) + j]: the longest common subsequence of the middles' suffixes from i and j.
+  const common = new Uint32Array((n + 1) * (m + 1));
+  for (let i = n - 1; i >= 0; i--) {
+    for (let j = m - 1; j >= 0; j--) {
+      common[i * (m + 1) + j] =
+        a[start + i] === b[start + j]
+          ? common[(i + 1) * (m + 1) + j + 1] + 1
+          : Math.max(common[(i + 1) * (m + 1) + j], common[i * (m + 1) + j + 1]);
     }
   }
-  const context = 2;
+  const edits: Edit[] = [];
+  let i = 0;
+  let j = 0;
+  while (i < n || j < m) {
+    if (i < n && j < m && a[start + i] === b[start + j])
+      edits.push({ op: ' ', line: a[start + i], at: [start + i++, start + j++] });
+    // On a tie, the removed line first, as diff prints them.
+    else if (i < n && (j === m || common[(i + 1) * (m + 1) + j] >= common[i * (m + 1) + j + 1]))
+      edits.push({ op: '-', line: a[start + i], at: [start + i++, start + j] });
+    else edits.push({ op: '+', line: b[start + j], at: [start + i, start + j++] });
+  }
+  return edits;
+}
+
+const context = 2;
+
+/** The edits as hunks with their context, stopping once limit differing lines are shown. */
+function formatHunks(a: string[], edits: Edit[], limit: number): string {
   const out: string[] = [];
   let shown = 0;
   const changes = edits.filter((e) => e.op !== ' ').length;
   for (let k = 0; k < edits.length && shown < limit;) {
-    if (edits[k].op === ' ') { k++; continue; }
-    // A hunk: the changes from k, while at most 2 * context unchanged lines separate them, with context around.
-    let end = k;
-    while (end < edits.length && (edits[end].op !== ' ' || edits.slice(end, end + 2 * context + 1).some((e) => e.op !== ' '))) end++;
+    if (edits[k].op === ' ') {
+      k++;
+      continue;
+    }
+    const end = hunkEnd(edits, k);
     const [fromA, fromB] = edits[k].at;
     const lead = Math.min(context, fromA);
-    const hunk = edits.slice(k, end);
-    const lines = [
-      ...a.slice(fromA - lead, fromA).map((l) => `  ${l}`),
-      ...hunk.map((e) => `${e.op} ${e.line}`),
-    ];
-    const lastA = fromA + hunk.filter((e) => e.op !== '+').length;
-    lines.push(...a.slice(lastA, lastA + context).map((l) => `  ${l}`));
     out.push(`@@ -${fromA - lead + 1} +${fromB - lead + 1} @@`);
-    for (const l of lines) {
+    for (const l of hunkLines(a, edits.slice(k, end), fromA, lead)) {
       if (shown >= limit) break;
       out.push(l);
       if (l[0] !== ' ') shown++;
@@ -293,4 +355,25 @@ export function lineDiff(before: string, after: string, limit = 40): string {
   }
   if (changes > shown) out.push(`... and ${changes - shown} more differing lines`);
   return out.join('\n');
+}
+
+/** Where the hunk starting at k ends: it takes in the next change while at most 2 * context unchanged lines come between. */
+function hunkEnd(edits: Edit[], k: number): number {
+  let end = k;
+  while (
+    end < edits.length &&
+    (edits[end].op !== ' ' || edits.slice(end, end + 2 * context + 1).some((e) => e.op !== ' '))
+  )
+    end++;
+  return end;
+}
+
+/** A hunk's lines: lead lines of context before it (from a), its edits, and context after it. */
+function hunkLines(a: string[], hunk: Edit[], fromA: number, lead: number): string[] {
+  const lastA = fromA + hunk.filter((e) => e.op !== '+').length;
+  return [
+    ...a.slice(fromA - lead, fromA).map((l) => `  ${l}`),
+    ...hunk.map((e) => `${e.op} ${e.line}`),
+    ...a.slice(lastA, lastA + context).map((l) => `  ${l}`),
+  ];
 }

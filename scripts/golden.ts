@@ -23,7 +23,11 @@ try {
   const parts = await widgetParts(generateFixture(scratch));
   if (values.update) {
     const changed = writeGoldens(parts);
-    console.log(changed.length === 0 ? `${goldenDir}/ is up to date` : `rewrote ${changed.map((n) => join(goldenDir, n)).join(', ')}`);
+    console.log(
+      changed.length === 0
+        ? `${goldenDir}/ is up to date`
+        : `rewrote ${changed.map((n) => join(goldenDir, n)).join(', ')}`,
+    );
   } else {
     const differences = compareWithGoldens(parts);
     if (differences) {

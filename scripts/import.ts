@@ -59,17 +59,30 @@ async function main(): Promise<void> {
   const [collection, file] = positionals;
   const generated = await loadDataParts();
   const { model } = generated;
-  const r: ResourceModel | undefined = Object.hasOwn(model.resources, collection ?? '') ? model.resources[collection!] : undefined;
+  const r: ResourceModel | undefined = Object.hasOwn(model.resources, collection ?? '')
+    ? model.resources[collection!]
+    : undefined;
   if (!r || !file) {
-    throw new ImportError(`usage: npm run import -- <resource> <file> [--parent UID]\n  resources: ${Object.keys(model.resources).sort().join(', ')}`);
+    throw new ImportError(
+      `usage: npm run import -- <resource> <file> [--parent UID]\n  resources: ${Object.keys(model.resources).sort().join(', ')}`,
+    );
   }
   if (!r.naturalKey) {
-    throw new ImportError(`${r.collection} declares no naturalKey in the spec, so a second import could not find the records of the first; resources that do: ${Object.values(model.resources).filter((x) => x.naturalKey).map((x) => x.collection).sort().join(', ')}`);
+    throw new ImportError(
+      `${r.collection} declares no naturalKey in the spec, so a second import could not find the records of the first; resources that do: ${Object.values(
+        model.resources,
+      )
+        .filter((x) => x.naturalKey)
+        .map((x) => x.collection)
+        .sort()
+        .join(', ')}`,
+    );
   }
   const records = parseRecords(file);
   const validate = loadValidators(generated.dir).body(`${r.collection}.record`)!;
   for (const [i, record] of records.entries()) {
-    if (typeof record !== 'object' || record === null || Array.isArray(record)) throw new ImportError(`record ${i + 1}: not a JSON object`);
+    if (typeof record !== 'object' || record === null || Array.isArray(record))
+      throw new ImportError(`record ${i + 1}: not a JSON object`);
     const { parent: _parent, ...data } = record;
     if (!validate(data)) {
       const v = violationsOf(validate.errors ?? []);
@@ -85,7 +98,10 @@ async function main(): Promise<void> {
     const resolveParent = async (value: unknown, i: number): Promise<string | undefined> => {
       if (value === undefined || value === null) {
         if (values.parent && r.parent) return values.parent;
-        if (r.parent && !r.parentOptional) throw new ImportError(`record ${i + 1}: parent is required for ${r.collection} (give it in the record or with --parent)`);
+        if (r.parent && !r.parentOptional)
+          throw new ImportError(
+            `record ${i + 1}: parent is required for ${r.collection} (give it in the record or with --parent)`,
+          );
         return undefined;
       }
       const text = String(value);
@@ -96,22 +112,30 @@ async function main(): Promise<void> {
         if (values.parent) uid = values.parent;
         else {
           const orgs = await resources.table(model.resources.groups.type).find({ parentUid: null }, byUid, 2);
-          if (orgs.length !== 1) throw new ImportError(`record ${i + 1}: "$ORG" needs --parent UID (there are ${orgs.length === 0 ? 'no' : 'several'} organizations)`);
+          if (orgs.length !== 1)
+            throw new ImportError(
+              `record ${i + 1}: "$ORG" needs --parent UID (there are ${orgs.length === 0 ? 'no' : 'several'} organizations)`,
+            );
           uid = orgs[0].uid as string;
         }
       } else {
         const m = /^\$(\w+):(.+)$/.exec(text);
         const target = m && Object.values(model.resources).find((x) => x.type.toLowerCase() === m[1].toLowerCase());
-        if (!m || !target) throw new ImportError(`record ${i + 1}: parent "${text}" is not a uid, "$ORG" or "$<type>:<name>"`);
+        if (!m || !target)
+          throw new ImportError(`record ${i + 1}: parent "${text}" is not a uid, "$ORG" or "$<type>:<name>"`);
         const found = await resources.table(target.type).find({ name: m[2] }, byUid, 2);
-        if (found.length !== 1) throw new ImportError(`record ${i + 1}: parent "${text}": ${found.length === 0 ? 'no' : 'more than one'} ${target.type} named "${m[2]}"`);
+        if (found.length !== 1)
+          throw new ImportError(
+            `record ${i + 1}: parent "${text}": ${found.length === 0 ? 'no' : 'more than one'} ${target.type} named "${m[2]}"`,
+          );
         uid = found[0].uid as string;
       }
       cache.set(text, uid!);
       return uid;
     };
     const prepared: { parent?: string; data: Row }[] = [];
-    for (const [i, { parent, ...data }] of records.entries()) prepared.push({ parent: await resolveParent(parent, i), data });
+    for (const [i, { parent, ...data }] of records.entries())
+      prepared.push({ parent: await resolveParent(parent, i), data });
     const { created, updated } = await resources.importRecords(r, prepared);
     console.log(`imported ${created + updated} ${r.collection}: ${created} created, ${updated} updated`);
   } finally {

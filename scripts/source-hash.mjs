@@ -21,10 +21,19 @@ function hashOf(path) {
     }
   };
   walk(path);
-  return hash(files.map((f) => `${relative(path, f)}\0${hash(readFileSync(f))}\n`).sort().join(''));
+  return hash(
+    files
+      .map((f) => `${relative(path, f)}\0${hash(readFileSync(f))}\n`)
+      .sort()
+      .join(''),
+  );
 }
 
 /** The hashes by source, named as ensure-ready reports them; paths from the project root, as npm runs scripts. */
 export function sourceHashes(specDir = 'spec') {
-  return { 'spec/': hashOf(specDir), 'generator/': hashOf('generator'), 'runtime/model.ts': hashOf('runtime/model.ts') };
+  return {
+    'spec/': hashOf(specDir),
+    'generator/': hashOf('generator'),
+    'runtime/model.ts': hashOf('runtime/model.ts'),
+  };
 }

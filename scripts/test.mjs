@@ -4,7 +4,9 @@
 import { spawn } from 'node:child_process';
 
 const args = process.argv.length > 2 ? process.argv.slice(2) : ['test', '\\.test\\.ts$'];
-const child = spawn(process.execPath, ['--import', 'tsx', 'node_modules/uvu/bin.js', ...args, '--no-color'], { stdio: ['inherit', 'pipe', 'inherit'] });
+const child = spawn(process.execPath, ['--import', 'tsx', 'node_modules/uvu/bin.js', ...args, '--no-color'], {
+  stdio: ['inherit', 'pipe', 'inherit'],
+});
 let output = '';
 child.stdout.on('data', (chunk) => {
   process.stdout.write(chunk);
@@ -23,5 +25,5 @@ child.on('close', (code, signal) => {
   }
   const failed = total - passed;
   process.stdout.write(`  Failed:    ${failed}\n\n`);
-  process.exit(failed > 0 ? 1 : code ?? 1);
+  process.exit(failed > 0 ? 1 : (code ?? 1));
 });

@@ -26,18 +26,26 @@ async function main(): Promise<void> {
   const config = readConfig();
   ensureDataDir(config);
   const ttl = Number(values.ttl);
-  if (!Number.isInteger(ttl) || ttl <= 0 || ttl > maxTokenSeconds) throw new TokenError(`--ttl must be 1 to ${maxTokenSeconds} seconds`);
+  if (!Number.isInteger(ttl) || ttl <= 0 || ttl > maxTokenSeconds)
+    throw new TokenError(`--ttl must be 1 to ${maxTokenSeconds} seconds`);
   let subject = values.identity;
   if (subject === undefined) {
     const bootstrap = readBootstrap(config.dataDir);
-    if (!bootstrap) throw new TokenError(`no server has started with DATA_DIR=${config.dataDir} yet: run npm start once, or pass --identity UID`);
+    if (!bootstrap)
+      throw new TokenError(
+        `no server has started with DATA_DIR=${config.dataDir} yet: run npm start once, or pass --identity UID`,
+      );
     subject = bootstrap.owner;
   } else {
-    if (!isUidPath(subject)) throw new TokenError(`--identity must be an identity uid (40 hex characters, then /16 hex per level), got "${subject}"`);
+    if (!isUidPath(subject))
+      throw new TokenError(
+        `--identity must be an identity uid (40 hex characters, then /16 hex per level), got "${subject}"`,
+      );
     const generated = await loadDataParts();
     const { store, resources } = await openResources({ ...config, log: false }, generated);
     try {
-      if (!await resources.table(generated.model.resources.identities.type).get(subject)) throw new TokenError(`no identity ${subject} in ${config.databaseFile}`);
+      if (!(await resources.table(generated.model.resources.identities.type).get(subject)))
+        throw new TokenError(`no identity ${subject} in ${config.databaseFile}`);
     } finally {
       await store.close();
     }
@@ -48,6 +56,8 @@ async function main(): Promise<void> {
 }
 
 main().catch((e) => {
-  console.error(`token: ${e instanceof TokenError || e instanceof ConfigError ? e.message : e instanceof Error ? e.message : String(e)}`);
+  console.error(
+    `token: ${e instanceof TokenError || e instanceof ConfigError ? e.message : e instanceof Error ? e.message : String(e)}`,
+  );
   process.exit(1);
 });

@@ -30,7 +30,8 @@ try {
   process.on('SIGINT', () => void stop('SIGINT'));
 } catch (e) {
   if (e instanceof ConfigError) console.error(`platform-api: configuration error: ${e.message}`);
-  else if ((e as NodeJS.ErrnoException).code === 'EADDRINUSE') console.error(`platform-api: cannot listen: ${(e as Error).message}; set PORT to a free port`);
+  else if ((e as NodeJS.ErrnoException).code === 'EADDRINUSE')
+    console.error(`platform-api: cannot listen: ${(e as Error).message}; set PORT to a free port`);
   else console.error(`platform-api: cannot start: ${e instanceof Error ? e.message : String(e)}`);
   process.exit(1);
 }

@@ -12,7 +12,13 @@ import { ensureBootstrap } from '../runtime/bootstrap.js';
 import { defaultIssuer, type Config } from '../runtime/config.js';
 import { createApp } from '../runtime/http.js';
 import { listen } from '../runtime/http-server.js';
-import { defaultGeneratedDir, loadDataParts, loadGeneratedModule, openResources, type DataParts } from '../runtime/open-resources.js';
+import {
+  defaultGeneratedDir,
+  loadDataParts,
+  loadGeneratedModule,
+  openResources,
+  type DataParts,
+} from '../runtime/open-resources.js';
 import { TokenIssuer } from '../runtime/issuer.js';
 import { recordIssuer } from '../runtime/issuer-record.js';
 import { Operations } from '../runtime/operations.js';
@@ -27,7 +33,10 @@ export interface GeneratedParts extends DataParts {
 
 /** Loads what npm run generate wrote; another directory serves another spec (tests use this). */
 export async function loadGenerated(dir = defaultGeneratedDir): Promise<GeneratedParts> {
-  const [data, routes] = await Promise.all([loadDataParts(dir), loadGeneratedModule<{ createRouter: typeof CreateRouter; createSteps: typeof CreateSteps }>(dir, 'routes.ts')]);
+  const [data, routes] = await Promise.all([
+    loadDataParts(dir),
+    loadGeneratedModule<{ createRouter: typeof CreateRouter; createSteps: typeof CreateSteps }>(dir, 'routes.ts'),
+  ]);
   return { ...data, createRouter: routes.createRouter, createSteps: routes.createSteps };
 }
 
@@ -38,7 +47,7 @@ export interface RunningServer {
 }
 
 export async function startServer(config: Config, generated?: GeneratedParts): Promise<RunningServer> {
-  const parts = generated ?? await loadGenerated();
+  const parts = generated ?? (await loadGenerated());
   const { model } = parts;
   const { store, resources } = await openResources(config, parts);
   await ensureBootstrap(store, model, config.dataDir);
@@ -46,13 +55,22 @@ export async function startServer(config: Config, generated?: GeneratedParts): P
   const validators = loadValidators(parts.dir);
   const operations = new Operations(model, resources, policy, validators);
   const v2 = parts.createRouter(createRouteOperations(operations), handlers);
-  const v1 = createV1Router({ model, resources, policy, validators, operations, createSteps: parts.createSteps(handlers) }, v1Extensions);
+  const v1 = createV1Router(
+    { model, resources, policy, validators, operations, createSteps: parts.createSteps(handlers) },
+    v1Extensions,
+  );
   const openapi = JSON.parse(readFileSync(join(parts.dir, 'openapi.json'), 'utf8'));
-  const log = config.log ? (line: Record<string, unknown>) => process.stdout.write(`${JSON.stringify({ time: new Date().toISOString(), ...line })}\n`) : () => {};
+  const log = config.log
+    ? (line: Record<string, unknown>) =>
+        process.stdout.write(`${JSON.stringify({ time: new Date().toISOString(), ...line })}\n`)
+    : () => {};
   let issuer: TokenIssuer | undefined;
   const exchange = new TokenExchange(resources, () => issuer!);
   const app = createApp({
-    model, openapi, log, issuer: () => issuer!,
+    model,
+    openapi,
+    log,
+    issuer: () => issuer!,
     authenticate: async (token) => policy.authenticate(await issuer!.verify(token)),
     publicRoutes: [{ router: exchange.router() }],
     // Every v1 path has a /v1/ segment: other requests skip matching the v1 routes.
@@ -69,7 +87,10 @@ export async function startServer(config: Config, generated?: GeneratedParts): P
     url,
     issuer,
     close: async () => {
-      await new Promise<void>((resolve) => { server.close(() => resolve()); server.closeIdleConnections(); });
+      await new Promise<void>((resolve) => {
+        server.close(() => resolve());
+        server.closeIdleConnections();
+      });
       await store.close();
     },
   };

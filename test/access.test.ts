@@ -33,7 +33,11 @@ test.before(async () => {
   for (const r of roles.body.roles) roleUid[r.name] = r.uid;
   team = (await s.call('POST', `/iam/v2/groups/${org}`, { name: 'team' })).body.uid;
   otherTeam = (await s.call('POST', `/iam/v2/groups/${org}`, { name: 'other team' })).body.uid;
-  for (const [who, role, where] of [['editor', 'editor', org], ['viewer', 'viewer', org], ['teamOwner', 'owner', team]] as const) {
+  for (const [who, role, where] of [
+    ['editor', 'editor', org],
+    ['viewer', 'viewer', org],
+    ['teamOwner', 'owner', team],
+  ] as const) {
     const id = await identity(who === 'teamOwner' ? team : org, who.toLowerCase());
     await bind(where, id, role);
     token[who] = await s.mint(id);
@@ -50,7 +54,8 @@ function expectCode(r: Reply, status: number, code: number, what: string) {
 }
 
 test('built-in roles are root records, listed to everyone who may list roles, and cannot change', async () => {
-  for (const name of ['owner', 'editor', 'viewer', 'registry.pull', 'registry.push']) assert.match(roleUid[name] ?? '', /^[0-9a-f]{40}$/, name);
+  for (const name of ['owner', 'editor', 'viewer', 'registry.pull', 'registry.push'])
+    assert.match(roleUid[name] ?? '', /^[0-9a-f]{40}$/, name);
   const viewerList = await s.call('GET', '/iam/v2/roles?page_size=200', undefined, as('viewer'));
   assert.ok(viewerList.body.roles.some((r: any) => r.name === 'owner'));
   const owner = viewerList.body.roles.find((r: any) => r.name === 'owner');
@@ -59,11 +64,21 @@ test('built-in roles are root records, listed to everyone who may list roles, an
   const got = await s.call('GET', `/iam/v2/roles/${roleUid.viewer}`, undefined, as('viewer'));
   assert.is(got.status, 200, JSON.stringify(got.body));
   expectCode(await s.call('DELETE', `/iam/v2/roles/${roleUid.viewer}`), 400, 9, 'deleting a built-in role');
-  expectCode(await s.call('PATCH', `/iam/v2/roles/${roleUid.viewer}`, { description: 'mine' }), 400, 9, 'editing a built-in role');
+  expectCode(
+    await s.call('PATCH', `/iam/v2/roles/${roleUid.viewer}`, { description: 'mine' }),
+    400,
+    9,
+    'editing a built-in role',
+  );
 });
 
 test('custom roles need a capability and cannot be deleted while bound', async () => {
-  expectCode(await s.call('POST', `/iam/v2/roles/${org}`, { name: 'empty', capabilities: [] }), 400, 3, 'a role without capabilities');
+  expectCode(
+    await s.call('POST', `/iam/v2/roles/${org}`, { name: 'empty', capabilities: [] }),
+    400,
+    3,
+    'a role without capabilities',
+  );
   const role = (await s.call('POST', `/iam/v2/roles/${org}`, { name: 'puller', capabilities: ['CAP_REPO_LIST'] })).body;
   const id = await identity(org, 'bound');
   const binding = (await s.call('POST', `/iam/v2/roleBindings/${org}`, { identityUid: id, roleUid: role.uid })).body;
@@ -72,7 +87,12 @@ test('custom roles need a capability and cannot be deleted while bound', async (
   assert.match(refused.body.message, /still referenced by roleBindings/);
   assert.is((await s.call('DELETE', `/iam/v2/roleBindings/${binding.uid}`)).status, 200);
   assert.is((await s.call('DELETE', `/iam/v2/roles/${role.uid}`)).status, 200);
-  expectCode(await s.call('POST', `/iam/v2/roleBindings/${org}`, { identityUid: id, roleUid: 'f'.repeat(40) }), 400, 3, 'a binding to no role');
+  expectCode(
+    await s.call('POST', `/iam/v2/roleBindings/${org}`, { identityUid: id, roleUid: 'f'.repeat(40) }),
+    400,
+    3,
+    'a binding to no role',
+  );
 });
 
 test('permission matrix: create, get, list, update, delete of repos and groups', async () => {
@@ -105,8 +125,18 @@ test('permission matrix: create, get, list, update, delete of repos and groups',
 
 test('permission is checked before existence', async () => {
   const missing = `${otherTeam}/0123456789abcdef`;
-  expectCode(await s.call('GET', `/registry/v2/repos/${missing}`, undefined, as('teamOwner')), 403, 7, 'a missing repo where the caller has no access');
-  expectCode(await s.call('GET', `/registry/v2/repos/${missing}`, undefined, as('viewer')), 404, 5, 'a missing repo where the caller has access');
+  expectCode(
+    await s.call('GET', `/registry/v2/repos/${missing}`, undefined, as('teamOwner')),
+    403,
+    7,
+    'a missing repo where the caller has no access',
+  );
+  expectCode(
+    await s.call('GET', `/registry/v2/repos/${missing}`, undefined, as('viewer')),
+    404,
+    5,
+    'a missing repo where the caller has access',
+  );
 });
 
 test('lists show only what the caller may list, with pagination and totalCount computed in the query', async () => {
@@ -117,7 +147,12 @@ test('lists show only what the caller may list, with pagination and totalCount c
   const seen: string[] = [];
   let pageToken = '';
   do {
-    const r = await s.call('GET', `/registry/v2/repos?page_size=2${pageToken ? `&page_token=${pageToken}` : ''}`, undefined, as('teamOwner'));
+    const r = await s.call(
+      'GET',
+      `/registry/v2/repos?page_size=2${pageToken ? `&page_token=${pageToken}` : ''}`,
+      undefined,
+      as('teamOwner'),
+    );
     assert.is(r.status, 200);
     assert.is(r.body.totalCount, String(teamCount), 'totalCount counts only visible repos');
     seen.push(...r.body.repos.map((x: any) => x.uid));
@@ -130,39 +165,92 @@ test('lists show only what the caller may list, with pagination and totalCount c
   const unbound = await s.call('GET', '/registry/v2/repos', undefined, as('unbound'));
   assert.equal(unbound.body, { repos: [], nextPageToken: '', totalCount: '0', skipped: 0 });
   const groups = await s.call('GET', '/iam/v2/groups', undefined, as('teamOwner'));
-  assert.ok(groups.body.groups.every((g: any) => g.uid === team || g.uid.startsWith(`${team}/`)), 'no view of the organization above');
+  assert.ok(
+    groups.body.groups.every((g: any) => g.uid === team || g.uid.startsWith(`${team}/`)),
+    'no view of the organization above',
+  );
 });
 
 test('an identity created and bound under a subgroup cannot see the root group registry', async () => {
   const rootRepo = (await s.call('POST', `/registry/v2/repos/${org}`, { name: 'root-registry' })).body;
   const list = await s.call('GET', `/registry/v2/repos?uidp.children_of=${org}`, undefined, as('teamOwner'));
   assert.is(list.body.totalCount, '0');
-  expectCode(await s.call('GET', `/registry/v2/repos/${rootRepo.uid}`, undefined, as('teamOwner')), 403, 7, 'the root registry');
+  expectCode(
+    await s.call('GET', `/registry/v2/repos/${rootRepo.uid}`, undefined, as('teamOwner')),
+    403,
+    7,
+    'the root registry',
+  );
 });
 
 test('no escalation: a binding cannot grant capabilities the caller lacks there', async () => {
-  const editorRole = (await s.call('POST', `/iam/v2/roles/${team}`, { name: 'team editor', capabilities: ['CAP_REPO_LIST', 'CAP_REPO_CREATE'] })).body;
+  const editorRole = (
+    await s.call('POST', `/iam/v2/roles/${team}`, {
+      name: 'team editor',
+      capabilities: ['CAP_REPO_LIST', 'CAP_REPO_CREATE'],
+    })
+  ).body;
   const newcomer = await identity(team, 'newcomer');
-  const ok = await s.call('POST', `/iam/v2/roleBindings/${team}`, { identityUid: newcomer, roleUid: editorRole.uid }, as('teamOwner'));
+  const ok = await s.call(
+    'POST',
+    `/iam/v2/roleBindings/${team}`,
+    { identityUid: newcomer, roleUid: editorRole.uid },
+    as('teamOwner'),
+  );
   assert.is(ok.status, 200, JSON.stringify(ok.body));
-  const escalate = await s.call('POST', `/iam/v2/roleBindings/${team}`, { identityUid: newcomer, roleUid: roleUid.owner }, as('teamOwner'));
+  const escalate = await s.call(
+    'POST',
+    `/iam/v2/roleBindings/${team}`,
+    { identityUid: newcomer, roleUid: roleUid.owner },
+    as('teamOwner'),
+  );
   assert.is(escalate.status, 200, 'an owner of the team may grant owner in the team');
-  const limited = (await s.call('POST', `/iam/v2/roles/${team}`, { name: 'binder', capabilities: ['CAP_IAM_ROLE_BINDINGS_CREATE', 'CAP_REPO_LIST'] })).body;
+  const limited = (
+    await s.call('POST', `/iam/v2/roles/${team}`, {
+      name: 'binder',
+      capabilities: ['CAP_IAM_ROLE_BINDINGS_CREATE', 'CAP_REPO_LIST'],
+    })
+  ).body;
   const binder = await identity(team, 'binder');
   await s.call('POST', `/iam/v2/roleBindings/${team}`, { identityUid: binder, roleUid: limited.uid });
   const binderToken = await s.mint(binder);
-  const denied = await s.call('POST', `/iam/v2/roleBindings/${team}`, { identityUid: binder, roleUid: roleUid.owner }, { authorization: `Bearer ${binderToken}` });
+  const denied = await s.call(
+    'POST',
+    `/iam/v2/roleBindings/${team}`,
+    { identityUid: binder, roleUid: roleUid.owner },
+    { authorization: `Bearer ${binderToken}` },
+  );
   expectCode(denied, 403, 7, 'granting owner without holding its capabilities');
-  const allowed = await s.call('POST', `/iam/v2/roleBindings/${team}`, { identityUid: newcomer, roleUid: limited.uid }, { authorization: `Bearer ${binderToken}` });
+  const allowed = await s.call(
+    'POST',
+    `/iam/v2/roleBindings/${team}`,
+    { identityUid: newcomer, roleUid: limited.uid },
+    { authorization: `Bearer ${binderToken}` },
+  );
   assert.is(allowed.status, 200, 'granting a role whose capabilities the caller holds');
 });
 
 test('role bindings are answered hydrated: identity with subject and issuer, group, role; no updateTime', async () => {
-  const id = (await s.call('POST', `/iam/v2/identities/${org}`, { name: 'hydrated', description: 'ci', claimMatch: { issuer: 'https://token.actions.example', subject: 'repo:acme/app' } })).body;
-  const created = await s.call('POST', `/iam/v2/roleBindings/${team}`, { identityUid: id.uid, roleUid: roleUid.viewer });
+  const id = (
+    await s.call('POST', `/iam/v2/identities/${org}`, {
+      name: 'hydrated',
+      description: 'ci',
+      claimMatch: { issuer: 'https://token.actions.example', subject: 'repo:acme/app' },
+    })
+  ).body;
+  const created = await s.call('POST', `/iam/v2/roleBindings/${team}`, {
+    identityUid: id.uid,
+    roleUid: roleUid.viewer,
+  });
   assert.is(created.status, 200, JSON.stringify(created.body));
   const b = created.body;
-  assert.equal(b.identity, { uid: id.uid, name: 'hydrated', description: 'ci', subject: 'repo:acme/app', issuer: 'https://token.actions.example' });
+  assert.equal(b.identity, {
+    uid: id.uid,
+    name: 'hydrated',
+    description: 'ci',
+    subject: 'repo:acme/app',
+    issuer: 'https://token.actions.example',
+  });
   assert.equal(b.group, { uid: team, name: 'team', description: '' });
   assert.equal(b.role, { uid: roleUid.viewer, name: 'viewer', description: 'Reads everything in the group' });
   assert.match(b.createTime, /Z$/);
@@ -177,7 +265,13 @@ test('every kind of bad credential is 401 UNAUTHENTICATED with an ErrorInfo', as
   const payload = JSON.parse(Buffer.from(good.split('.')[1], 'base64url').toString());
   const { privateKey } = await generateKeyPair('ES256');
   const forge = (claims: Record<string, unknown>, key = privateKey) =>
-    new SignJWT({ ...payload, ...claims }).setProtectedHeader({ alg: 'ES256', typ: 'JWT', kid: JSON.parse(Buffer.from(good.split('.')[0], 'base64url').toString()).kid }).sign(key);
+    new SignJWT({ ...payload, ...claims })
+      .setProtectedHeader({
+        alg: 'ES256',
+        typ: 'JWT',
+        kid: JSON.parse(Buffer.from(good.split('.')[0], 'base64url').toString()).kid,
+      })
+      .sign(key);
   const cases: [string, Record<string, string>, RegExp][] = [
     ['missing', { authorization: '' }, /bearer token is required/],
     ['not bearer', { authorization: `Basic ${good}` }, /Bearer <token>/],
@@ -190,7 +284,11 @@ test('every kind of bad credential is 401 UNAUTHENTICATED with an ErrorInfo', as
     expectCode(r, 401, 16, what);
     assert.match(r.body.message, message, what);
   }
-  assert.is((await s.call('GET', '/ping/v2/ping', undefined, { authorization: '' })).status, 200, 'ping needs no token');
+  assert.is(
+    (await s.call('GET', '/ping/v2/ping', undefined, { authorization: '' })).status,
+    200,
+    'ping needs no token',
+  );
   assert.is((await s.call('GET', '/.well-known/jwks.json', undefined, { authorization: '' })).status, 200);
   const discovery = await s.call('GET', '/.well-known/openid-configuration', undefined, { authorization: '' });
   assert.is(discovery.body.issuer, s.url);
@@ -201,10 +299,22 @@ test('expired, wrong-audience and wrong-issuer tokens of our own key are refused
   const keys = JSON.parse((await import('node:fs')).readFileSync(`${s.dataDir}/signing-keys.json`, 'utf8'));
   const key = await importJWK(keys[keys.length - 1].privateJwk, 'ES256');
   const now = Math.floor(Date.now() / 1000);
-  const sign = (iss: string, aud: string, exp: number) => new SignJWT({}).setProtectedHeader({ alg: 'ES256', typ: 'JWT', kid: keys[keys.length - 1].kid })
-    .setIssuer(iss).setAudience(aud).setSubject(s.bootstrap.owner).setIssuedAt(Math.min(now, exp - 60)).setExpirationTime(exp).sign(key).then(lowS);
+  const sign = (iss: string, aud: string, exp: number) =>
+    new SignJWT({})
+      .setProtectedHeader({ alg: 'ES256', typ: 'JWT', kid: keys[keys.length - 1].kid })
+      .setIssuer(iss)
+      .setAudience(aud)
+      .setSubject(s.bootstrap.owner)
+      .setIssuedAt(Math.min(now, exp - 60))
+      .setExpirationTime(exp)
+      .sign(key)
+      .then(lowS);
   const valid = await sign(s.url, s.url, now + 600);
-  assert.is((await s.call('GET', '/registry/v2/repos', undefined, { authorization: `Bearer ${valid}` })).status, 200, 'the control case passes');
+  assert.is(
+    (await s.call('GET', '/registry/v2/repos', undefined, { authorization: `Bearer ${valid}` })).status,
+    200,
+    'the control case passes',
+  );
   for (const [what, t, message] of [
     ['expired', await sign(s.url, s.url, now - 600), /expired/],
     ['wrong audience', await sign(s.url, 'https://elsewhere', now + 600), /aud/],
@@ -227,7 +337,8 @@ test('key rotation: old tokens keep working until they expire, new ones use the 
   const kidOf = (t: string) => JSON.parse(Buffer.from(t.split('.')[0], 'base64url').toString()).kid;
   assert.is.not(kidOf(fresh), kidOf(old));
   assert.is(kidOf(fresh), jwks[1].kid);
-  for (const t of [old, fresh]) assert.is((await s.call('GET', '/registry/v2/repos', undefined, { authorization: `Bearer ${t}` })).status, 200);
+  for (const t of [old, fresh])
+    assert.is((await s.call('GET', '/registry/v2/repos', undefined, { authorization: `Bearer ${t}` })).status, 200);
 });
 
 test('the creator of an organization becomes its owner', async () => {
@@ -244,7 +355,12 @@ test('the creator of an organization becomes its owner', async () => {
   const repo = await s.call('POST', `/registry/v2/repos/${created.body.uid}`, { name: 'mine' }, unscoped);
   assert.is(repo.status, 200, JSON.stringify(repo.body));
   expectCode(await s.call('GET', `/iam/v2/groups/${created.body.uid}`, undefined, as('editor')), 403, 7, 'another org');
-  expectCode(await s.call('POST', '/iam/v2/groups', { name: 'nope' }, as('viewer')), 403, 7, 'a viewer creating an organization');
+  expectCode(
+    await s.call('POST', '/iam/v2/groups', { name: 'nope' }, as('viewer')),
+    403,
+    7,
+    'a viewer creating an organization',
+  );
 });
 
 test.run();

@@ -40,7 +40,12 @@ test('ping answers', async () => {
 });
 
 test('create returns the resource with a server uid under the parent and millisecond UTC times', async () => {
-  const r = await s.call('POST', `/registry/v2/repos/${org}`, { name: 'nginx', description: 'web', uid: 'mine', createTime: '2000-01-01T00:00:00.000Z' });
+  const r = await s.call('POST', `/registry/v2/repos/${org}`, {
+    name: 'nginx',
+    description: 'web',
+    uid: 'mine',
+    createTime: '2000-01-01T00:00:00.000Z',
+  });
   assert.is(r.status, 200, JSON.stringify(r.body));
   assert.match(r.body.uid, new RegExp(`^${org}/[0-9a-f]{16}$`));
   assert.is(r.body.name, 'nginx');
@@ -56,12 +61,18 @@ test('required fields and patterns are enforced with BadRequest field violations
   const empty = await s.call('POST', `/iam/v2/identities/${org}`, {});
   assertError(empty, 400, 3, 'INVALID_ARGUMENT');
   const br = empty.body.details.find((d: any) => d['@type'].endsWith('BadRequest'));
-  assert.equal(br.fieldViolations.map((v: any) => v.field), ['name']);
+  assert.equal(
+    br.fieldViolations.map((v: any) => v.field),
+    ['name'],
+  );
   assert.match(empty.body.message, /^Invalid argument: name: /);
   const bad = await s.call('POST', `/iam/v2/identities/${org}`, { name: 'Bad Name!' });
   assertError(bad, 400, 3, 'INVALID_ARGUMENT');
   assert.match(bad.body.message, /name must match "\^\[a-z0-9 \._-\]\{1,\}\$"/);
-  const ok = await s.call('POST', `/iam/v2/identities/${org}`, { name: 'ci bot', claimMatch: { issuer: 'https://issuer.example', subject: 'repo:x' } });
+  const ok = await s.call('POST', `/iam/v2/identities/${org}`, {
+    name: 'ci bot',
+    claimMatch: { issuer: 'https://issuer.example', subject: 'repo:x' },
+  });
   assert.is(ok.status, 200, JSON.stringify(ok.body));
   assert.equal(ok.body.claimMatch, { issuer: 'https://issuer.example', subject: 'repo:x' });
   const unknown = await s.call('POST', `/registry/v2/repos/${org}`, { name: 'x', colour: 'red' });
@@ -83,13 +94,20 @@ test('a missing resource is NOT_FOUND with ResourceInfo; a missing parent too', 
 });
 
 test('PATCH: no mask changes present fields; a mask ignores other fields; * replaces; bad masks are rejected', async () => {
-  const { body: repo } = await s.call('POST', `/registry/v2/repos/${org}`, { name: 'patchme', description: 'one', aliases: ['a:1'] });
+  const { body: repo } = await s.call('POST', `/registry/v2/repos/${org}`, {
+    name: 'patchme',
+    description: 'one',
+    aliases: ['a:1'],
+  });
   let r = await s.call('PATCH', `/registry/v2/repos/${repo.uid}`, { description: 'two' });
   assert.is(r.body.description, 'two');
   assert.is(r.body.name, 'patchme');
   assert.equal(r.body.aliases, ['a:1']);
   assert.ok(r.body.updateTime >= repo.updateTime);
-  r = await s.call('PATCH', `/registry/v2/repos/${repo.uid}?updateMask=description`, { name: 'renamed', description: 'three' });
+  r = await s.call('PATCH', `/registry/v2/repos/${repo.uid}?updateMask=description`, {
+    name: 'renamed',
+    description: 'three',
+  });
   assert.is(r.body.description, 'three');
   assert.is(r.body.name, 'patchme', 'name outside the mask is ignored');
   r = await s.call('PATCH', `/registry/v2/repos/${repo.uid}?update_mask=*`, { name: 'replaced' });
@@ -98,9 +116,19 @@ test('PATCH: no mask changes present fields; a mask ignores other fields; * repl
   assert.is(r.body.aliases, undefined);
   const stored = await s.call('GET', `/registry/v2/repos/${repo.uid}`);
   assert.equal(stored.body, r.body);
-  assertError(await s.call('PATCH', `/registry/v2/repos/${repo.uid}?updateMask=colour`, {}), 400, 3, 'INVALID_ARGUMENT');
+  assertError(
+    await s.call('PATCH', `/registry/v2/repos/${repo.uid}?updateMask=colour`, {}),
+    400,
+    3,
+    'INVALID_ARGUMENT',
+  );
   assertError(await s.call('PATCH', `/registry/v2/repos/${repo.uid}?updateMask=uid`, {}), 400, 3, 'INVALID_ARGUMENT');
-  assertError(await s.call('PATCH', `/registry/v2/repos/${repo.uid}?updateMask=*`, { description: 'no name' }), 400, 3, 'INVALID_ARGUMENT');
+  assertError(
+    await s.call('PATCH', `/registry/v2/repos/${repo.uid}?updateMask=*`, { description: 'no name' }),
+    400,
+    3,
+    'INVALID_ARGUMENT',
+  );
   const after = await s.call('GET', `/registry/v2/repos/${repo.uid}`);
   assert.equal(after.body, r.body, 'a rejected update changes nothing');
 });
@@ -113,13 +141,27 @@ test('immutable fields cannot change; restating them is fine', async () => {
   assert.match(tag.body.uid, new RegExp(`^${repo.uid}/[0-9a-f]{16}$`));
   const { body: group } = await s.call('POST', `/iam/v2/groups/${org}`, { name: 'immutable' });
   const { body: role } = await s.call('POST', `/iam/v2/roles/${org}`, { name: 'r', capabilities: ['CAP_REPO_LIST'] });
-  const { body: other } = await s.call('POST', `/iam/v2/roles/${org}`, { name: 'other', capabilities: ['CAP_TAG_LIST'] });
+  const { body: other } = await s.call('POST', `/iam/v2/roles/${org}`, {
+    name: 'other',
+    capabilities: ['CAP_TAG_LIST'],
+  });
   const { body: id1 } = await s.call('POST', `/iam/v2/identities/${org}`, { name: 'one' });
   const { body: id2 } = await s.call('POST', `/iam/v2/identities/${org}`, { name: 'two' });
-  const { body: binding } = await s.call('POST', `/iam/v2/roleBindings/${group.uid}`, { identityUid: id1.uid, roleUid: role.uid });
+  const { body: binding } = await s.call('POST', `/iam/v2/roleBindings/${group.uid}`, {
+    identityUid: id1.uid,
+    roleUid: role.uid,
+  });
   assert.is(binding.identityUid, id1.uid);
-  assertError(await s.call('PATCH', `/iam/v2/roleBindings/${binding.uid}`, { identityUid: id2.uid }), 400, 3, 'INVALID_ARGUMENT');
-  const same = await s.call('PATCH', `/iam/v2/roleBindings/${binding.uid}`, { identityUid: id1.uid, roleUid: other.uid });
+  assertError(
+    await s.call('PATCH', `/iam/v2/roleBindings/${binding.uid}`, { identityUid: id2.uid }),
+    400,
+    3,
+    'INVALID_ARGUMENT',
+  );
+  const same = await s.call('PATCH', `/iam/v2/roleBindings/${binding.uid}`, {
+    identityUid: id1.uid,
+    roleUid: other.uid,
+  });
   assert.is(same.status, 200, JSON.stringify(same.body));
   assert.is(same.body.roleUid, other.uid);
 });
@@ -154,17 +196,33 @@ test('list walks pages of 1 and 7 with no gaps, no duplicates, stable order, in 
       assert.is(new Set(uids).size, 23, `order "${order}" size ${size}: no duplicates, no gaps`);
       const [key, dir] = order.split(' ');
       const field = key === 'created_at' ? 'createTime' : key || 'uid';
-      const sorted = [...seen].sort((a, b) => (a[field] < b[field] ? -1 : a[field] > b[field] ? 1 : a.uid < b.uid ? -1 : 1));
+      const sorted = [...seen].sort((a, b) =>
+        a[field] < b[field] ? -1 : a[field] > b[field] ? 1 : a.uid < b.uid ? -1 : 1,
+      );
       if (dir === 'desc') sorted.reverse();
-      assert.equal(uids, sorted.map((x) => x.uid), `order "${order}" is kept across pages`);
+      assert.equal(
+        uids,
+        sorted.map((x) => x.uid),
+        `order "${order}" is kept across pages`,
+      );
     }
   }
-  const skipped = await s.call('GET', `/registry/v2/repos?uidp.children_of=${folder}&order_by=name&skip=20&page_size=5`);
-  assert.equal(skipped.body.repos.map((r: any) => r.name), [...names].sort().slice(20));
+  const skipped = await s.call(
+    'GET',
+    `/registry/v2/repos?uidp.children_of=${folder}&order_by=name&skip=20&page_size=5`,
+  );
+  assert.equal(
+    skipped.body.repos.map((r: any) => r.name),
+    [...names].sort().slice(20),
+  );
   assert.is(skipped.body.skipped, 20);
   assert.is(skipped.body.nextPageToken, '');
   const camel = await s.call('GET', `/registry/v2/repos?uidp.childrenOf=${folder}&orderBy=name%20desc&pageSize=2`);
-  assert.equal(camel.body.repos.map((r: any) => r.name), [...names].sort().reverse().slice(0, 2), 'camelCase parameters work too');
+  assert.equal(
+    camel.body.repos.map((r: any) => r.name),
+    [...names].sort().reverse().slice(0, 2),
+    'camelCase parameters work too',
+  );
 });
 
 test('page tokens are bound to their query and protected against tampering', async () => {
@@ -173,16 +231,43 @@ test('page tokens are bound to their query and protected against tampering', asy
   const first = await s.call('GET', `/registry/v2/repos?uidp.children_of=${folder}&page_size=1&order_by=name`);
   const token: string = first.body.nextPageToken;
   assert.ok(token);
-  const next = await s.call('GET', `/registry/v2/repos?uidp.children_of=${folder}&page_size=1&order_by=name&page_token=${token}`);
-  assert.equal(next.body.repos.map((r: any) => r.name), ['b']);
-  const otherOrder = await s.call('GET', `/registry/v2/repos?uidp.children_of=${folder}&page_size=1&order_by=name%20desc&page_token=${token}`);
+  const next = await s.call(
+    'GET',
+    `/registry/v2/repos?uidp.children_of=${folder}&page_size=1&order_by=name&page_token=${token}`,
+  );
+  assert.equal(
+    next.body.repos.map((r: any) => r.name),
+    ['b'],
+  );
+  const otherOrder = await s.call(
+    'GET',
+    `/registry/v2/repos?uidp.children_of=${folder}&page_size=1&order_by=name%20desc&page_token=${token}`,
+  );
   assertError(otherOrder, 400, 3, 'INVALID_ARGUMENT');
-  const otherFilter = await s.call('GET', `/registry/v2/repos?uidp.children_of=${org}&page_size=1&order_by=name&page_token=${token}`);
+  const otherFilter = await s.call(
+    'GET',
+    `/registry/v2/repos?uidp.children_of=${org}&page_size=1&order_by=name&page_token=${token}`,
+  );
   assertError(otherFilter, 400, 3, 'INVALID_ARGUMENT');
   const [payload, sig] = token.split('.');
-  const forged = Buffer.from(Buffer.from(payload, 'base64url').toString().replace('"k":"a"', '"k":"b"')).toString('base64url');
-  assertError(await s.call('GET', `/registry/v2/repos?uidp.children_of=${folder}&page_size=1&order_by=name&page_token=${forged}.${sig}`), 400, 3, 'INVALID_ARGUMENT');
-  assertError(await s.call('GET', `/registry/v2/repos?uidp.children_of=${folder}&page_size=1&order_by=name&page_token=garbage`), 400, 3, 'INVALID_ARGUMENT');
+  const forged = Buffer.from(Buffer.from(payload, 'base64url').toString().replace('"k":"a"', '"k":"b"')).toString(
+    'base64url',
+  );
+  assertError(
+    await s.call(
+      'GET',
+      `/registry/v2/repos?uidp.children_of=${folder}&page_size=1&order_by=name&page_token=${forged}.${sig}`,
+    ),
+    400,
+    3,
+    'INVALID_ARGUMENT',
+  );
+  assertError(
+    await s.call('GET', `/registry/v2/repos?uidp.children_of=${folder}&page_size=1&order_by=name&page_token=garbage`),
+    400,
+    3,
+    'INVALID_ARGUMENT',
+  );
 });
 
 test('page_size: default 50, at most 200, negative rejected, not a number rejected', async () => {
@@ -206,12 +291,19 @@ test('hierarchy filters: children_of is direct children, descendants_of everythi
   const b = await s.call('POST', `/registry/v2/repos/${sub}`, { name: 'same' });
   await s.call('POST', `/registry/v2/repos/${sub}`, { name: 'other' });
   const children = await s.call('GET', `/registry/v2/repos?uidp.children_of=${top}`);
-  assert.equal(children.body.repos.map((r: any) => r.uid), [a.body.uid]);
+  assert.equal(
+    children.body.repos.map((r: any) => r.uid),
+    [a.body.uid],
+  );
   const desc = await s.call('GET', `/registry/v2/repos?uidp.descendants_of=${top}&name=same&order_by=uid`);
   assert.equal(desc.body.repos.map((r: any) => r.uid).sort(), [a.body.uid, b.body.uid].sort());
   assert.is(desc.body.totalCount, '2');
   const groups = await s.call('GET', `/iam/v2/groups?uidp.descendants_of=${top}`);
-  assert.equal(groups.body.groups.map((g: any) => g.uid), [sub], 'descendants_of excludes the node itself');
+  assert.equal(
+    groups.body.groups.map((g: any) => g.uid),
+    [sub],
+    'descendants_of excludes the node itself',
+  );
   const ancestors = await s.call('GET', `/iam/v2/groups?uidp.ancestors_of=${sub}&order_by=uid`);
   assert.equal(ancestors.body.groups.map((g: any) => g.uid).sort(), [org, top].sort());
   const roots = await s.call('GET', '/iam/v2/groups?uidp.in_root=true');
@@ -229,7 +321,10 @@ test('deleting a non-empty group fails with RESOURCE_NOT_EMPTY and deletes nothi
   assert.match(pf.violations[0].description, /cannot delete group with child repos/);
   assert.is((await s.call('GET', `/iam/v2/groups/${g}`)).status, 200);
   assert.is((await s.call('GET', `/registry/v2/repos/${repo.body.uid}`)).status, 200);
-  const tag = await s.call('POST', `/registry/v2/tags/${repo.body.uid}`, { name: 'v1', digest: `sha256:${'c'.repeat(64)}` });
+  const tag = await s.call('POST', `/registry/v2/tags/${repo.body.uid}`, {
+    name: 'v1',
+    digest: `sha256:${'c'.repeat(64)}`,
+  });
   const del = await s.call('DELETE', `/registry/v2/repos/${repo.body.uid}`);
   assert.is(del.status, 200);
   assert.equal(del.body, {});
@@ -251,8 +346,18 @@ test('the repo readme is a sub-resource with get and patch', async () => {
 
 test('malformed requests get structured errors: JSON, content type, size, route, method, body shape', async () => {
   assertError(await s.call('POST', `/registry/v2/repos/${org}`, '{"name":', json), 400, 3, 'INVALID_ARGUMENT');
-  assertError(await s.call('POST', `/registry/v2/repos/${org}`, 'name=x', { 'content-type': 'text/plain' }), 415, 3, 'INVALID_ARGUMENT');
-  assertError(await s.call('POST', `/registry/v2/repos/${org}`, JSON.stringify({ name: 'x', description: 'y'.repeat(1100000) })), 413, 3, 'INVALID_ARGUMENT');
+  assertError(
+    await s.call('POST', `/registry/v2/repos/${org}`, 'name=x', { 'content-type': 'text/plain' }),
+    415,
+    3,
+    'INVALID_ARGUMENT',
+  );
+  assertError(
+    await s.call('POST', `/registry/v2/repos/${org}`, JSON.stringify({ name: 'x', description: 'y'.repeat(1100000) })),
+    413,
+    3,
+    'INVALID_ARGUMENT',
+  );
   assertError(await s.call('POST', `/registry/v2/repos/${org}`, '[1,2]', json), 400, 3, 'INVALID_ARGUMENT');
   assertError(await s.call('GET', '/registry/v2/nothing'), 404, 5, 'NOT_FOUND');
   const method = await s.call('PUT', '/registry/v2/repos');
@@ -265,8 +370,13 @@ test('malformed requests get structured errors: JSON, content type, size, route,
 
 test('concurrent writes are all acknowledged and all kept', async () => {
   const g = await newGroup(org, 'concurrent');
-  const replies = await Promise.all(Array.from({ length: 60 }, (_, i) => s.call('POST', `/registry/v2/repos/${g}`, { name: `c${i}` })));
-  assert.equal(replies.map((r) => r.status), replies.map(() => 200));
+  const replies = await Promise.all(
+    Array.from({ length: 60 }, (_, i) => s.call('POST', `/registry/v2/repos/${g}`, { name: `c${i}` })),
+  );
+  assert.equal(
+    replies.map((r) => r.status),
+    replies.map(() => 200),
+  );
   const list = await s.call('GET', `/registry/v2/repos?uidp.children_of=${g}&page_size=200`);
   assert.is(list.body.totalCount, '60');
 });

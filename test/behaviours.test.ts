@@ -15,7 +15,9 @@ test.before(async () => {
 test.after(async () => s.stop());
 
 const events = (subject: string) =>
-  query(s.dataDir, 'select type, subject, group_uid, actor, body from event_outbox where subject = ? order by seq', [subject]);
+  query(s.dataDir, 'select type, subject, group_uid, actor, body from event_outbox where subject = ? order by seq', [
+    subject,
+  ]);
 
 test('every create, update and delete records its event in the outbox, with actor and group', async () => {
   const repo = (await s.call('POST', `/registry/v2/repos/${org}`, { name: 'evented' })).body;
@@ -23,11 +25,15 @@ test('every create, update and delete records its event in the outbox, with acto
   await s.call('PATCH', `/registry/v2/repos/${repo.uid}`, { colour: 'rejected' });
   await s.call('DELETE', `/registry/v2/repos/${repo.uid}`);
   const rows = await events(repo.uid);
-  assert.equal(rows.map((r) => r.type), [
-    'dev.chainguard.api.platform.registry.repo.created.v1',
-    'dev.chainguard.api.platform.registry.repo.updated.v1',
-    'dev.chainguard.api.platform.registry.repo.deleted.v1',
-  ], 'a rejected update records nothing');
+  assert.equal(
+    rows.map((r) => r.type),
+    [
+      'dev.chainguard.api.platform.registry.repo.created.v1',
+      'dev.chainguard.api.platform.registry.repo.updated.v1',
+      'dev.chainguard.api.platform.registry.repo.deleted.v1',
+    ],
+    'a rejected update records nothing',
+  );
   assert.ok(rows.every((r) => r.group_uid === org && r.actor === s.bootstrap.owner));
   assert.is(JSON.parse(rows[1].body).description, 'changed');
   assert.equal(JSON.parse(rows[2].body), { uid: repo.uid });
@@ -37,12 +43,17 @@ test('a write refused by a precondition records no event', async () => {
   const g = (await s.call('POST', `/iam/v2/groups/${org}`, { name: 'busy' })).body;
   await s.call('POST', `/registry/v2/repos/${g.uid}`, { name: 'child' });
   assert.is((await s.call('DELETE', `/iam/v2/groups/${g.uid}`)).status, 400);
-  assert.equal((await events(g.uid)).map((r) => r.type), ['dev.chainguard.api.iam.group.created.v1']);
+  assert.equal(
+    (await events(g.uid)).map((r) => r.type),
+    ['dev.chainguard.api.iam.group.created.v1'],
+  );
 });
 
 test('the event of a tag names the group above its repo', async () => {
   const repo = (await s.call('POST', `/registry/v2/repos/${org}`, { name: 'tags' })).body;
-  const tag = (await s.call('POST', `/registry/v2/tags/${repo.uid}`, { name: 'v1', digest: `sha256:${'1'.repeat(64)}` })).body;
+  const tag = (
+    await s.call('POST', `/registry/v2/tags/${repo.uid}`, { name: 'v1', digest: `sha256:${'1'.repeat(64)}` })
+  ).body;
   const [created] = await events(tag.uid);
   assert.is(created.type, 'dev.chainguard.api.platform.registry.tag.created.v1');
   assert.is(created.group_uid, org);
@@ -50,8 +61,14 @@ test('the event of a tag names the group above its repo', async () => {
 
 test('creating a tag with a name the repo already has moves that tag', async () => {
   const repo = (await s.call('POST', `/registry/v2/repos/${org}`, { name: 'upsert' })).body;
-  const first = (await s.call('POST', `/registry/v2/tags/${repo.uid}`, { name: 'latest', digest: `sha256:${'a'.repeat(64)}` })).body;
-  const moved = await s.call('POST', `/registry/v2/tags/${repo.uid}`, { name: 'latest', digest: `sha256:${'b'.repeat(64)}`, deprecated: true });
+  const first = (
+    await s.call('POST', `/registry/v2/tags/${repo.uid}`, { name: 'latest', digest: `sha256:${'a'.repeat(64)}` })
+  ).body;
+  const moved = await s.call('POST', `/registry/v2/tags/${repo.uid}`, {
+    name: 'latest',
+    digest: `sha256:${'b'.repeat(64)}`,
+    deprecated: true,
+  });
   assert.is(moved.status, 200, JSON.stringify(moved.body));
   assert.is(moved.body.uid, first.uid);
   assert.is(moved.body.digest, `sha256:${'b'.repeat(64)}`);
@@ -59,23 +76,45 @@ test('creating a tag with a name the repo already has moves that tag', async () 
   const list = await s.call('GET', `/registry/v2/tags?uidp.children_of=${repo.uid}`);
   assert.is(list.body.totalCount, '1');
   const other = (await s.call('POST', `/registry/v2/repos/${org}`, { name: 'upsert-other' })).body;
-  const elsewhere = (await s.call('POST', `/registry/v2/tags/${other.uid}`, { name: 'latest', digest: `sha256:${'c'.repeat(64)}` })).body;
+  const elsewhere = (
+    await s.call('POST', `/registry/v2/tags/${other.uid}`, { name: 'latest', digest: `sha256:${'c'.repeat(64)}` })
+  ).body;
   assert.is.not(elsewhere.uid, first.uid, 'names are per repo');
 });
 
 test('an identity has at most one way of matching tokens', async () => {
-  const both = await s.call('POST', `/iam/v2/identities/${org}`, { name: 'both', claimMatch: { issuer: 'https://a', subject: 'b' }, servicePrincipal: 'SERVICE_PRINCIPAL_INGESTER' });
+  const both = await s.call('POST', `/iam/v2/identities/${org}`, {
+    name: 'both',
+    claimMatch: { issuer: 'https://a', subject: 'b' },
+    servicePrincipal: 'SERVICE_PRINCIPAL_INGESTER',
+  });
   assert.is(both.status, 400);
-  assert.equal(both.body.details[1].fieldViolations.map((v: any) => v.field), ['claimMatch', 'servicePrincipal']);
-  const one = (await s.call('POST', `/iam/v2/identities/${org}`, { name: 'one', claimMatch: { issuer: 'https://a', subject: 'b' } })).body;
-  assert.is((await s.call('PATCH', `/iam/v2/identities/${one.uid}`, { awsIdentity: { awsAccount: '123456789012' } })).status, 400);
-  const swapped = await s.call('PATCH', `/iam/v2/identities/${one.uid}?updateMask=claimMatch,awsIdentity`, { awsIdentity: { awsAccount: '123456789012' } });
+  assert.equal(
+    both.body.details[1].fieldViolations.map((v: any) => v.field),
+    ['claimMatch', 'servicePrincipal'],
+  );
+  const one = (
+    await s.call('POST', `/iam/v2/identities/${org}`, {
+      name: 'one',
+      claimMatch: { issuer: 'https://a', subject: 'b' },
+    })
+  ).body;
+  assert.is(
+    (await s.call('PATCH', `/iam/v2/identities/${one.uid}`, { awsIdentity: { awsAccount: '123456789012' } })).status,
+    400,
+  );
+  const swapped = await s.call('PATCH', `/iam/v2/identities/${one.uid}?updateMask=claimMatch,awsIdentity`, {
+    awsIdentity: { awsAccount: '123456789012' },
+  });
   assert.is(swapped.status, 200, JSON.stringify(swapped.body));
   assert.is(swapped.body.claimMatch, undefined);
 });
 
 test('a created identity has a lastSeenTime, its create time, in v2 and in v1; an update does not move it', async () => {
-  const created = await s.call('POST', `/iam/v2/identities/${org}`, { name: 'seen', lastSeenTime: '2001-01-01T00:00:00.000Z' });
+  const created = await s.call('POST', `/iam/v2/identities/${org}`, {
+    name: 'seen',
+    lastSeenTime: '2001-01-01T00:00:00.000Z',
+  });
   assert.is(created.status, 200, JSON.stringify(created.body));
   assert.is(created.body.lastSeenTime, created.body.createTime, 'set by the server; the body cannot set it');
   assert.is((await s.call('GET', `/iam/v2/identities/${created.body.uid}`)).body.lastSeenTime, created.body.createTime);
@@ -96,7 +135,11 @@ test('identity providers: the client secret is never returned; the default role 
   assert.not.match(JSON.stringify((await s.call('GET', '/iam/v2/identityProviders')).body), /s3cret/);
   const stored = await query(s.dataDir, 'select oidc from identity_providers where uid = ?', [idp.body.uid]);
   assert.match(stored[0].oidc, /s3cret/, 'kept for the login flow');
-  const noRole = await s.call('POST', `/iam/v2/identityProviders/${org}`, { name: 'broken', defaultRole: 'f'.repeat(40), oidc });
+  const noRole = await s.call('POST', `/iam/v2/identityProviders/${org}`, {
+    name: 'broken',
+    defaultRole: 'f'.repeat(40),
+    oidc,
+  });
   assert.is(noRole.status, 400);
   assert.match(noRole.body.message, /defaultRole/);
 });
@@ -105,12 +148,17 @@ test('terms: accept known documents for a group; list includes acceptances of th
   const folder = (await s.call('POST', `/iam/v2/groups/${org}`, { name: 'terms' })).body.uid;
   const atOrg = await s.call('POST', `/iam/v2/terms/${org}`, { documentIds: ['platform-terms-of-service-2025-01'] });
   assert.equal(atOrg.body, { documentIds: ['platform-terms-of-service-2025-01'], group: org });
-  await s.call('POST', `/iam/v2/terms/${folder}`, { documentIds: ['platform-privacy-notice-2025-01', 'platform-privacy-notice-2025-01'] });
+  await s.call('POST', `/iam/v2/terms/${folder}`, {
+    documentIds: ['platform-privacy-notice-2025-01', 'platform-privacy-notice-2025-01'],
+  });
   await s.call('POST', `/iam/v2/terms/${folder}`, { documentIds: ['platform-privacy-notice-2025-01'] });
   const listed = await s.call('GET', `/iam/v2/terms/${folder}`);
   assert.is(listed.status, 200, JSON.stringify(listed.body));
   assert.is(listed.body.totalCount, '2', 'accepting twice records once');
-  assert.equal(listed.body.termsAcceptances.map((a: any) => a.docId).sort(), ['platform-privacy-notice-2025-01', 'platform-terms-of-service-2025-01']);
+  assert.equal(listed.body.termsAcceptances.map((a: any) => a.docId).sort(), [
+    'platform-privacy-notice-2025-01',
+    'platform-terms-of-service-2025-01',
+  ]);
   assert.ok(listed.body.termsAcceptances.every((a: any) => a.acceptedBy === s.bootstrap.owner));
   const orgOnly = await s.call('GET', `/iam/v2/terms/${org}?page_size=1`);
   assert.is(orgOnly.body.totalCount, '1', 'a folder acceptance does not apply above it');
@@ -123,14 +171,24 @@ test('terms: accept known documents for a group; list includes acceptances of th
   await s.call('POST', `/iam/v2/roleBindings/${org}`, { identityUid: viewer, roleUid: viewerRole });
   const token = { authorization: `Bearer ${await s.mint(viewer)}` };
   assert.is((await s.call('GET', `/iam/v2/terms/${folder}`, undefined, token)).status, 200, 'viewers may list');
-  assert.is((await s.call('POST', `/iam/v2/terms/${folder}`, { documentIds: ['platform-acceptable-use-2025-01'] }, token)).status, 403, 'only owners accept');
+  assert.is(
+    (await s.call('POST', `/iam/v2/terms/${folder}`, { documentIds: ['platform-acceptable-use-2025-01'] }, token))
+      .status,
+    403,
+    'only owners accept',
+  );
   assert.equal((await query(s.dataDir, "select type from event_outbox where type like '%terms.accepted%'")).length, 3);
 });
 
 test('group invites: code shown once, never listed; accepting binds the role; single use; expiry', async () => {
   const viewerRole = (await s.call('GET', '/iam/v2/roles?name=viewer')).body.roles[0].uid;
   const team = (await s.call('POST', `/iam/v2/groups/${org}`, { name: 'invited' })).body.uid;
-  const created = await s.call('POST', `/iam/v2/groupInvites/${team}`, { roleUid: viewerRole, ttl: '3600s', singleUse: true, email: 'new@example.dev' });
+  const created = await s.call('POST', `/iam/v2/groupInvites/${team}`, {
+    roleUid: viewerRole,
+    ttl: '3600s',
+    singleUse: true,
+    email: 'new@example.dev',
+  });
   assert.is(created.status, 200, JSON.stringify(created.body));
   const invite = created.body;
   assert.match(invite.code, /^[0-9a-f]{16}\./);
@@ -143,8 +201,15 @@ test('group invites: code shown once, never listed; accepting binds the role; si
 
   const newcomer = (await s.call('POST', `/iam/v2/identities/${org}`, { name: 'newcomer' })).body.uid;
   const as = { authorization: `Bearer ${await s.mint(newcomer)}` };
-  assert.is((await s.call('GET', `/registry/v2/repos?uidp.descendants_of=${team}`, undefined, as)).body.totalCount, '0');
-  assert.is((await s.call('POST', '/iam/v2/groupInvites:accept', { code: `${invite.code}x` }, as)).status, 404, 'a wrong code');
+  assert.is(
+    (await s.call('GET', `/registry/v2/repos?uidp.descendants_of=${team}`, undefined, as)).body.totalCount,
+    '0',
+  );
+  assert.is(
+    (await s.call('POST', '/iam/v2/groupInvites:accept', { code: `${invite.code}x` }, as)).status,
+    404,
+    'a wrong code',
+  );
   const accepted = await s.call('POST', '/iam/v2/groupInvites:accept', { code: invite.code }, as);
   assert.is(accepted.status, 200, JSON.stringify(accepted.body));
   assert.is(accepted.body.group, team);

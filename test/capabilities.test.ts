@@ -9,7 +9,9 @@ import { startTestServer, type TestServer } from './support/server.js';
 // The published contract lives beside the project (../shared), as it does on every developer machine and in CI.
 const contract = JSON.parse(readFileSync('../shared/reference/api-v2.json', 'utf8'));
 /** UNKNOWN is the enum's zero value, not a capability. */
-const published = new Set<string>(contract.components.schemas['chainguard.capabilities.Capability'].enum.filter((c: string) => c !== 'UNKNOWN'));
+const published = new Set<string>(
+  contract.components.schemas['chainguard.capabilities.Capability'].enum.filter((c: string) => c !== 'UNKNOWN'),
+);
 const model = loadSpec('spec');
 const grantable = model.resources.roles.fields.capabilities.values!;
 
@@ -22,11 +24,19 @@ test.after(async () => s.stop());
 
 test('every capability a role may hold, built-in or custom, is in the published enum or marked as our extension', () => {
   const held = new Set([...grantable, ...model.roles.flatMap((r) => r.capabilities)]);
-  for (const c of held) assert.ok(published.has(c) || model.capabilities[c]?.extension, `${c} is neither in the published Capability enum nor marked extension: true`);
+  for (const c of held)
+    assert.ok(
+      published.has(c) || model.capabilities[c]?.extension,
+      `${c} is neither in the published Capability enum nor marked extension: true`,
+    );
   for (const [c, m] of Object.entries(model.capabilities)) {
     if (m.extension) assert.not.ok(published.has(c), `${c} is in the published enum: it is not an extension`);
   }
-  assert.equal(grantable.filter((c) => !model.capabilities[c].extension).sort(), [...published].sort(), 'a role may hold every published capability');
+  assert.equal(
+    grantable.filter((c) => !model.capabilities[c].extension).sort(),
+    [...published].sort(),
+    'a role may hold every published capability',
+  );
 });
 
 test('the vocabulary is declared once: roles.capabilities takes it from access.yaml', () => {
@@ -40,7 +50,10 @@ test('over HTTP: a role is refused a capability outside the vocabulary and given
   const openapi = (await s.call('GET', '/openapi.json')).body;
   assert.equal(openapi.components.schemas.Role.properties.capabilities.items.enum, grantable);
   for (const wrong of ['CAP_NOT_A_CAPABILITY', 'UNKNOWN', 'repo.list']) {
-    const r = await s.call('POST', `/iam/v2/roles/${org}`, { name: `with ${wrong}`, capabilities: ['CAP_REPO_LIST', wrong] });
+    const r = await s.call('POST', `/iam/v2/roles/${org}`, {
+      name: `with ${wrong}`,
+      capabilities: ['CAP_REPO_LIST', wrong],
+    });
     assert.is(r.status, 400, `${wrong}: ${JSON.stringify(r.body)}`);
     assert.match(r.body.message, /capabilities/);
   }

@@ -24,28 +24,36 @@ const clis: Record<string, string> = {
 };
 
 /** stderr's lines without npm's own warnings about the machine's configuration */
-const linesOf = (stderr: string) => stderr.trim().split('\n').filter((l) => l !== '' && !/^npm warn/i.test(l));
+const linesOf = (stderr: string) =>
+  stderr
+    .trim()
+    .split('\n')
+    .filter((l) => l !== '' && !/^npm warn/i.test(l));
 
 test('--help and -h print the usage on stdout and exit 0', async () => {
   // -h for a few: every CLI reads its command line through the same scripts/cli-args.ts.
   const runs = [...Object.keys(clis).map((name) => [name, '--help']), ['token', '-h'], ['rotate-key', '-h']];
-  await Promise.all(runs.map(async ([name, flag]) => {
-    const script = clis[name];
-    const r = await runScript(script, [flag], { DATA_DIR: dataDir });
-    assert.is(r.status, 0, `${name} ${flag}: ${r.stderr}`);
-    assert.match(r.stdout, /^usage: npm (start|run)/, `${name} ${flag}`);
-    assert.is(linesOf(r.stderr).length, 0, `${name} ${flag}: ${r.stderr}`);
-  }));
+  await Promise.all(
+    runs.map(async ([name, flag]) => {
+      const script = clis[name];
+      const r = await runScript(script, [flag], { DATA_DIR: dataDir });
+      assert.is(r.status, 0, `${name} ${flag}: ${r.stderr}`);
+      assert.match(r.stdout, /^usage: npm (start|run)/, `${name} ${flag}`);
+      assert.is(linesOf(r.stderr).length, 0, `${name} ${flag}: ${r.stderr}`);
+    }),
+  );
   assert.not.ok(existsSync(dataDir), 'asking for help does nothing');
 });
 
 test('an unknown option is one line on stderr and exit 2, and nothing is done', async () => {
-  await Promise.all(Object.entries(clis).map(async ([name, script]) => {
-    const r = await runScript(script, ['--foo'], { DATA_DIR: dataDir });
-    assert.is(r.status, 2, `${name}: ${r.stderr}`);
-    assert.equal(linesOf(r.stderr), [`${name}: unknown option --foo; see --help`]);
-    assert.is(r.stdout, '');
-  }));
+  await Promise.all(
+    Object.entries(clis).map(async ([name, script]) => {
+      const r = await runScript(script, ['--foo'], { DATA_DIR: dataDir });
+      assert.is(r.status, 2, `${name}: ${r.stderr}`);
+      assert.equal(linesOf(r.stderr), [`${name}: unknown option --foo; see --help`]);
+      assert.is(r.stdout, '');
+    }),
+  );
   assert.not.ok(existsSync(dataDir), 'no command acted');
 });
 
@@ -67,7 +75,10 @@ test('a malformed option names the problem in one line', async () => {
 
 test('through npm, after the pre-script, --help still answers and exits 0', () => {
   for (const script of ['start', 'generate']) {
-    const r = spawnSync('npm', ['run', '-s', script, '--', '--help'], { encoding: 'utf8', env: { ...process.env, DATA_DIR: dataDir } });
+    const r = spawnSync('npm', ['run', '-s', script, '--', '--help'], {
+      encoding: 'utf8',
+      env: { ...process.env, DATA_DIR: dataDir },
+    });
     assert.is(r.status, 0, r.stderr);
     assert.match(r.stdout, /^usage: npm /, script);
   }
@@ -77,7 +88,12 @@ test('a DATA_DIR that cannot be written stops each command with one line naming 
   // Under a regular file: refused even to root, whom permission bits do not stop.
   writeFileSync(join(scratch, 'a-file'), '');
   const bad = join(scratch, 'a-file', 'data');
-  for (const [name, args] of [['start', []], ['token', []], ['rotate-key', []], ['import', ['repos', 'samples/advisories.json']]] as const) {
+  for (const [name, args] of [
+    ['start', []],
+    ['token', []],
+    ['rotate-key', []],
+    ['import', ['repos', 'samples/advisories.json']],
+  ] as const) {
     const r = await runScript(clis[name], [...args], { DATA_DIR: bad });
     assert.is(r.status, 1, `${name}: ${r.stderr}`);
     const lines = linesOf(r.stderr);

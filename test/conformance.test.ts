@@ -14,8 +14,12 @@ test.before(async () => {
   s = await startTestServer();
   const org = await createOrg(s, 'data');
   for (const [resource, file] of [
-    ['advisories', 'samples/advisories.json'], ['artifacts', 'samples/artifacts.ndjson'], ['artifactVersions', 'samples/artifactVersions.json'],
-    ['documents', 'samples/documents.json'], ['vulnerabilityMetadata', 'samples/vulnerabilityMetadata.json'], ['resolvedVulnsReports', 'samples/resolvedVulnsReports.json'],
+    ['advisories', 'samples/advisories.json'],
+    ['artifacts', 'samples/artifacts.ndjson'],
+    ['artifactVersions', 'samples/artifactVersions.json'],
+    ['documents', 'samples/documents.json'],
+    ['vulnerabilityMetadata', 'samples/vulnerabilityMetadata.json'],
+    ['resolvedVulnsReports', 'samples/resolvedVulnsReports.json'],
   ]) {
     const r = await runScript('scripts/import.ts', [resource, file, '--parent', org], { DATA_DIR: s.dataDir });
     if (r.status !== 0) throw new Error(r.stderr);
@@ -23,11 +27,24 @@ test.before(async () => {
 });
 test.after(async () => s.stop());
 
-interface SuiteRun { status: number | null; stdout: string; report: { passed: number; failed: number; skipped: number; results: { name: string; status: string; expected?: string; request?: string }[] } }
+interface SuiteRun {
+  status: number | null;
+  stdout: string;
+  report: {
+    passed: number;
+    failed: number;
+    skipped: number;
+    results: { name: string; status: string; expected?: string; request?: string }[];
+  };
+}
 
 async function runSuite(baseUrl: string, ...args: string[]): Promise<SuiteRun> {
   const json = join(s.dataDir, `report-${Date.now()}.json`);
-  const r = await runScript('scripts/conformance.ts', ['--base-url', baseUrl, '--token', s.token, '--json', json, ...args], {});
+  const r = await runScript(
+    'scripts/conformance.ts',
+    ['--base-url', baseUrl, '--token', s.token, '--json', json, ...args],
+    {},
+  );
   return { status: r.status, stdout: r.stdout + r.stderr, report: JSON.parse(readFileSync(json, 'utf8')) };
 }
 
@@ -36,7 +53,11 @@ test('our server passes the whole suite, and the suite leaves no data behind', a
   const { body: nobody } = await s.call('POST', `/iam/v2/identities/${s.bootstrap.organization}`, { name: 'nobody' });
   const run = await runSuite(s.url, '--low-privilege-token', await s.mint(nobody.uid));
   assert.is(run.status, 0, run.stdout);
-  for (const rule of ['api/no-token-unauthenticated', 'api/bad-token-unauthenticated', 'api/low-privilege-permission-denied']) {
+  for (const rule of [
+    'api/no-token-unauthenticated',
+    'api/bad-token-unauthenticated',
+    'api/low-privilege-permission-denied',
+  ]) {
     assert.is(run.report.results.find((r) => r.name === rule)?.status, 'passed', rule);
   }
   assert.is(run.report.failed, 0);
@@ -56,8 +77,15 @@ test('--filter, --parent and --skip-file narrow the run', async () => {
   const run = await runSuite(s.url, '--filter', 'registry.repos/*', '--parent', parent.uid, '--skip-file', skipFile);
   assert.is(run.status, 0, run.stdout);
   assert.ok(run.report.results.every((r) => r.name.startsWith('registry.repos/')));
-  assert.equal(run.report.results.filter((r) => r.status === 'skipped').map((r) => r.name), ['registry.repos/list/skip']);
-  assert.is((await s.call('GET', `/registry/v2/repos?uidp.descendants_of=${parent.uid}`)).body.totalCount, '0', 'cleaned up under the given parent');
+  assert.equal(
+    run.report.results.filter((r) => r.status === 'skipped').map((r) => r.name),
+    ['registry.repos/list/skip'],
+  );
+  assert.is(
+    (await s.call('GET', `/registry/v2/repos?uidp.descendants_of=${parent.uid}`)).body.totalCount,
+    '0',
+    'cleaned up under the given parent',
+  );
   assert.is((await s.call('GET', `/iam/v2/groups/${parent.uid}`)).status, 200, 'the given parent is kept');
 });
 
@@ -67,7 +95,10 @@ test('an unreachable target fails clearly', async () => {
   assert.match(r.stderr, /did not answer within 1 s/);
 });
 
-type Rewrite = (req: { method: string; url: string; body: string }) => { url?: string; respond?: (status: number, body: any) => { status: number; body: any } };
+type Rewrite = (req: { method: string; url: string; body: string }) => {
+  url?: string;
+  respond?: (status: number, body: any) => { status: number; body: any };
+};
 
 /** A proxy in front of our server that plants one defect by rewriting requests or responses. */
 async function defectProxy(rewrite: Rewrite): Promise<{ url: string; close: () => Promise<void> }> {
@@ -78,18 +109,28 @@ async function defectProxy(rewrite: Rewrite): Promise<{ url: string; close: () =
     const plan = rewrite({ method: req.method!, url: req.url!, body });
     const upstream = await fetch(s.url + (plan.url ?? req.url), {
       method: req.method,
-      headers: { 'content-type': req.headers['content-type'] ?? 'application/json', authorization: req.headers.authorization ?? '' },
+      headers: {
+        'content-type': req.headers['content-type'] ?? 'application/json',
+        authorization: req.headers.authorization ?? '',
+      },
       body: body === '' ? undefined : body,
     });
     let status = upstream.status;
     let out: any = await upstream.text();
-    try { out = JSON.parse(out); } catch { /* not JSON */ }
+    try {
+      out = JSON.parse(out);
+    } catch {
+      /* not JSON */
+    }
     if (plan.respond) ({ status, body: out } = plan.respond(status, out));
     res.writeHead(status, { 'content-type': 'application/json' });
     res.end(typeof out === 'string' ? out : JSON.stringify(out));
   });
   await new Promise<void>((r) => server.listen(0, '127.0.0.1', r));
-  return { url: `http://127.0.0.1:${(server.address() as AddressInfo).port}`, close: () => new Promise((r) => server.close(() => r())) };
+  return {
+    url: `http://127.0.0.1:${(server.address() as AddressInfo).port}`,
+    close: () => new Promise((r) => server.close(() => r())),
+  };
 }
 
 test('planted defects are each reported by the rule they break', async () => {
@@ -98,12 +139,19 @@ test('planted defects are each reported by the rule they break', async () => {
   const defects: { name: string; rewrite: Rewrite; caught: string[] }[] = [
     {
       name: 'totalCount as a number',
-      rewrite: () => ({ respond: (status, b) => ({ status, body: b?.totalCount ? { ...b, totalCount: Number(b.totalCount) } : b }) }),
+      rewrite: () => ({
+        respond: (status, b) => ({ status, body: b?.totalCount ? { ...b, totalCount: Number(b.totalCount) } : b }),
+      }),
       caught: ['registry.repos/list/envelope'],
     },
     {
       name: 'off by one at a page boundary',
-      rewrite: ({ url }) => ({ respond: (status, b) => ({ status, body: isList(url) && b?.nextPageToken ? { ...b, repos: b.repos.slice(0, -1) } : b }) }),
+      rewrite: ({ url }) => ({
+        respond: (status, b) => ({
+          status,
+          body: isList(url) && b?.nextPageToken ? { ...b, repos: b.repos.slice(0, -1) } : b,
+        }),
+      }),
       caught: ['registry.repos/list/page-walk-size-7', 'registry.repos/list/page-walk-size-1'],
     },
     {
@@ -113,12 +161,16 @@ test('planted defects are each reported by the rule they break', async () => {
     },
     {
       name: '500 instead of NOT_FOUND',
-      rewrite: () => ({ respond: (status, b) => (status === 404 ? { status: 500, body: { code: 13, message: 'internal', details: [] } } : { status, body: b }) }),
+      rewrite: () => ({
+        respond: (status, b) =>
+          status === 404 ? { status: 500, body: { code: 13, message: 'internal', details: [] } } : { status, body: b },
+      }),
       caught: ['registry.repos/get/not-found-has-resource-info', 'registry.repos/delete/then-not-found'],
     },
     {
       name: 'the parent ignored on create',
-      rewrite: ({ method, url }) => (method === 'POST' && url.startsWith('/registry/v2/repos/') ? { url: `/registry/v2/repos/${decoy.uid}` } : {}),
+      rewrite: ({ method, url }) =>
+        method === 'POST' && url.startsWith('/registry/v2/repos/') ? { url: `/registry/v2/repos/${decoy.uid}` } : {},
       caught: ['registry.repos/create/returns-resource'],
     },
   ];
@@ -128,7 +180,8 @@ test('planted defects are each reported by the rule they break', async () => {
       const run = await runSuite(proxy.url, '--filter', 'registry.repos/*');
       assert.is(run.status, 1, `${d.name}: the suite exits non-zero`);
       const failed = run.report.results.filter((r) => r.status === 'failed').map((r) => r.name);
-      for (const rule of d.caught) assert.ok(failed.includes(rule), `${d.name}: ${rule} is reported (failed: ${failed.join(', ')})`);
+      for (const rule of d.caught)
+        assert.ok(failed.includes(rule), `${d.name}: ${rule} is reported (failed: ${failed.join(', ')})`);
       const first = run.report.results.find((r) => r.name === d.caught[0])!;
       assert.ok(first.expected && first.request, `${d.name}: the failure says what was expected and which request`);
       assert.match(run.stdout, new RegExp(`FAIL ${d.caught[0].replace(/[.*+?^${}()|[\]\\/]/g, '\\$&')}`));

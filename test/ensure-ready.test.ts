@@ -1,7 +1,18 @@
 // scripts/ensure-ready.mjs on a scratch project, with a stand-in npm on PATH that records what it is asked to
 // do: installs and generates when, and only when, what they come from changed (by content), and says why.
 import { spawnSync } from 'node:child_process';
-import { chmodSync, existsSync, mkdirSync, mkdtempSync, readFileSync, renameSync, rmSync, symlinkSync, utimesSync, writeFileSync } from 'node:fs';
+import {
+  chmodSync,
+  existsSync,
+  mkdirSync,
+  mkdtempSync,
+  readFileSync,
+  renameSync,
+  rmSync,
+  symlinkSync,
+  utimesSync,
+  writeFileSync,
+} from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join, resolve } from 'node:path';
 import { test } from 'uvu';
@@ -18,21 +29,27 @@ mkdirSync(bin);
 // The stand-in does what the real commands leave behind: an install's hidden lockfile; a generated model and
 // the generator's record of its sources.
 const record = `import('${sourceHash}').then((m) => console.log(JSON.stringify(m.sourceHashes())))`;
-writeFileSync(join(bin, 'npm'), `#!/bin/sh
+writeFileSync(
+  join(bin, 'npm'),
+  `#!/bin/sh
 echo "$*" >> "${npmLog}"
 echo "npm output"
 case "$*" in
   ci*) mkdir -p node_modules && echo '{}' > node_modules/.package-lock.json ;;
   "run -s generate") mkdir -p generated && echo model > generated/model.ts && node -e "${record}" > generated/.source-hash ;;
 esac
-`);
+`,
+);
 chmodSync(join(bin, 'npm'), 0o755);
 
 function project(name: string): string {
   const dir = join(scratch, name);
   for (const [file, text] of Object.entries({
-    'package-lock.json': '{"lockfileVersion": 3}\n', 'spec/a.yaml': 'domain: a\n', 'spec/b.yaml': 'domain: b\n',
-    'generator/main.ts': '// generator\n', 'runtime/model.ts': '// model\n',
+    'package-lock.json': '{"lockfileVersion": 3}\n',
+    'spec/a.yaml': 'domain: a\n',
+    'spec/b.yaml': 'domain: b\n',
+    'generator/main.ts': '// generator\n',
+    'runtime/model.ts': '// model\n',
   })) {
     mkdirSync(join(dir, file, '..'), { recursive: true });
     writeFileSync(join(dir, file), text);
@@ -42,7 +59,11 @@ function project(name: string): string {
 
 function ready(dir: string, ...args: string[]) {
   rmSync(npmLog, { force: true });
-  const r = spawnSync(process.execPath, [ensureReady, ...args], { cwd: dir, encoding: 'utf8', env: { ...process.env, PATH: `${bin}:${process.env.PATH}` } });
+  const r = spawnSync(process.execPath, [ensureReady, ...args], {
+    cwd: dir,
+    encoding: 'utf8',
+    env: { ...process.env, PATH: `${bin}:${process.env.PATH}` },
+  });
   const npm = existsSync(npmLog) ? readFileSync(npmLog, 'utf8').trim().split('\n') : [];
   return { ...r, npm };
 }

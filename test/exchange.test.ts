@@ -19,19 +19,32 @@ test.before(async () => {
   const jwk = { ...(await exportJWK(publicKey)), kid: 'upstream-1', alg: 'ES256', use: 'sig' };
   upstream = createServer((req, res) => {
     res.setHeader('content-type', 'application/json');
-    if (req.url === '/.well-known/openid-configuration') res.end(JSON.stringify({ issuer: upstreamUrl, jwks_uri: `${upstreamUrl}/keys` }));
+    if (req.url === '/.well-known/openid-configuration')
+      res.end(JSON.stringify({ issuer: upstreamUrl, jwks_uri: `${upstreamUrl}/keys` }));
     else if (req.url === '/keys') res.end(JSON.stringify({ keys: [jwk] }));
-    else { res.statusCode = 404; res.end('{}'); }
+    else {
+      res.statusCode = 404;
+      res.end('{}');
+    }
   });
   await new Promise<void>((r) => upstream.listen(0, '127.0.0.1', r));
   upstreamUrl = `http://127.0.0.1:${(upstream.address() as AddressInfo).port}`;
   sign = ({ sub, aud = s.url, exp }) => {
     const now = Math.floor(Date.now() / 1000);
-    return new SignJWT({}).setProtectedHeader({ alg: 'ES256', kid: 'upstream-1' }).setIssuer(upstreamUrl).setSubject(sub)
-      .setAudience(aud).setIssuedAt(now - 120).setExpirationTime(exp ?? now + 300).sign(privateKey);
+    return new SignJWT({})
+      .setProtectedHeader({ alg: 'ES256', kid: 'upstream-1' })
+      .setIssuer(upstreamUrl)
+      .setSubject(sub)
+      .setAudience(aud)
+      .setIssuedAt(now - 120)
+      .setExpirationTime(exp ?? now + 300)
+      .sign(privateKey);
   };
   const org = s.bootstrap.organization;
-  const id = await s.call('POST', `/iam/v2/identities/${org}`, { name: 'ci', claimMatch: { issuer: upstreamUrl, subject: 'repo:acme/app:ref:main' } });
+  const id = await s.call('POST', `/iam/v2/identities/${org}`, {
+    name: 'ci',
+    claimMatch: { issuer: upstreamUrl, subject: 'repo:acme/app:ref:main' },
+  });
   identityUid = id.body.uid;
   viewerRole = (await s.call('GET', '/iam/v2/roles?name=viewer')).body.roles[0].uid;
   await s.call('POST', `/iam/v2/roleBindings/${org}`, { identityUid, roleUid: viewerRole });
@@ -53,7 +66,12 @@ test('an upstream token with the right subject is exchanged for a token that wor
   assert.ok(Date.parse(r.body.expiry) - Date.now() <= 3600_000 + 5000, 'at most an hour');
   const list = await s.call('GET', '/registry/v2/repos', undefined, { authorization: `Bearer ${r.body.token}` });
   assert.is(list.status, 200, JSON.stringify(list.body));
-  const denied = await s.call('POST', `/registry/v2/repos/${s.bootstrap.organization}`, { name: 'x' }, { authorization: `Bearer ${r.body.token}` });
+  const denied = await s.call(
+    'POST',
+    `/registry/v2/repos/${s.bootstrap.organization}`,
+    { name: 'x' },
+    { authorization: `Bearer ${r.body.token}` },
+  );
   assert.is(denied.status, 403, 'the exchanged token carries the identity, a viewer');
   const after = (await s.call('GET', `/iam/v2/identities/${identityUid}`)).body;
   assert.ok(Date.parse(after.lastSeenTime) > Date.parse(before.lastSeenTime), 'the exchange records when it was seen');
@@ -62,15 +80,31 @@ test('an upstream token with the right subject is exchanged for a token that wor
 });
 
 test('identities:lookupIdentity finds the identity for an issuer and subject (a custom :verb method)', async () => {
-  const found = await s.call('GET', `/iam/v2/identities:lookupIdentity?issuer=${encodeURIComponent(upstreamUrl)}&subject=${encodeURIComponent('repo:acme/app:ref:main')}`);
+  const found = await s.call(
+    'GET',
+    `/iam/v2/identities:lookupIdentity?issuer=${encodeURIComponent(upstreamUrl)}&subject=${encodeURIComponent('repo:acme/app:ref:main')}`,
+  );
   assert.equal(found.body, { uid: identityUid });
-  assert.is((await s.call('GET', `/iam/v2/identities:lookupIdentity?issuer=${encodeURIComponent(upstreamUrl)}&subject=nobody`)).status, 404);
+  assert.is(
+    (await s.call('GET', `/iam/v2/identities:lookupIdentity?issuer=${encodeURIComponent(upstreamUrl)}&subject=nobody`))
+      .status,
+    404,
+  );
   assert.is((await s.call('GET', '/iam/v2/identities:lookupIdentity?issuer=x')).status, 400, 'subject is required');
-  assert.is((await s.call('GET', '/iam/v2/identities:lookupIdentity?issuer=x&subject=y', undefined, { authorization: '' })).status, 401);
+  assert.is(
+    (await s.call('GET', '/iam/v2/identities:lookupIdentity?issuer=x&subject=y', undefined, { authorization: '' }))
+      .status,
+    401,
+  );
 });
 
 test('subject patterns match whole subjects', async () => {
-  const id = (await s.call('POST', `/iam/v2/identities/${s.bootstrap.organization}`, { name: 'any branch', claimMatch: { issuer: upstreamUrl, subjectPattern: 'repo:acme/app:ref:.*' } })).body;
+  const id = (
+    await s.call('POST', `/iam/v2/identities/${s.bootstrap.organization}`, {
+      name: 'any branch',
+      claimMatch: { issuer: upstreamUrl, subjectPattern: 'repo:acme/app:ref:.*' },
+    })
+  ).body;
   assert.is((await exchange(await sign({ sub: 'repo:acme/app:ref:dev' }), `identity=${id.uid}`)).status, 200);
   assert.is((await exchange(await sign({ sub: 'xrepo:acme/app:ref:dev' }), `identity=${id.uid}`)).status, 403);
 });
@@ -79,31 +113,64 @@ test('wrong subject, expired token, forged token, unknown identity and missing p
   const wrong = await exchange(await sign({ sub: 'repo:acme/other:ref:main' }), `identity=${identityUid}`);
   assert.is(wrong.status, 403, JSON.stringify(wrong.body));
   assert.is(wrong.body.code, 7);
-  const expired = await exchange(await sign({ sub: 'repo:acme/app:ref:main', exp: Math.floor(Date.now() / 1000) - 60 }), `identity=${identityUid}`);
+  const expired = await exchange(
+    await sign({ sub: 'repo:acme/app:ref:main', exp: Math.floor(Date.now() / 1000) - 60 }),
+    `identity=${identityUid}`,
+  );
   assert.is(expired.status, 401, JSON.stringify(expired.body));
   assert.match(expired.body.message, /expired/);
   const { privateKey } = await generateKeyPair('ES256');
-  const forged = await new SignJWT({}).setProtectedHeader({ alg: 'ES256', kid: 'upstream-1' }).setIssuer(upstreamUrl).setSubject('repo:acme/app:ref:main')
-    .setAudience(s.url).setIssuedAt().setExpirationTime('5m').sign(privateKey);
+  const forged = await new SignJWT({})
+    .setProtectedHeader({ alg: 'ES256', kid: 'upstream-1' })
+    .setIssuer(upstreamUrl)
+    .setSubject('repo:acme/app:ref:main')
+    .setAudience(s.url)
+    .setIssuedAt()
+    .setExpirationTime('5m')
+    .sign(privateKey);
   assert.is((await exchange(forged, `identity=${identityUid}`)).status, 401);
-  const unknown = await exchange(await sign({ sub: 'repo:acme/app:ref:main' }), `identity=${s.bootstrap.organization}/0123456789abcdef`);
+  const unknown = await exchange(
+    await sign({ sub: 'repo:acme/app:ref:main' }),
+    `identity=${s.bootstrap.organization}/0123456789abcdef`,
+  );
   assert.is(unknown.status, 404);
   assert.is((await exchange(await sign({ sub: 'x' }), '')).status, 400);
-  assert.is((await s.call('POST', `/sts/exchange?identity=${identityUid}`, undefined, { authorization: '' })).status, 401);
+  assert.is(
+    (await s.call('POST', `/sts/exchange?identity=${identityUid}`, undefined, { authorization: '' })).status,
+    401,
+  );
 });
 
 test('an issuer that is down gives UNAVAILABLE quickly instead of hanging', async () => {
   const dead = 'http://127.0.0.1:9';
-  const id = (await s.call('POST', `/iam/v2/identities/${s.bootstrap.organization}`, { name: 'dead', claimMatch: { issuer: dead, subject: 'x' } })).body;
-  const token = await new SignJWT({}).setProtectedHeader({ alg: 'ES256' }).setIssuer(dead).setSubject('x').setExpirationTime('5m')
+  const id = (
+    await s.call('POST', `/iam/v2/identities/${s.bootstrap.organization}`, {
+      name: 'dead',
+      claimMatch: { issuer: dead, subject: 'x' },
+    })
+  ).body;
+  const token = await new SignJWT({})
+    .setProtectedHeader({ alg: 'ES256' })
+    .setIssuer(dead)
+    .setSubject('x')
+    .setExpirationTime('5m')
     .sign((await generateKeyPair('ES256')).privateKey);
   const started = Date.now();
   const r = await exchange(token, `identity=${id.uid}`);
   assert.is(r.status, 503, JSON.stringify(r.body));
   assert.is(r.body.code, 14);
   assert.ok(Date.now() - started < 10_000);
-  const plain = (await s.call('POST', `/iam/v2/identities/${s.bootstrap.organization}`, { name: 'plain', claimMatch: { issuer: 'http://issuer.example', subject: 'x' } })).body;
-  const insecure = await new SignJWT({}).setProtectedHeader({ alg: 'ES256' }).setIssuer('http://issuer.example').setSubject('x').setExpirationTime('5m')
+  const plain = (
+    await s.call('POST', `/iam/v2/identities/${s.bootstrap.organization}`, {
+      name: 'plain',
+      claimMatch: { issuer: 'http://issuer.example', subject: 'x' },
+    })
+  ).body;
+  const insecure = await new SignJWT({})
+    .setProtectedHeader({ alg: 'ES256' })
+    .setIssuer('http://issuer.example')
+    .setSubject('x')
+    .setExpirationTime('5m')
     .sign((await generateKeyPair('ES256')).privateKey);
   const refused = await exchange(insecure, `identity=${plain.uid}`);
   assert.is(refused.status, 401);

@@ -16,7 +16,9 @@ const scratch = mkdtempSync(join(scratchRoot, 'generator-'));
 test.after(() => rmSync(scratch, { recursive: true, force: true }));
 
 function generate(spec: string, out: string) {
-  return spawnSync(process.execPath, ['--import', 'tsx', 'generator/main.ts', '--spec', spec, '--out', out], { encoding: 'utf8' });
+  return spawnSync(process.execPath, ['--import', 'tsx', 'generator/main.ts', '--spec', spec, '--out', out], {
+    encoding: 'utf8',
+  });
 }
 
 function files(dir: string): Record<string, string> {
@@ -37,7 +39,12 @@ test('two runs give byte-identical output, each file marked as generated', () =>
   assert.is(a.status, 0, a.stderr);
   assert.is(b.status, 0, b.stderr);
   const spec = loadSpec('spec');
-  assert.match(a.stdout, new RegExp(`generated \\d+ files .* from ${spec.domains.length} domains, ${Object.keys(spec.resources).length} resources, \\d+ routes in \\d+ ms`));
+  assert.match(
+    a.stdout,
+    new RegExp(
+      `generated \\d+ files .* from ${spec.domains.length} domains, ${Object.keys(spec.resources).length} resources, \\d+ routes in \\d+ ms`,
+    ),
+  );
   const fa = files(join(scratch, 'a'));
   const fb = files(join(scratch, 'b'));
   assert.equal(Object.keys(fa).sort(), Object.keys(fb).sort());
@@ -45,7 +52,15 @@ test('two runs give byte-identical output, each file marked as generated', () =>
     assert.ok(fa[name] === fb[name], `${name} differs between runs`);
     assert.match(fa[name].slice(0, 200), /Do not edit/, `${name} starts with a do-not-edit line`);
   }
-  for (const expected of ['openapi.json', 'model.ts', 'entities.ts', 'routes.ts', 'types.ts', 'validators/bodies.cjs', 'validators/queries.cjs']) {
+  for (const expected of [
+    'openapi.json',
+    'model.ts',
+    'entities.ts',
+    'routes.ts',
+    'types.ts',
+    'validators/bodies.cjs',
+    'validators/queries.cjs',
+  ]) {
     assert.ok(expected in fa, `${expected} is generated`);
   }
   const { $comment: _, ...recorded } = JSON.parse(fa['.source-hash']);
@@ -55,18 +70,34 @@ test('two runs give byte-identical output, each file marked as generated', () =>
 test('a wrong spec fails with the file, the path inside it and what is wrong, and generates nothing', () => {
   const spec = join(scratch, 'bad-spec');
   cpSync('spec', spec, { recursive: true });
-  writeFileSync(join(spec, 'broken.yaml'), [
-    'domain: broken', 'title: Broken', 'resources:', '  - type: Thing', '    collection: things', '    parent: nowhere',
-    '    fields:', '      name: { type: strin }', '    operations: {}',
-  ].join('\n'));
+  writeFileSync(
+    join(spec, 'broken.yaml'),
+    [
+      'domain: broken',
+      'title: Broken',
+      'resources:',
+      '  - type: Thing',
+      '    collection: things',
+      '    parent: nowhere',
+      '    fields:',
+      '      name: { type: strin }',
+      '    operations: {}',
+    ].join('\n'),
+  );
   const out = join(scratch, 'bad-out');
   const r = generate(spec, out);
   assert.is(r.status, 1);
-  assert.match(r.stderr, /broken\.yaml: \/resources\/0\/fields\/name\/type: must be equal to one of the allowed values/);
+  assert.match(
+    r.stderr,
+    /broken\.yaml: \/resources\/0\/fields\/name\/type: must be equal to one of the allowed values/,
+  );
   assert.not.match(r.stderr, /\n\s+at /, 'no stack trace');
   assert.throws(() => readdirSync(out), 'nothing generated');
 
-  writeFileSync(join(spec, 'broken.yaml'), 'domain: broken\ntitle: Broken\nresources:\n  - type: Thing\n    collection: things\n    parent: nowhere\n    fields: {}\n    operations: {}\n');
+  writeFileSync(
+    join(spec, 'broken.yaml'),
+    'domain: broken\ntitle: Broken\nresources:\n  - type: Thing\n    collection: things\n    parent: nowhere\n    fields: {}\n    operations: {}\n',
+  );
   const r2 = generate(spec, out);
   assert.is(r2.status, 1);
   assert.match(r2.stderr, /broken\.yaml: resource things: \/parent: no resource has the collection "nowhere"/);
@@ -80,25 +111,46 @@ test('a wrong spec fails with the file, the path inside it and what is wrong, an
 test('the declarations of capabilities, filters, natural keys and create times are checked', () => {
   const spec = join(scratch, 'declarations-spec');
   cpSync('spec', spec, { recursive: true });
-  const thing = (lines: string[]) => writeFileSync(join(spec, 'things.yaml'), [
-    'domain: things', 'title: Things', 'resources:', '  - type: Thing', '    collection: things', '    parent: groups', ...lines.map((l) => `    ${l}`), '    operations: {}',
-  ].join('\n'));
+  const thing = (lines: string[]) =>
+    writeFileSync(
+      join(spec, 'things.yaml'),
+      [
+        'domain: things',
+        'title: Things',
+        'resources:',
+        '  - type: Thing',
+        '    collection: things',
+        '    parent: groups',
+        ...lines.map((l) => `    ${l}`),
+        '    operations: {}',
+      ].join('\n'),
+    );
   thing(['fields:', '  kind: { type: enum, values: $roles }', 'filters:', '  - { param: kind, match: set }']);
   const schema = generate(spec, join(scratch, 'declarations-out'));
   assert.is(schema.status, 1);
   assert.match(schema.stderr, /things\.yaml: \/resources\/0\/fields\/kind\/values: must be "\$capabilities"/);
   assert.match(schema.stderr, /things\.yaml: \/resources\/0\/filters\/0: must have required property 'fields'/);
   thing([
-    'naturalKey: [name, nope]', 'fields:', '  name: { type: string }', '  seen: { type: string, outputOnly: true, setOnCreate: true }',
-    '  kind: { type: enum, values: $capabilities }', 'filters:', '  - { param: name, field: name, match: exact }', '  - { param: kind, match: set, fields: { A: kinds } }',
+    'naturalKey: [name, nope]',
+    'fields:',
+    '  name: { type: string }',
+    '  seen: { type: string, outputOnly: true, setOnCreate: true }',
+    '  kind: { type: enum, values: $capabilities }',
+    'filters:',
+    '  - { param: name, field: name, match: exact }',
+    '  - { param: kind, match: set, fields: { A: kinds } }',
     'unservedFilters: [name]',
   ]);
   const model = generate(spec, join(scratch, 'declarations-out'));
   assert.is(model.status, 1);
   for (const problem of [
-    /\/fields\/seen\/setOnCreate: only for an output-only timestamp/, /the list parameter "name" is declared twice/, /\/filters\/1: no field "kinds"/,
-    /\/naturalKey: no field "nope"/, /\/naturalKey: must include parent/,
-  ]) assert.match(model.stderr, problem);
+    /\/fields\/seen\/setOnCreate: only for an output-only timestamp/,
+    /the list parameter "name" is declared twice/,
+    /\/filters\/1: no field "kinds"/,
+    /\/naturalKey: no field "nope"/,
+    /\/naturalKey: must include parent/,
+  ])
+    assert.match(model.stderr, problem);
 });
 
 test('a resource added in YAML alone is generated and served', async () => {
@@ -111,11 +163,19 @@ test('a resource added in YAML alone is generated and served', async () => {
   const server = await startTestServer(await loadGenerated(out));
   try {
     const { body: org } = await server.call('POST', '/iam/v2/groups', { name: 'org' });
-    const created = await server.call('POST', `/gadgets/v2/widgets/${org.uid}`, { name: 'sprocket', size: 12, colour: 'RED', labels: { a: 'b' } });
+    const created = await server.call('POST', `/gadgets/v2/widgets/${org.uid}`, {
+      name: 'sprocket',
+      size: 12,
+      colour: 'RED',
+      labels: { a: 'b' },
+    });
     assert.is(created.status, 200, JSON.stringify(created.body));
     assert.is(created.body.size, '12', 'int64 is rendered as a string');
     const listed = await server.call('GET', `/gadgets/v2/widgets?uidp.descendants_of=${org.uid}&colour=RED`);
-    assert.equal(listed.body.widgets.map((w: any) => w.name), ['sprocket']);
+    assert.equal(
+      listed.body.widgets.map((w: any) => w.name),
+      ['sprocket'],
+    );
     assert.is(listed.body.totalCount, '1');
     const bad = await server.call('POST', `/gadgets/v2/widgets/${org.uid}`, { name: 'Nope', colour: 'BLUE' });
     assert.is(bad.status, 400);
@@ -139,19 +199,46 @@ test('a resource added in YAML alone gets its record and resource types', () => 
   assert.is(r.status, 0, r.stderr);
   const types = readFileSync(join(out, 'types.ts'), 'utf8');
   // int64 as its exact text; unset fields are null columns once stored and left out of responses.
-  assert.ok(types.includes([
-    'export type WidgetRecord = {', '  uid: string;', '  parentUid: string | null;', '  createTime: string;', '  updateTime: string;',
-    '  name: string;', '  size?: string | null;', '  colour?: "RED" | "GREEN" | null;', '  labels?: Record<string, string> | null;', '};',
-  ].join('\n')), types);
-  assert.ok(types.includes([
-    'export type WidgetResource = {', '  uid: string;', '  name: string;', '  size?: string;', '  colour?: "RED" | "GREEN";',
-    '  labels?: Record<string, string>;', '  createTime: string;', '  updateTime: string;', '};',
-  ].join('\n')), types);
+  assert.ok(
+    types.includes(
+      [
+        'export type WidgetRecord = {',
+        '  uid: string;',
+        '  parentUid: string | null;',
+        '  createTime: string;',
+        '  updateTime: string;',
+        '  name: string;',
+        '  size?: string | null;',
+        '  colour?: "RED" | "GREEN" | null;',
+        '  labels?: Record<string, string> | null;',
+        '};',
+      ].join('\n'),
+    ),
+    types,
+  );
+  assert.ok(
+    types.includes(
+      [
+        'export type WidgetResource = {',
+        '  uid: string;',
+        '  name: string;',
+        '  size?: string;',
+        '  colour?: "RED" | "GREEN";',
+        '  labels?: Record<string, string>;',
+        '  createTime: string;',
+        '  updateTime: string;',
+        '};',
+      ].join('\n'),
+    ),
+    types,
+  );
   assert.match(types, /interface RecordTypes \{[^}]*\n {4}widgets: WidgetRecord;\n/);
 });
 
 test('the generated handler interfaces are what the hand-written handlers must implement', () => {
-  const tsc = spawnSync(process.execPath, ['node_modules/typescript/bin/tsc', '--noEmit', '-p', '.'], { encoding: 'utf8' });
+  const tsc = spawnSync(process.execPath, ['node_modules/typescript/bin/tsc', '--noEmit', '-p', '.'], {
+    encoding: 'utf8',
+  });
   assert.is(tsc.status, 0, tsc.stdout);
 });
 

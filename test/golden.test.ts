@@ -6,7 +6,15 @@ import { mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'nod
 import { join } from 'node:path';
 import { test } from 'uvu';
 import * as assert from 'uvu/assert';
-import { compareWithGoldens, generateFixture, goldenDir, lineDiff, refreshCommand, widgetParts, writeGoldens } from '../scripts/golden-files.js';
+import {
+  compareWithGoldens,
+  generateFixture,
+  goldenDir,
+  lineDiff,
+  refreshCommand,
+  widgetParts,
+  writeGoldens,
+} from '../scripts/golden-files.js';
 
 const scratchRoot = join(process.cwd(), '.tmp');
 mkdirSync(scratchRoot, { recursive: true });
@@ -22,7 +30,13 @@ test('the widgets fixture generates what test/golden/widgets/ holds, byte for by
   const differences = compareWithGoldens(parts);
   // As details, which uvu prints once under the test's name, not repeated in the stack as a message would be.
   if (differences) {
-    throw new assert.Assertion({ message: 'the goldens differ from what the generator emits', details: differences, operator: 'golden', expects: goldenDir, actual: scratch });
+    throw new assert.Assertion({
+      message: 'the goldens differ from what the generator emits',
+      details: differences,
+      operator: 'golden',
+      expects: goldenDir,
+      actual: scratch,
+    });
   }
 });
 
@@ -48,27 +62,48 @@ test('a changed, missing or stale golden is reported with a diff and the command
   assert.match(missing, `${join(dir, 'model.json')}: missing`);
   assert.match(missing, `${join(dir, 'old.json')}: no longer generated`);
 
-  assert.equal(writeGoldens(parts, dir), ['model.json', 'old.json', 'routes.txt'], 'the refresh rewrites what differs and removes what is stale');
+  assert.equal(
+    writeGoldens(parts, dir),
+    ['model.json', 'old.json', 'routes.txt'],
+    'the refresh rewrites what differs and removes what is stale',
+  );
   assert.is(compareWithGoldens(parts, dir), '');
 });
 
 test('the diff shows changed lines with two lines of context and stops after the limit', () => {
   const lines = Array.from({ length: 10 }, (_, i) => `line ${i}`);
   const edited = [...lines.slice(0, 4), 'line 4 edited', ...lines.slice(5, 9), 'line 10'];
-  assert.is(lineDiff(lines.join('\n'), edited.join('\n')), [
-    '@@ -3 +3 @@', '  line 2', '  line 3', '- line 4', '+ line 4 edited', '  line 5', '  line 6', '  line 7', '  line 8', '- line 9', '+ line 10',
-  ].join('\n'));
+  assert.is(
+    lineDiff(lines.join('\n'), edited.join('\n')),
+    [
+      '@@ -3 +3 @@',
+      '  line 2',
+      '  line 3',
+      '- line 4',
+      '+ line 4 edited',
+      '  line 5',
+      '  line 6',
+      '  line 7',
+      '  line 8',
+      '- line 9',
+      '+ line 10',
+    ].join('\n'),
+  );
   const many = Array.from({ length: 100 }, (_, i) => `${i}`);
   const diff = lineDiff(many.join('\n'), many.map((l) => `${l}!`).join('\n'));
   assert.is(diff.split('\n').filter((l) => /^[-+] /.test(l)).length, 40);
   assert.match(diff, /\n\.\.\. and 160 more differing lines$/);
 });
 
-test('the goldens are the resource\'s parts alone, small enough to review', () => {
+test("the goldens are the resource's parts alone, small enough to review", () => {
   for (const [name, text] of Object.entries(parts)) {
     assert.ok(text.length < 40_000, `${goldenDir}/${name} is ${text.length} characters`);
     assert.not.match(text, process.cwd(), `${name} holds no absolute path`);
-    assert.not.match(text, /\bgroups_|roleBindings|apiModel\.resources\.(?!widgets)/, `${name} holds nothing of other resources`);
+    assert.not.match(
+      text,
+      /\bgroups_|roleBindings|apiModel\.resources\.(?!widgets)/,
+      `${name} holds nothing of other resources`,
+    );
   }
 });
 

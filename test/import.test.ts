@@ -16,12 +16,16 @@ test.before(async () => {
 });
 test.after(async () => s.stop());
 
-const importFile = (resource: string, file: string, ...args: string[]) => runScript('scripts/import.ts', [resource, file, ...args], { DATA_DIR: s.dataDir });
+const importFile = (resource: string, file: string, ...args: string[]) =>
+  runScript('scripts/import.ts', [resource, file, ...args], { DATA_DIR: s.dataDir });
 
 const samples: [resource: string, file: string, table: string][] = [
-  ['advisories', 'samples/advisories.json', 'advisories'], ['artifacts', 'samples/artifacts.ndjson', 'artifacts'],
-  ['artifactVersions', 'samples/artifactVersions.json', 'artifact_versions'], ['images', 'samples/images.json', 'images'],
-  ['vulnReports', 'samples/vulnReports.json', 'vuln_reports'], ['documents', 'samples/documents.json', 'documents'],
+  ['advisories', 'samples/advisories.json', 'advisories'],
+  ['artifacts', 'samples/artifacts.ndjson', 'artifacts'],
+  ['artifactVersions', 'samples/artifactVersions.json', 'artifact_versions'],
+  ['images', 'samples/images.json', 'images'],
+  ['vulnReports', 'samples/vulnReports.json', 'vuln_reports'],
+  ['documents', 'samples/documents.json', 'documents'],
   ['vulnerabilityMetadata', 'samples/vulnerabilityMetadata.json', 'vulnerability_metadata'],
   ['resolvedVulnsReports', 'samples/resolvedVulnsReports.json', 'resolved_vulns_reports'],
 ];
@@ -44,10 +48,17 @@ test('importing the same file again adds nothing: the same records, with the sam
     const before = await stored(table);
     const r = await importFile(resource, file, '--parent', org);
     assert.is(r.status, 0, r.stderr);
-    assert.match(r.stdout, new RegExp(`imported ${before.length} ${resource}: 0 created, ${before.length} updated`), resource);
+    assert.match(
+      r.stdout,
+      new RegExp(`imported ${before.length} ${resource}: 0 created, ${before.length} updated`),
+      resource,
+    );
     assert.equal(await stored(table), before, `${resource}: same uids and create times`);
   }
-  assert.is((await s.call('GET', `/vulnerabilities/v2/advisories?uidp.descendants_of=${org}`)).body.totalCount, String(JSON.parse(readFileSync('samples/advisories.json', 'utf8')).length));
+  assert.is(
+    (await s.call('GET', `/vulnerabilities/v2/advisories?uidp.descendants_of=${org}`)).body.totalCount,
+    String(JSON.parse(readFileSync('samples/advisories.json', 'utf8')).length),
+  );
 });
 
 test('a record found by its natural key is replaced in place; a new key is created beside it', async () => {
@@ -55,8 +66,17 @@ test('a record found by its natural key is replaced in place; a new key is creat
   writeFileSync(file, JSON.stringify([{ id: 'CVE-2099-0001', summary: 'first', details: 'to be cleared' }]));
   assert.match((await importFile('vulnerabilityMetadata', file)).stdout, /1 created, 0 updated/);
   const [first] = (await s.call('GET', '/advisory/v2/metadata?id=CVE-2099-0001')).body.vulnerabilityMetadata;
-  writeFileSync(file, JSON.stringify([{ id: 'CVE-2099-0001', summary: 'second' }, { id: 'CVE-2099-0002', summary: 'new' }]));
-  assert.match((await importFile('vulnerabilityMetadata', file)).stdout, /imported 2 vulnerabilityMetadata: 1 created, 1 updated/);
+  writeFileSync(
+    file,
+    JSON.stringify([
+      { id: 'CVE-2099-0001', summary: 'second' },
+      { id: 'CVE-2099-0002', summary: 'new' },
+    ]),
+  );
+  assert.match(
+    (await importFile('vulnerabilityMetadata', file)).stdout,
+    /imported 2 vulnerabilityMetadata: 1 created, 1 updated/,
+  );
   const [again] = (await s.call('GET', '/advisory/v2/metadata?id=CVE-2099-0001')).body.vulnerabilityMetadata;
   assert.is(again.uid, first.uid, 'the uid stays');
   assert.is(again.createTime, first.createTime, 'so does the create time');
@@ -68,7 +88,10 @@ test('a record found by its natural key is replaced in place; a new key is creat
 test('a file with a key twice, or a record without its key, loads nothing; a resource without a natural key is not imported', async () => {
   const file = `${s.dataDir}/keys.ndjson`;
   const before = (await s.call('GET', '/libraries/v2/artifacts')).body.totalCount;
-  writeFileSync(file, '{"name":"twice","ecosystem":"ECOSYSTEM_JAVA"}\n{"name":"other","ecosystem":"ECOSYSTEM_JAVA"}\n{"name":"twice","ecosystem":"ECOSYSTEM_JAVA"}\n');
+  writeFileSync(
+    file,
+    '{"name":"twice","ecosystem":"ECOSYSTEM_JAVA"}\n{"name":"other","ecosystem":"ECOSYSTEM_JAVA"}\n{"name":"twice","ecosystem":"ECOSYSTEM_JAVA"}\n',
+  );
   const twice = await importFile('artifacts', file);
   assert.is(twice.status, 1);
   assert.match(twice.stderr, /record 3: the same ecosystem, name as record 1/);
@@ -104,12 +127,26 @@ test('libraries: artifacts by ecosystem, versions of one artifact, counts', asyn
   assert.equal(names, [...names].sort(), 'artifacts are ordered by name');
   const requests = python.body.artifacts.find((a: any) => a.name === 'requests');
   const versions = await s.call('GET', `/libraries/v2/artifacts/${requests.uid}/versions`);
-  const expected = JSON.parse(readFileSync('samples/artifactVersions.json', 'utf8')).filter((v: any) => v.parent === '$artifact:requests');
+  const expected = JSON.parse(readFileSync('samples/artifactVersions.json', 'utf8')).filter(
+    (v: any) => v.parent === '$artifact:requests',
+  );
   assert.is(versions.body.totalCount, String(expected.length));
   assert.ok(versions.body.artifactVersions.every((v: any) => v.name === 'requests'));
-  const count = await s.call('GET', '/libraries/v2/artifacts/count?ecosystems=ECOSYSTEM_PYTHON&ecosystems=ECOSYSTEM_JAVA');
-  const lines = readFileSync('samples/artifacts.ndjson', 'utf8').trim().split('\n').map((l) => JSON.parse(l));
-  assert.equal(count.body.counts, ['ECOSYSTEM_JAVA', 'ECOSYSTEM_PYTHON'].map((e) => ({ ecosystem: e, totalCount: String(lines.filter((l) => l.ecosystem === e).length) })));
+  const count = await s.call(
+    'GET',
+    '/libraries/v2/artifacts/count?ecosystems=ECOSYSTEM_PYTHON&ecosystems=ECOSYSTEM_JAVA',
+  );
+  const lines = readFileSync('samples/artifacts.ndjson', 'utf8')
+    .trim()
+    .split('\n')
+    .map((l) => JSON.parse(l));
+  assert.equal(
+    count.body.counts,
+    ['ECOSYSTEM_JAVA', 'ECOSYSTEM_PYTHON'].map((e) => ({
+      ecosystem: e,
+      totalCount: String(lines.filter((l) => l.ecosystem === e).length),
+    })),
+  );
   assert.is((await s.call('GET', '/libraries/v2/artifacts/count')).status, 400, 'ecosystems is required');
 });
 
@@ -118,7 +155,10 @@ test('images: architectures and size of a digest in a repo', async () => {
   const repo = (await s.call('GET', `/registry/v2/repos?name=${image.parent.split(':')[1]}`)).body.repos[0];
   const arch = await s.call('GET', `/registry/v2/repos/${repo.uid}/digests/${image.digest}/architectures`);
   assert.equal(arch.body, { architectures: [...image.architectures].sort() });
-  const size = await s.call('GET', `/registry/v2/repos/${repo.uid}/digests/${image.digest}/size?architecture=${image.architectures[0]}`);
+  const size = await s.call(
+    'GET',
+    `/registry/v2/repos/${repo.uid}/digests/${image.digest}/size?architecture=${image.architectures[0]}`,
+  );
   assert.equal(size.body, { architecture: image.architectures[0], size: image.sizes[image.architectures[0]] });
   const missing = await s.call('GET', `/registry/v2/repos/${repo.uid}/digests/sha256:${'0'.repeat(64)}/architectures`);
   assert.is(missing.status, 404);
@@ -127,7 +167,10 @@ test('images: architectures and size of a digest in a repo', async () => {
 test('advisory feed: documents, vulnerability metadata, resolved-vulnerability reports', async () => {
   const docs = JSON.parse(readFileSync('samples/documents.json', 'utf8'));
   const d = await s.call('GET', `/advisory/v2/documents?id=${docs[0].id}`);
-  assert.equal(d.body.documents.map((x: any) => x.id), [docs[0].id]);
+  assert.equal(
+    d.body.documents.map((x: any) => x.id),
+    [docs[0].id],
+  );
   const meta = JSON.parse(readFileSync('samples/vulnerabilityMetadata.json', 'utf8'));
   const m = await s.call('GET', `/advisory/v2/metadata?ids=${meta[0].id},${meta[1].id}`);
   assert.equal(m.body.vulnerabilityMetadata.map((x: any) => x.id).sort(), [meta[0].id, meta[1].id].sort());

@@ -23,7 +23,11 @@ const beyondDouble = '9007199254740993';
 test.before(async () => {
   cpSync('spec', join(scratch, 'spec'), { recursive: true });
   cpSync('test/fixtures/counters.yaml', join(scratch, 'spec', 'counters.yaml'));
-  const generated = spawnSync(process.execPath, ['--import', 'tsx', 'generator/main.ts', '--spec', join(scratch, 'spec'), '--out', join(scratch, 'generated')], { encoding: 'utf8' });
+  const generated = spawnSync(
+    process.execPath,
+    ['--import', 'tsx', 'generator/main.ts', '--spec', join(scratch, 'spec'), '--out', join(scratch, 'generated')],
+    { encoding: 'utf8' },
+  );
   if (generated.status !== 0) throw new Error(generated.stderr);
   s = await startTestServer(await loadGenerated(join(scratch, 'generated')));
   org = s.bootstrap.organization;
@@ -37,22 +41,35 @@ function assertRefused(r: Reply, field: string, what: string) {
   assert.is(r.status, 400, `${what}: ${JSON.stringify(r.body)}`);
   assert.is(r.body.code, 3, what);
   const violations = r.body.details.find((d: any) => d.fieldViolations)?.fieldViolations ?? [];
-  assert.ok(violations.some((v: any) => v.field === field), `${what}: names ${field}: ${JSON.stringify(violations)}`);
+  assert.ok(
+    violations.some((v: any) => v.field === field),
+    `${what}: names ${field}: ${JSON.stringify(violations)}`,
+  );
 }
 
 const created: Record<string, string> = {};
 
 test('accepted: decimal strings across the whole int64 range and exact JSON numbers; answered as canonical strings', async () => {
   const given: [string, unknown, string][] = [
-    ['nine', '9', '9'], ['ten', 10, '10'], ['seven', '007', '7'], ['minus three', '-3', '-3'], ['max', max, max], ['min', min, min],
-    ['beyond a double', beyondDouble, beyondDouble], ['largest exact number', Number.MAX_SAFE_INTEGER, String(Number.MAX_SAFE_INTEGER)],
+    ['nine', '9', '9'],
+    ['ten', 10, '10'],
+    ['seven', '007', '7'],
+    ['minus three', '-3', '-3'],
+    ['max', max, max],
+    ['min', min, min],
+    ['beyond a double', beyondDouble, beyondDouble],
+    ['largest exact number', Number.MAX_SAFE_INTEGER, String(Number.MAX_SAFE_INTEGER)],
   ];
   for (const [name, value, answer] of given) {
     const r = await s.call('POST', `/counters/v2/counters/${org}`, { name, value, history: [value, '1'] });
     assert.is(r.status, 200, `${name}: ${JSON.stringify(r.body)}`);
     assert.is(r.body.value, answer, name);
     assert.equal(r.body.history, [answer, '1'], `${name}: repeated`);
-    assert.is((await s.call('GET', `/counters/v2/counters/${r.body.uid}`)).body.value, answer, `${name}: read back exactly`);
+    assert.is(
+      (await s.call('GET', `/counters/v2/counters/${r.body.uid}`)).body.value,
+      answer,
+      `${name}: read back exactly`,
+    );
     created[name] = r.body.uid;
   }
   const patched = await s.call('PATCH', `/counters/v2/counters/${created.nine}`, { floor: '0' });
@@ -81,8 +98,16 @@ test('refused with INVALID_ARGUMENT naming the field: inexact numbers, text outs
     assertRefused(r, field, what);
     if (what.startsWith('a JSON number beyond')) assert.match(r.body.message, /string/, 'says to send a string');
   }
-  assertRefused(await s.call('PATCH', `/counters/v2/counters/${created.nine}`, { value: '9223372036854775808' }), 'value', 'an update');
-  assertRefused(await s.call('PATCH', `/counters/v2/counters/${created.nine}`, { floor: '-5' }), 'floor', 'an update below the minimum');
+  assertRefused(
+    await s.call('PATCH', `/counters/v2/counters/${created.nine}`, { value: '9223372036854775808' }),
+    'value',
+    'an update',
+  );
+  assertRefused(
+    await s.call('PATCH', `/counters/v2/counters/${created.nine}`, { floor: '-5' }),
+    'floor',
+    'an update below the minimum',
+  );
   assert.is((await s.call('GET', `/counters/v2/counters/${created.nine}`)).body.value, '9', 'nothing changed');
 });
 
@@ -92,7 +117,10 @@ async function names(query: string): Promise<string[]> {
   const out: string[] = [];
   let token = '';
   do {
-    const r = await s.call('GET', `/counters/v2/counters?${query}&page_size=2${token ? `&page_token=${encodeURIComponent(token)}` : ''}`);
+    const r = await s.call(
+      'GET',
+      `/counters/v2/counters?${query}&page_size=2${token ? `&page_token=${encodeURIComponent(token)}` : ''}`,
+    );
     assert.is(r.status, 200, `${query}: ${JSON.stringify(r.body)}`);
     out.push(...r.body.counters.map((c: any) => c.name));
     token = r.body.nextPageToken;
@@ -118,7 +146,7 @@ test('range and equality filters compare numbers, also beside a page cursor on t
   }
 });
 
-test('the spec\'s int64 fields: imported exactly, listed as strings; out of range or below a declared minimum refused by name', async () => {
+test("the spec's int64 fields: imported exactly, listed as strings; out of range or below a declared minimum refused by name", async () => {
   const artifacts = join(scratch, 'artifact.ndjson');
   writeFileSync(artifacts, JSON.stringify({ name: 'big', ecosystem: 'ECOSYSTEM_JAVA' }));
   const imported = await runScript('scripts/import.ts', ['artifacts', artifacts], { DATA_DIR: s.dataDir });
@@ -128,12 +156,22 @@ test('the spec\'s int64 fields: imported exactly, listed as strings; out of rang
     writeFileSync(versions, JSON.stringify(records));
     return runScript('scripts/import.ts', ['artifactVersions', versions], { DATA_DIR: s.dataDir });
   };
-  const ok = await load([{ parent: '$artifact:big', version: '1', sizeBytes: beyondDouble }, { parent: '$artifact:big', version: '2', sizeBytes: 12 }]);
+  const ok = await load([
+    { parent: '$artifact:big', version: '1', sizeBytes: beyondDouble },
+    { parent: '$artifact:big', version: '2', sizeBytes: 12 },
+  ]);
   assert.is(ok.status, 0, ok.stderr);
   const artifact = (await s.call('GET', '/libraries/v2/artifacts?query=big')).body.artifacts[0];
   const listed = await s.call('GET', `/libraries/v2/artifacts/${artifact.uid}/versions?order_by=version`);
-  assert.equal(listed.body.artifactVersions.map((v: any) => v.sizeBytes), [beyondDouble, '12']);
-  for (const [sizeBytes, what] of [['-1', 'below the minimum'], [min, 'far below the minimum'], ['9223372036854775808', 'beyond int64']]) {
+  assert.equal(
+    listed.body.artifactVersions.map((v: any) => v.sizeBytes),
+    [beyondDouble, '12'],
+  );
+  for (const [sizeBytes, what] of [
+    ['-1', 'below the minimum'],
+    [min, 'far below the minimum'],
+    ['9223372036854775808', 'beyond int64'],
+  ]) {
     const refused = await load([{ parent: '$artifact:big', version: '3', sizeBytes }]);
     assert.is(refused.status, 1, what);
     assert.match(refused.stderr, /sizeBytes/, what);

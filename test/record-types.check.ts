@@ -6,15 +6,19 @@ import type { HandlerContext } from '../runtime/route-operations.js';
 import type { Sql } from '../runtime/sql.js';
 
 export async function handlerShapedUses(context: HandlerContext, sql: Sql): Promise<string[]> {
-  const [invite] = await context.resources.tableOf('groupInvites').find({ keyId: 'k' }, [{ property: 'uid', desc: false }], 1);
+  const [invite] = await context.resources
+    .tableOf('groupInvites')
+    .find({ keyId: 'k' }, [{ property: 'uid', desc: false }], 1);
   // @ts-expect-error a field the record does not have
   const misspelt = invite.roleId;
   // @ts-expect-error singleUse is a boolean, or unset
   const singleUse: string = invite.singleUse;
   // @ts-expect-error no collection of that name
   context.resources.tableOf('groupInvite');
+  const bindings = context.resources.tableOf('roleBindings');
+  const withoutRole = { uid: 'u', parentUid: 'p', identityUid: 'i', createTime: 't', updateTime: 't' };
   // @ts-expect-error a new record needs every required field: this role binding has no roleUid
-  await context.resources.tableOf('roleBindings').insert(sql, { uid: 'u', parentUid: 'p', identityUid: 'i', createTime: 't', updateTime: 't' });
+  await bindings.insert(sql, withoutRole);
   // @ts-expect-error an int64 is stored as its exact decimal text, not a number
   await context.resources.tableOf('images').update(sql, 'u', { sizes: { amd64: 1 } });
   // @ts-expect-error an enum field takes only its declared values

@@ -27,11 +27,20 @@ function structured(r: Reply, status: number, what: string, v1 = false) {
   assert.is(r.body.code, 3, what);
   assert.type(r.body.message, 'string');
   assert.ok(Array.isArray(r.body.details), what);
-  if (!v1) assert.is(r.body.details.filter((d: any) => d['@type'] === 'type.googleapis.com/google.rpc.ErrorInfo').length, 1, what);
+  if (!v1)
+    assert.is(
+      r.body.details.filter((d: any) => d['@type'] === 'type.googleapis.com/google.rpc.ErrorInfo').length,
+      1,
+      what,
+    );
 }
 
 /** A request written byte for byte on a socket; resolves to the raw answer when the server closes. */
-function raw(request: string | Buffer, url = s.url, drip?: { bytes: Buffer; everyMs: number }): Promise<{ text: string; ms: number }> {
+function raw(
+  request: string | Buffer,
+  url = s.url,
+  drip?: { bytes: Buffer; everyMs: number },
+): Promise<{ text: string; ms: number }> {
   const { hostname, port } = new URL(url);
   const started = Date.now();
   return new Promise((resolve, reject) => {
@@ -47,7 +56,9 @@ function raw(request: string | Buffer, url = s.url, drip?: { bytes: Buffer; ever
       }
     });
     let text = '';
-    socket.on('data', (d) => { text += d.toString('latin1'); });
+    socket.on('data', (d) => {
+      text += d.toString('latin1');
+    });
     socket.on('error', reject);
     socket.on('close', () => resolve({ text, ms: Date.now() - started }));
   });
@@ -62,18 +73,45 @@ function rawStructured(answer: string, status: number, what: string) {
 }
 
 test('what the HTTP parser refuses is answered in JSON too', async () => {
-  rawStructured((await raw(Buffer.concat([Buffer.from('GET /registry/v2/repos/'), Buffer.from([0xff]), Buffer.from(' HTTP/1.1\r\nHost: x\r\n\r\n')]))).text, 400, 'a raw non-UTF-8 byte');
-  rawStructured((await raw(`GET /ping/v2/ping HTTP/1.1\r\nHost: x\r\nX-Big: ${'a'.repeat(17 * 1024)}\r\n\r\n`)).text, 431, 'headers over 16 KB');
+  rawStructured(
+    (
+      await raw(
+        Buffer.concat([
+          Buffer.from('GET /registry/v2/repos/'),
+          Buffer.from([0xff]),
+          Buffer.from(' HTTP/1.1\r\nHost: x\r\n\r\n'),
+        ]),
+      )
+    ).text,
+    400,
+    'a raw non-UTF-8 byte',
+  );
+  rawStructured(
+    (await raw(`GET /ping/v2/ping HTTP/1.1\r\nHost: x\r\nX-Big: ${'a'.repeat(17 * 1024)}\r\n\r\n`)).text,
+    431,
+    'headers over 16 KB',
+  );
   rawStructured((await raw('NOT A REQUEST\r\n\r\n')).text, 400, 'a malformed request line');
   rawStructured((await raw('GET /ping/v2/ping HTTP/1.1\r\nConnection: close\r\n\r\n')).text, 400, 'no Host header');
-  rawStructured((await raw('POST /ping/v2/ping HTTP/1.1\r\nHost: x\r\nExpect: magic\r\nContent-Length: 0\r\nConnection: close\r\n\r\n')).text, 417, 'an unknown Expect');
+  rawStructured(
+    (
+      await raw(
+        'POST /ping/v2/ping HTTP/1.1\r\nHost: x\r\nExpect: magic\r\nContent-Length: 0\r\nConnection: close\r\n\r\n',
+      )
+    ).text,
+    417,
+    'an unknown Expect',
+  );
   const connect = (await raw('CONNECT 127.0.0.1:9 HTTP/1.1\r\nHost: 127.0.0.1:9\r\n\r\n')).text;
   assert.match(connect, /^HTTP\/1.1 405 /, connect);
   assert.is(JSON.parse(connect.slice(connect.indexOf('\r\n\r\n') + 4)).code, 12);
 });
 
 test('a list of 100,000 bad items is refused with a bounded list of violations', async () => {
-  const r = await s.call('POST', `/iam/v2/roles/${org}`, { name: 'big', capabilities: Array.from({ length: 100_000 }, (_, i) => `X${i}`) });
+  const r = await s.call('POST', `/iam/v2/roles/${org}`, {
+    name: 'big',
+    capabilities: Array.from({ length: 100_000 }, (_, i) => `X${i}`),
+  });
   structured(r, 400, 'a huge enum list');
   assert.ok(r.body.details.find((d: any) => d.fieldViolations).fieldViolations.length <= 20);
 });
@@ -84,7 +122,12 @@ test('huge, infinite and fractional counts are INVALID_ARGUMENT on v2 and v1 lis
       structured(await s.call('GET', `/registry/v2/repos?${name}=${value}`), 400, `v2 ${name}=${value}`);
     }
     structured(await s.call('GET', `/registry/v1/repos?skip=${value}`), 400, `v1 skip=${value}`, true);
-    structured(await s.call('GET', `/vulnerabilities/v1/advisories?pageSize=${value}`), 400, `v1 pageSize=${value}`, true);
+    structured(
+      await s.call('GET', `/vulnerabilities/v1/advisories?pageSize=${value}`),
+      400,
+      `v1 pageSize=${value}`,
+      true,
+    );
   }
   const big = await s.call('GET', '/registry/v2/repos?page_size=5000&skip=9007199254740991');
   assert.is(big.status, 200, 'large but safe values still work');
@@ -92,17 +135,43 @@ test('huge, infinite and fractional counts are INVALID_ARGUMENT on v2 and v1 lis
 });
 
 test('prototype keys and deep nesting are refused by name, on v2 and v1', async () => {
-  for (const [path, v1] of [[`/registry/v1/repos/${org}`, true], [`/registry/v2/repos/${org}`, false]] as const) {
+  for (const [path, v1] of [
+    [`/registry/v1/repos/${org}`, true],
+    [`/registry/v2/repos/${org}`, false],
+  ] as const) {
     structured(await s.call('POST', path, '{"name":"a","__proto__":{"polluted":1}}'), 400, `__proto__ on ${path}`, v1);
-    structured(await s.call('POST', path, '{"name":"a","constructor":{"prototype":{"polluted":1}}}'), 400, `constructor on ${path}`, v1);
+    structured(
+      await s.call('POST', path, '{"name":"a","constructor":{"prototype":{"polluted":1}}}'),
+      400,
+      `constructor on ${path}`,
+      v1,
+    );
     structured(await s.call('POST', path, '{"name":"a","toString":1}'), 400, `toString on ${path}`, v1);
-    structured(await s.call('POST', path, `${'{"a":'.repeat(10000)}1${'}'.repeat(10000)}`), 400, `deep object on ${path}`, v1);
-    structured(await s.call('POST', path, `${'['.repeat(10000)}${']'.repeat(10000)}`), 400, `deep array on ${path}`, v1);
+    structured(
+      await s.call('POST', path, `${'{"a":'.repeat(10000)}1${'}'.repeat(10000)}`),
+      400,
+      `deep object on ${path}`,
+      v1,
+    );
+    structured(
+      await s.call('POST', path, `${'['.repeat(10000)}${']'.repeat(10000)}`),
+      400,
+      `deep array on ${path}`,
+      v1,
+    );
   }
   assert.is(({} as Record<string, unknown>).polluted, undefined, 'no prototype was changed');
   structured(await s.call('GET', '/registry/v2/repos?order_by=constructor'), 400, 'order_by naming a prototype member');
-  structured(await s.call('PATCH', `/registry/v2/repos/${repo}?updateMask=constructor`, { name: 'nginx' }), 400, 'a mask naming a prototype member');
-  structured(await s.call('PATCH', `/registry/v2/repos/${repo}`, { toString: 'x' }), 400, 'a body field naming a prototype member');
+  structured(
+    await s.call('PATCH', `/registry/v2/repos/${repo}?updateMask=constructor`, { name: 'nginx' }),
+    400,
+    'a mask naming a prototype member',
+  );
+  structured(
+    await s.call('PATCH', `/registry/v2/repos/${repo}`, { toString: 'x' }),
+    400,
+    'a body field naming a prototype member',
+  );
 });
 
 test('NUL characters are refused wherever they arrive', async () => {
@@ -110,10 +179,31 @@ test('NUL characters are refused wherever they arrive', async () => {
   structured(await s.call('GET', '/registry/v2/repos?name=a%00b'), 400, 'query value');
   structured(await s.call('GET', '/registry/v2/repos?na%00me=a'), 400, 'query name');
   structured(await s.call('GET', '/iam/v2/identities:lookupIdentity?issuer=a%00&subject=b'), 400, 'lookup parameter');
-  structured(await s.call('POST', `/iam/v2/roleBindings/${org}`, { identityUid: `${s.bootstrap.owner}\u0000`, roleUid: 'x' }), 400, 'reference field');
-  structured(await s.call('POST', `/iam/v2/identityProviders/${org}`, { name: 'idp', defaultRole: 'a\u0000', oidc: { issuer: 'i', clientId: 'c' } }), 400, 'defaultRole');
-  structured(await s.call('POST', `/registry/v2/repos/${org}`, { name: 'ok', description: 'a\u0000b' }), 400, 'body string');
-  structured(await s.call('POST', `/registry/v1/repos/${org}`, { name: 'ok', description: 'a\u0000b' }), 400, 'v1 body string', true);
+  structured(
+    await s.call('POST', `/iam/v2/roleBindings/${org}`, { identityUid: `${s.bootstrap.owner}\u0000`, roleUid: 'x' }),
+    400,
+    'reference field',
+  );
+  structured(
+    await s.call('POST', `/iam/v2/identityProviders/${org}`, {
+      name: 'idp',
+      defaultRole: 'a\u0000',
+      oidc: { issuer: 'i', clientId: 'c' },
+    }),
+    400,
+    'defaultRole',
+  );
+  structured(
+    await s.call('POST', `/registry/v2/repos/${org}`, { name: 'ok', description: 'a\u0000b' }),
+    400,
+    'body string',
+  );
+  structured(
+    await s.call('POST', `/registry/v1/repos/${org}`, { name: 'ok', description: 'a\u0000b' }),
+    400,
+    'v1 body string',
+    true,
+  );
 });
 
 test('the documents take no query parameters either', async () => {
@@ -134,13 +224,21 @@ test('list parameters of hand-written lists are read as lists however they arriv
 
 test('a client that sends its body or its headers a byte a second is cut off', async () => {
   const dataDir = mkdtempSync(join(tmpdir(), 'platform-api-slow-'));
-  const server = await startServer(readConfig({ PORT: '0', DATA_DIR: dataDir, LOG: 'off', REQUEST_TIMEOUT: '2', HEADERS_TIMEOUT: '1' }));
+  const server = await startServer(
+    readConfig({ PORT: '0', DATA_DIR: dataDir, LOG: 'off', REQUEST_TIMEOUT: '2', HEADERS_TIMEOUT: '1' }),
+  );
   try {
-    const body = await raw(`POST /registry/v2/repos/${'a'.repeat(40)} HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\nContent-Length: 100\r\n\r\n`, server.url,
-      { bytes: Buffer.from(' '.repeat(100)), everyMs: 1000 });
+    const body = await raw(
+      `POST /registry/v2/repos/${'a'.repeat(40)} HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\nContent-Length: 100\r\n\r\n`,
+      server.url,
+      { bytes: Buffer.from(' '.repeat(100)), everyMs: 1000 },
+    );
     assert.ok(body.ms < 30_000, `cut off long before the 100 s drip ends: after ${body.ms} ms`);
     if (body.text) rawStructured(body.text, 408, 'slow body');
-    const headers = await raw('GET /ping/v2/ping HTTP/1.1\r\n', server.url, { bytes: Buffer.from('X-Slow: aaaaaaaaaaaaaaaaaaaa\r\n'), everyMs: 1000 });
+    const headers = await raw('GET /ping/v2/ping HTTP/1.1\r\n', server.url, {
+      bytes: Buffer.from('X-Slow: aaaaaaaaaaaaaaaaaaaa\r\n'),
+      everyMs: 1000,
+    });
     assert.ok(headers.ms < 30_000, `a drip that never ends was cut off: after ${headers.ms} ms`);
     rawStructured(headers.text, 408, 'slow headers');
   } finally {

@@ -32,15 +32,30 @@ function answering(method: string, path: string): { route: string; params: Recor
 }
 
 function only(method: Route['method'], path: string, kind: Route['kind'], name: string): string {
-  const found = routes.filter((r) => r.method === method && r.path === path && r.kind === kind && (r.resource?.collection ?? r.endpoint?.name) === name);
+  const found = routes.filter(
+    (r) =>
+      r.method === method &&
+      r.path === path &&
+      r.kind === kind &&
+      (r.resource?.collection ?? r.endpoint?.name) === name,
+  );
   assert.is(found.length, 1, `one route ${method} ${path} ${kind} ${name}`);
   return nameOf(found[0]);
 }
 
 test('custom methods and literal segments are matched before the collection and uid routes', () => {
-  assert.equal(answering('GET', '/iam/v2/identities:lookupIdentity'), { route: only('GET', '/iam/v2/identities:lookupIdentity', 'endpoint', 'lookupIdentity'), params: {} });
-  assert.equal(answering('POST', '/iam/v2/groupInvites:accept'), { route: only('POST', '/iam/v2/groupInvites:accept', 'endpoint', 'acceptGroupInvite'), params: {} });
-  assert.equal(answering('GET', '/libraries/v2/artifacts/count'), { route: only('GET', '/libraries/v2/artifacts/count', 'endpoint', 'getArtifactCount'), params: {} });
+  assert.equal(answering('GET', '/iam/v2/identities:lookupIdentity'), {
+    route: only('GET', '/iam/v2/identities:lookupIdentity', 'endpoint', 'lookupIdentity'),
+    params: {},
+  });
+  assert.equal(answering('POST', '/iam/v2/groupInvites:accept'), {
+    route: only('POST', '/iam/v2/groupInvites:accept', 'endpoint', 'acceptGroupInvite'),
+    params: {},
+  });
+  assert.equal(answering('GET', '/libraries/v2/artifacts/count'), {
+    route: only('GET', '/libraries/v2/artifacts/count', 'endpoint', 'getArtifactCount'),
+    params: {},
+  });
 });
 
 test('a uid route takes the whole multi-segment uid, raw or with %2F', () => {
@@ -50,22 +65,36 @@ test('a uid route takes the whole multi-segment uid, raw or with %2F', () => {
   assert.equal(escaped, { route: get, params: { uid: repo.replace('/', '%2F') } });
   assert.is(decodeURIComponent(escaped!.params.uid), repo);
   const tag = `${repo}/${hex(8)}`;
-  assert.equal(answering('DELETE', `/registry/v2/tags/${tag}`), { route: only('DELETE', '/registry/v2/tags/{uid}', 'delete', 'tags'), params: { uid: tag } });
-  assert.equal(answering('POST', `/registry/v2/tags/${repo}`), { route: only('POST', '/registry/v2/tags/{parent}', 'create', 'tags'), params: { parent: repo } });
+  assert.equal(answering('DELETE', `/registry/v2/tags/${tag}`), {
+    route: only('DELETE', '/registry/v2/tags/{uid}', 'delete', 'tags'),
+    params: { uid: tag },
+  });
+  assert.equal(answering('POST', `/registry/v2/tags/${repo}`), {
+    route: only('POST', '/registry/v2/tags/{parent}', 'create', 'tags'),
+    params: { parent: repo },
+  });
 });
 
 test('sub-resources and endpoints below a uid are matched before the uid routes', () => {
   for (const uid of [repo, repo.replace('/', '%2F')]) {
-    assert.equal(answering('GET', `/registry/v2/repos/${uid}/readme`), { route: only('GET', '/registry/v2/repos/{uid}/readme', 'subresourceGet', 'repos'), params: { uid } });
-    assert.equal(answering('PATCH', `/registry/v2/repos/${uid}/readme`), { route: only('PATCH', '/registry/v2/repos/{uid}/readme', 'subresourceUpdate', 'repos'), params: { uid } });
+    assert.equal(answering('GET', `/registry/v2/repos/${uid}/readme`), {
+      route: only('GET', '/registry/v2/repos/{uid}/readme', 'subresourceGet', 'repos'),
+      params: { uid },
+    });
+    assert.equal(answering('PATCH', `/registry/v2/repos/${uid}/readme`), {
+      route: only('PATCH', '/registry/v2/repos/{uid}/readme', 'subresourceUpdate', 'repos'),
+      params: { uid },
+    });
     // A digest holds ":" and stays one segment; the uid before it may span several.
     assert.equal(answering('GET', `/registry/v2/repos/${uid}/digests/${digest}/size`), {
-      route: only('GET', '/registry/v2/repos/{repoUid}/digests/{digest}/size', 'endpoint', 'getSize'), params: { repoUid: uid, digest },
+      route: only('GET', '/registry/v2/repos/{repoUid}/digests/{digest}/size', 'endpoint', 'getSize'),
+      params: { repoUid: uid, digest },
     });
   }
   const artifact = `${org}/${hex(8)}`;
   assert.equal(answering('GET', `/libraries/v2/artifacts/${artifact}/versions`), {
-    route: only('GET', '/libraries/v2/artifacts/{parent}/versions', 'list', 'artifactVersions'), params: { parent: artifact },
+    route: only('GET', '/libraries/v2/artifacts/{parent}/versions', 'list', 'artifactVersions'),
+    params: { parent: artifact },
   });
 });
 
@@ -80,7 +109,9 @@ test('a uid capture never swallows a ":verb" suffix', () => {
 /** A path for the route's template: a multi-segment uid for each uid capture, a digest for a single segment. */
 function pathFor(r: Route, escape: boolean): { path: string; params: Record<string, string> } {
   const captures = r.pattern.match(/\([^()]*\)/g) ?? [];
-  const params = Object.fromEntries(r.params.map((p, i) => [p, captures[i] === uidCapture ? (escape ? repo.replace('/', '%2F') : repo) : digest]));
+  const params = Object.fromEntries(
+    r.params.map((p, i) => [p, captures[i] === uidCapture ? (escape ? repo.replace('/', '%2F') : repo) : digest]),
+  );
   return { path: r.path.replace(/\{(\w+)\}/g, (_, p: string) => params[p]), params };
 }
 
@@ -89,14 +120,20 @@ test('every route answers the paths made from its own template, and none answers
     for (const escape of [false, true]) {
       const { path, params } = pathFor(r, escape);
       assert.equal(answering(r.method, path), { route: nameOf(r), params }, `${r.method} ${path}`);
-      for (const method of ['GET', 'POST', 'PATCH', 'DELETE']) assert.is(answering(method, `${path}:frobnicate`), undefined, `${method} ${path}:frobnicate`);
+      for (const method of ['GET', 'POST', 'PATCH', 'DELETE'])
+        assert.is(answering(method, `${path}:frobnicate`), undefined, `${method} ${path}:frobnicate`);
     }
   }
 });
 
-test('the emitted router registers the table\'s routes in the table\'s order', () => {
-  const registered = [...emitRouter(model, routes).matchAll(/^\s*router\.(\w+)\(\/(.*?\$)\/, /gm)].map(([, method, pattern]) => `${method.toUpperCase()} ${pattern}`);
-  assert.equal(registered, routes.map((r) => `${r.method} ${r.pattern}`));
+test("the emitted router registers the table's routes in the table's order", () => {
+  const registered = [...emitRouter(model, routes).matchAll(/^\s*router\.(\w+)\(\/(.*?\$)\/, /gm)].map(
+    ([, method, pattern]) => `${method.toUpperCase()} ${pattern}`,
+  );
+  assert.equal(
+    registered,
+    routes.map((r) => `${r.method} ${r.pattern}`),
+  );
 });
 
 test.run();

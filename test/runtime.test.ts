@@ -36,7 +36,12 @@ const fields: Record<string, FieldModel> = {
 
 test('field masks: nested paths, clearing, full replacement', () => {
   const current = { name: 'a', description: 'd', oidc: { issuer: 'i', clientSecret: 's' } };
-  const masked = applyFieldMask(current, { oidc: { issuer: 'j' }, name: 'ignored' }, parseFieldMask('oidc.issuer', {}, fields), fields);
+  const masked = applyFieldMask(
+    current,
+    { oidc: { issuer: 'j' }, name: 'ignored' },
+    parseFieldMask('oidc.issuer', {}, fields),
+    fields,
+  );
   assert.equal(masked, { name: 'a', description: 'd', oidc: { issuer: 'j', clientSecret: 's' } });
   const cleared = applyFieldMask(current, {}, parseFieldMask('description', {}, fields), fields);
   assert.equal(cleared, { name: 'a', oidc: { issuer: 'i', clientSecret: 's' } });
@@ -45,7 +50,11 @@ test('field masks: nested paths, clearing, full replacement', () => {
   const replaced = applyFieldMask(current, { name: 'b' }, parseFieldMask('*', {}, fields), fields);
   assert.equal(replaced, { name: 'b' });
   for (const bad of ['status', 'nope', 'oidc.nope', 'name.x', 'description,*']) {
-    assert.throws(() => parseFieldMask(bad, {}, fields), (e: unknown) => e instanceof ApiError && e.codeName === 'INVALID_ARGUMENT', bad);
+    assert.throws(
+      () => parseFieldMask(bad, {}, fields),
+      (e: unknown) => e instanceof ApiError && e.codeName === 'INVALID_ARGUMENT',
+      bad,
+    );
   }
 });
 

@@ -18,7 +18,10 @@ test('bad configuration is refused with one clear line', async () => {
   ] as const) {
     const r = await runScript('server/main.ts', [], { DATA_DIR: dataDir, ...env });
     assert.is(r.status, 1);
-    const lines = r.stderr.trim().split('\n').filter((l) => !/npm warn/.test(l));
+    const lines = r.stderr
+      .trim()
+      .split('\n')
+      .filter((l) => !/npm warn/.test(l));
     assert.is(lines.length, 1, r.stderr);
     assert.match(lines[0], message);
   }
@@ -32,8 +35,12 @@ test('data survives a restart and SIGTERM shuts down cleanly; npm run token work
   assert.is(minted.status, 0, minted.stderr);
   assert.match(minted.stdout, /^[\w-]+\.[\w-]+\.[\w-]+\n$/, 'stdout is the token alone');
   const headers = { 'content-type': 'application/json', authorization: `Bearer ${minted.stdout.trim()}` };
-  const org = await (await fetch(`${first.url}/iam/v2/groups`, { method: 'POST', headers, body: '{"name":"persist"}' })).json();
-  const repo = await (await fetch(`${first.url}/registry/v2/repos/${org.uid}`, { method: 'POST', headers, body: '{"name":"kept"}' })).json();
+  const org = await (
+    await fetch(`${first.url}/iam/v2/groups`, { method: 'POST', headers, body: '{"name":"persist"}' })
+  ).json();
+  const repo = await (
+    await fetch(`${first.url}/registry/v2/repos/${org.uid}`, { method: 'POST', headers, body: '{"name":"kept"}' })
+  ).json();
   assert.ok(repo.uid, JSON.stringify(repo));
   first.child.kill('SIGTERM');
   assert.is(await exitOf(first.child), 0, first.output());
@@ -43,7 +50,11 @@ test('data survives a restart and SIGTERM shuts down cleanly; npm run token work
   assert.is(offline.status, 0, offline.stderr);
   const second = await spawnServer(env);
   try {
-    const got = await (await fetch(`${second.url}/registry/v2/repos/${repo.uid}`, { headers: { authorization: `Bearer ${offline.stdout.trim()}` } })).json();
+    const got = await (
+      await fetch(`${second.url}/registry/v2/repos/${repo.uid}`, {
+        headers: { authorization: `Bearer ${offline.stdout.trim()}` },
+      })
+    ).json();
     assert.equal(got, repo);
   } finally {
     second.child.kill('SIGTERM');
@@ -57,14 +68,21 @@ test('a token from npm run token is accepted by the server of its DATA_DIR on an
   const server = await spawnServer({ PORT: '0', DATA_DIR: fresh });
   try {
     assert.is.not(new URL(server.url).port, '8080');
-    assert.equal(JSON.parse(readFileSync(join(fresh, 'issuer.json'), 'utf8')), { issuer: server.url, audience: server.url });
+    assert.equal(JSON.parse(readFileSync(join(fresh, 'issuer.json'), 'utf8')), {
+      issuer: server.url,
+      audience: server.url,
+    });
     const minted = await runScript('scripts/token.ts', [], { DATA_DIR: fresh });
     assert.is(minted.status, 0, minted.stderr);
     const { organization } = JSON.parse(readFileSync(join(fresh, 'bootstrap.json'), 'utf8'));
-    const res = await fetch(`${server.url}/registry/v2/repos?uidp.descendants_of=${organization}`, { headers: { authorization: `Bearer ${minted.stdout.trim()}` } });
+    const res = await fetch(`${server.url}/registry/v2/repos?uidp.descendants_of=${organization}`, {
+      headers: { authorization: `Bearer ${minted.stdout.trim()}` },
+    });
     assert.is(res.status, 200, await res.text());
     const explicit = await runScript('scripts/token.ts', [], { DATA_DIR: fresh, ISSUER_URL: 'http://elsewhere.test' });
-    const refused = await fetch(`${server.url}/registry/v2/repos?uidp.descendants_of=${organization}`, { headers: { authorization: `Bearer ${explicit.stdout.trim()}` } });
+    const refused = await fetch(`${server.url}/registry/v2/repos?uidp.descendants_of=${organization}`, {
+      headers: { authorization: `Bearer ${explicit.stdout.trim()}` },
+    });
     assert.is(refused.status, 401, 'ISSUER_URL set for the token command wins over the record');
   } finally {
     server.child.kill('SIGTERM');

@@ -23,15 +23,31 @@ test.before(async () => {
   const em = store.em();
   const time = (i: number) => new Date(Date.UTC(2026, 0, 1 + i)).toISOString();
   for (let i = 0; i < 30; i++) {
-    em.persist(em.create('Tag', {
-      uid: newChildUid(repo), parentUid: repo, createTime: time(i), updateTime: time(30 - i),
-      name: `t${i}`, digest: `sha256:${String(i % 3).repeat(64)}`, deprecated: i % 4 === 0 ? true : i % 4 === 1 ? false : null,
-      bundles: i % 2 ? ['a', `b${i}`] : null, mainPackageName: i % 5 ? `pkg${i % 5}` : null,
-    }));
-    em.persist(em.create('VulnReport', {
-      uid: newChildUid(repo), parentUid: repo, createTime: time(i), updateTime: time(i), digest: `sha256:${'a'.repeat(64)}`,
-      scanner: { name: i % 2 ? 'GRYPE' : 'TRIVY', version: `0.${i % 3}` }, vulnerabilities: [], sizeBytes: String(i - 5),
-    }));
+    em.persist(
+      em.create('Tag', {
+        uid: newChildUid(repo),
+        parentUid: repo,
+        createTime: time(i),
+        updateTime: time(30 - i),
+        name: `t${i}`,
+        digest: `sha256:${String(i % 3).repeat(64)}`,
+        deprecated: i % 4 === 0 ? true : i % 4 === 1 ? false : null,
+        bundles: i % 2 ? ['a', `b${i}`] : null,
+        mainPackageName: i % 5 ? `pkg${i % 5}` : null,
+      }),
+    );
+    em.persist(
+      em.create('VulnReport', {
+        uid: newChildUid(repo),
+        parentUid: repo,
+        createTime: time(i),
+        updateTime: time(i),
+        digest: `sha256:${'a'.repeat(64)}`,
+        scanner: { name: i % 2 ? 'GRYPE' : 'TRIVY', version: `0.${i % 3}` },
+        vulnerabilities: [],
+        sizeBytes: String(i - 5),
+      }),
+    );
   }
   await em.flush();
 });
@@ -42,19 +58,62 @@ test.after(async () => {
 
 const filters: [string, string, Record<string, unknown>][] = [
   ['Tag', 'everything', { $and: [] }],
-  ['Tag', 'a descendant range and equality', { $and: [{ uid: descendantRange(org) }, { parentUid: repo }, { name: 't3' }] }],
+  [
+    'Tag',
+    'a descendant range and equality',
+    { $and: [{ uid: descendantRange(org) }, { parentUid: repo }, { name: 't3' }] },
+  ],
   ['Tag', '$in, and an empty $in', { $or: [{ name: { $in: ['t1', 't2', 't29'] } }, { name: { $in: [] } }] }],
   ['Tag', 'booleans and null', { $or: [{ deprecated: true }, { deprecated: null }] }],
   ['Tag', 'false', { deprecated: false }],
   ['Tag', '$ne null', { mainPackageName: { $ne: null } }],
-  ['Tag', 'ranges on time', { $and: [{ createTime: { $gte: '2026-01-05T00:00:00.000Z' } }, { createTime: { $lt: '2026-01-09T00:00:00.000Z' } }] }],
+  [
+    'Tag',
+    'ranges on time',
+    {
+      $and: [{ createTime: { $gte: '2026-01-05T00:00:00.000Z' } }, { createTime: { $lt: '2026-01-09T00:00:00.000Z' } }],
+    },
+  ],
   ['Tag', '$like', { name: { $like: '%2%' } }],
-  ['Tag', 'a cursor with a null key', { $or: [{ mainPackageName: { $ne: null } }, { mainPackageName: null, uid: { $gt: repo } }] }],
+  [
+    'Tag',
+    'a cursor with a null key',
+    { $or: [{ mainPackageName: { $ne: null } }, { mainPackageName: null, uid: { $gt: repo } }] },
+  ],
   ['Tag', 'no match', { name: 'nope' }],
-  ['Tag', 'a scope range and a cursor on the same index, merged', { $and: [{ uid: descendantRange(org) }, { uid: { $gt: `${repo}/8` } }, { uid: { $gte: `${repo}/4`, $lte: `${repo}/c` } }] }],
-  ['Tag', 'ranges on different properties stay apart', { $and: [{ createTime: { $gt: '2026-01-03' } }, { name: { $lt: 't5' } }, { createTime: { $lte: '2026-01-20' } }] }],
-  ['VulnReport', 'int64 ranges on one property, merged as numbers', { $and: [{ sizeBytes: { $gte: '9' } }, { sizeBytes: { $gte: '10', $lt: '20' } }] }],
-  ['VulnReport', 'int64 ranges merged, the tighter bound numerically', { $and: [{ sizeBytes: { $gt: '-3' } }, { sizeBytes: { $gte: '-10' } }, { sizeBytes: { $lt: '9' } }, { sizeBytes: { $lt: '10' } }] }],
+  [
+    'Tag',
+    'a scope range and a cursor on the same index, merged',
+    {
+      $and: [
+        { uid: descendantRange(org) },
+        { uid: { $gt: `${repo}/8` } },
+        { uid: { $gte: `${repo}/4`, $lte: `${repo}/c` } },
+      ],
+    },
+  ],
+  [
+    'Tag',
+    'ranges on different properties stay apart',
+    { $and: [{ createTime: { $gt: '2026-01-03' } }, { name: { $lt: 't5' } }, { createTime: { $lte: '2026-01-20' } }] },
+  ],
+  [
+    'VulnReport',
+    'int64 ranges on one property, merged as numbers',
+    { $and: [{ sizeBytes: { $gte: '9' } }, { sizeBytes: { $gte: '10', $lt: '20' } }] },
+  ],
+  [
+    'VulnReport',
+    'int64 ranges merged, the tighter bound numerically',
+    {
+      $and: [
+        { sizeBytes: { $gt: '-3' } },
+        { sizeBytes: { $gte: '-10' } },
+        { sizeBytes: { $lt: '9' } },
+        { sizeBytes: { $lt: '10' } },
+      ],
+    },
+  ],
   ['VulnReport', 'a JSON property', { scanner: { name: 'GRYPE' } }],
   ['VulnReport', 'two JSON properties', { $and: [{ scanner: { name: 'TRIVY', version: '0.1' } }] }],
 ];
@@ -62,10 +121,23 @@ const filters: [string, string, Record<string, unknown>][] = [
 for (const [entity, what, where] of filters) {
   test(`${entity}: ${what}: same rows, in the same order, as the ORM`, async () => {
     const table = new Table(store, entity);
-    for (const order of [[{ property: 'uid', desc: false }], [{ property: 'createTime', desc: true }, { property: 'uid', desc: true }]]) {
+    for (const order of [
+      [{ property: 'uid', desc: false }],
+      [
+        { property: 'createTime', desc: true },
+        { property: 'uid', desc: true },
+      ],
+    ]) {
       const ours = await table.find(where, order, 50);
-      const orm = await store.em().find(entity, where, { orderBy: Object.fromEntries(order.map((o) => [o.property, o.desc ? 'desc' : 'asc'])), limit: 50 });
-      assert.equal(ours.map((r) => ({ ...r })), JSON.parse(JSON.stringify(orm)), JSON.stringify(order));
+      const orm = await store.em().find(entity, where, {
+        orderBy: Object.fromEntries(order.map((o) => [o.property, o.desc ? 'desc' : 'asc'])),
+        limit: 50,
+      });
+      assert.equal(
+        ours.map((r) => ({ ...r })),
+        JSON.parse(JSON.stringify(orm)),
+        JSON.stringify(order),
+      );
     }
     assert.is(await table.count(where), await store.em().count(entity, where));
   });
@@ -73,14 +145,23 @@ for (const [entity, what, where] of filters) {
 
 test('limit and offset page the same way', async () => {
   const table = new Table(store, 'Tag');
-  const order = [{ property: 'name', desc: false }, { property: 'uid', desc: false }];
+  const order = [
+    { property: 'name', desc: false },
+    { property: 'uid', desc: false },
+  ];
   const page = await table.find({}, order, 5, 10);
-  assert.equal(page.map((r) => r.name), ['t18', 't19', 't2', 't20', 't21']);
+  assert.equal(
+    page.map((r) => r.name),
+    ['t18', 't19', 't2', 't20', 't21'],
+  );
 });
 
 test('a condition the compiler does not know is refused, never handed to another query builder', async () => {
   const where = { name: { $nin: ['t1'] } };
-  assert.throws(() => compileFilter(where, new Map([['name', { name: 'name', kind: 'plain' }]])), (e: unknown) => e instanceof UnsupportedFilter);
+  assert.throws(
+    () => compileFilter(where, new Map([['name', { name: 'name', kind: 'plain' }]])),
+    (e: unknown) => e instanceof UnsupportedFilter,
+  );
   const table = new Table(store, 'Tag');
   try {
     await table.find(where, [{ property: 'name', desc: false }], 50);
@@ -96,19 +177,29 @@ test('values are bound, never spliced: a value that looks like SQL matches only 
     assert.equal(await table.find({ name: value }, [{ property: 'name', desc: false }], 50), []);
     assert.is(await table.count({ name: { $in: [value] } }), 0);
   }
-  assert.ok(await table.count({}) > 0, 'the table is still there');
+  assert.ok((await table.count({})) > 0, 'the table is still there');
 });
 
 test('writes: what Table inserts and updates, the ORM reads back the same (JSON, booleans, nulls)', async () => {
   const table = new Table(store, 'Tag');
   const uid = newChildUid(repo);
-  await store.transaction((sql) => table.insert(sql, {
-    uid, parentUid: repo, createTime: 't0', updateTime: 't0', name: 'written', digest: 'd', deprecated: true, bundles: ['x', 'y'], mainPackageName: null,
-  }));
-  let orm = await store.em().findOne('Tag', { uid }) as Record<string, unknown>;
+  await store.transaction((sql) =>
+    table.insert(sql, {
+      uid,
+      parentUid: repo,
+      createTime: 't0',
+      updateTime: 't0',
+      name: 'written',
+      digest: 'd',
+      deprecated: true,
+      bundles: ['x', 'y'],
+      mainPackageName: null,
+    }),
+  );
+  let orm = (await store.em().findOne('Tag', { uid })) as Record<string, unknown>;
   assert.equal([orm.deprecated, orm.bundles, orm.mainPackageName, orm.name], [true, ['x', 'y'], null, 'written']);
   await store.transaction((sql) => table.update(sql, uid, { deprecated: false, bundles: null, updateTime: 't1' }));
-  orm = await store.em().findOne('Tag', { uid }) as Record<string, unknown>;
+  orm = (await store.em().findOne('Tag', { uid })) as Record<string, unknown>;
   assert.equal([orm.deprecated, orm.bundles, orm.updateTime], [false, null, 't1']);
   assert.equal(await table.get(uid), { ...JSON.parse(JSON.stringify(orm)) });
   await store.transaction((sql) => table.delete(sql, uid));
@@ -131,13 +222,19 @@ test('a transaction that throws leaves nothing; the ORM waits for a transaction 
   assert.is(await table.get(uid), null);
 
   let inserted!: () => void;
-  const inside = new Promise<void>((r) => { inserted = r; });
+  const inside = new Promise<void>((r) => {
+    inserted = r;
+  });
   let committed = false;
-  const writing = store.transaction(async (sql) => {
-    await table.insert(sql, row);
-    inserted();
-    await new Promise((r) => setTimeout(r, 50));
-  }).then(() => { committed = true; });
+  const writing = store
+    .transaction(async (sql) => {
+      await table.insert(sql, row);
+      inserted();
+      await new Promise((r) => setTimeout(r, 50));
+    })
+    .then(() => {
+      committed = true;
+    });
   await inside;
   const counted = await store.em().count('Tag', { uid });
   assert.ok(committed, 'the ORM query ran after the commit');
@@ -148,11 +245,22 @@ test('a transaction that throws leaves nothing; the ORM waits for a transaction 
 test('writes committed in groups: a failing write fails alone and leaves nothing; the others are all stored', async () => {
   const table = new Table(store, 'Tag');
   const uids = Array.from({ length: 20 }, () => newChildUid(repo));
-  const outcomes = await Promise.allSettled(uids.map((uid, i) => store.transaction(async (sql) => {
-    await table.insert(sql, { uid, parentUid: repo, createTime: 't', updateTime: 't', name: `group ${i}`, digest: 'd' });
-    if (i % 7 === 3) throw new Error(`write ${i} refused`);
-    return i;
-  })));
+  const outcomes = await Promise.allSettled(
+    uids.map((uid, i) =>
+      store.transaction(async (sql) => {
+        await table.insert(sql, {
+          uid,
+          parentUid: repo,
+          createTime: 't',
+          updateTime: 't',
+          name: `group ${i}`,
+          digest: 'd',
+        });
+        if (i % 7 === 3) throw new Error(`write ${i} refused`);
+        return i;
+      }),
+    ),
+  );
   const failed = outcomes.flatMap((o, i) => (o.status === 'rejected' ? [i] : []));
   assert.equal(failed, [3, 10, 17]);
   assert.match(String((outcomes[3] as PromiseRejectedResult).reason), /write 3 refused/);
@@ -173,11 +281,29 @@ test('large counts are kept until any connection commits; small ones are always 
   assert.is(counted, 2, 'the third count is the kept one');
 
   rows = 5001;
-  await store.transaction((sql) => new Table(store, 'Tag').insert(sql, { uid: newChildUid(repo), parentUid: repo, createTime: 't', updateTime: 't', name: 'bump', digest: 'd' }));
+  await store.transaction((sql) =>
+    new Table(store, 'Tag').insert(sql, {
+      uid: newChildUid(repo),
+      parentUid: repo,
+      createTime: 't',
+      updateTime: 't',
+      name: 'bump',
+      digest: 'd',
+    }),
+  );
   assert.is(await cache.count(store.read, 'q', count), 5001, 'a commit on the writing connection');
   rows = 5002;
   const em = store.em();
-  em.persist(em.create('Tag', { uid: newChildUid(repo), parentUid: repo, createTime: 't', updateTime: 't', name: 'bump2', digest: 'd' }));
+  em.persist(
+    em.create('Tag', {
+      uid: newChildUid(repo),
+      parentUid: repo,
+      createTime: 't',
+      updateTime: 't',
+      name: 'bump2',
+      digest: 'd',
+    }),
+  );
   await em.flush();
   assert.is(await cache.count(store.read, 'q', count), 5002, 'a commit through the ORM');
 
@@ -190,12 +316,29 @@ test('large counts are kept until any connection commits; small ones are always 
 test('statements of a transaction sent without waiting run in the order sent', async () => {
   const sent = Array.from({ length: 60 }, (_, i) => i);
   await store.transaction(async (sql) => {
-    await Promise.all(sent.map((i) => (i % 2
-      ? sql.run('insert into event_outbox (type, subject, time, body) values (?, ?, ?, ?)', ['order', String(i), 't', '{}'])
-      : sql.run('insert into event_outbox (subject, type, body, time) values (?, ?, ?, ?)', [String(i), 'order', '{}', 't']))));
+    await Promise.all(
+      sent.map((i) =>
+        i % 2
+          ? sql.run('insert into event_outbox (type, subject, time, body) values (?, ?, ?, ?)', [
+              'order',
+              String(i),
+              't',
+              '{}',
+            ])
+          : sql.run('insert into event_outbox (subject, type, body, time) values (?, ?, ?, ?)', [
+              String(i),
+              'order',
+              '{}',
+              't',
+            ]),
+      ),
+    );
   });
   const rows = await store.read.all("select subject from event_outbox where type = 'order' order by seq");
-  assert.equal(rows.map((r) => Number(r.subject)), sent);
+  assert.equal(
+    rows.map((r) => Number(r.subject)),
+    sent,
+  );
 });
 
 test.run();

@@ -10,11 +10,19 @@ mkdirSync('.tmp', { recursive: true });
 const scratch = relative('.', mkdtempSync(join('.tmp', 'runner-')));
 test.after(() => rmSync(scratch, { recursive: true, force: true }));
 
-const suite = (tests: string) => `import { test } from 'uvu';\nimport * as assert from 'uvu/assert';\n${tests}\ntest.run();\n`;
-writeFileSync(join(scratch, 'a.test.ts'), suite(`test('passes', () => assert.ok(true));\ntest('fails', () => assert.is(1, 2));`));
-writeFileSync(join(scratch, 'b.test.ts'), suite(`test('passes too', () => assert.ok(true));\ntest.skip('skipped', () => {});`));
+const suite = (tests: string) =>
+  `import { test } from 'uvu';\nimport * as assert from 'uvu/assert';\n${tests}\ntest.run();\n`;
+writeFileSync(
+  join(scratch, 'a.test.ts'),
+  suite(`test('passes', () => assert.ok(true));\ntest('fails', () => assert.is(1, 2));`),
+);
+writeFileSync(
+  join(scratch, 'b.test.ts'),
+  suite(`test('passes too', () => assert.ok(true));\ntest.skip('skipped', () => {});`),
+);
 
-const run = (pattern: string) => spawnSync(process.execPath, ['scripts/test.mjs', scratch, pattern], { encoding: 'utf8' });
+const run = (pattern: string) =>
+  spawnSync(process.execPath, ['scripts/test.mjs', scratch, pattern], { encoding: 'utf8' });
 
 test('a failing run ends with the counts, a Failed line, and exit 1', () => {
   const r = run('\\.test\\.ts$');

@@ -26,7 +26,8 @@ async function ours(claims: Record<string, unknown> = {}, header: Record<string,
   const t = now();
   const payload = { iss: s.url, aud: s.url, sub: s.bootstrap.owner, iat: t, exp: t + 600, ...claims };
   for (const [k, v] of Object.entries(payload)) if (v === undefined) delete (payload as Record<string, unknown>)[k];
-  const token = await new SignJWT(payload).setProtectedHeader({ alg: 'ES256', typ: 'JWT', kid: signingKey.kid, ...header } as never)
+  const token = await new SignJWT(payload)
+    .setProtectedHeader({ alg: 'ES256', typ: 'JWT', kid: signingKey.kid, ...header } as never)
     .sign(await importJWK(signingKey.privateJwk, 'ES256'));
   return lowS(token);
 }
@@ -40,7 +41,12 @@ function highS(token: string): string {
   return `${h}.${p}.${Buffer.concat([raw.subarray(0, 32), flipped]).toString('base64url')}`;
 }
 
-const routes = ['/registry/v2/repos', '/ping/v2/ping', '/iam/v2/identities:lookupIdentity?issuer=x&subject=y', '/registry/v1/repos'];
+const routes = [
+  '/registry/v2/repos',
+  '/ping/v2/ping',
+  '/iam/v2/identities:lookupIdentity?issuer=x&subject=y',
+  '/registry/v1/repos',
+];
 
 async function expectRefused(what: string, authorization: string, message?: RegExp) {
   for (const path of routes) {
@@ -48,7 +54,12 @@ async function expectRefused(what: string, authorization: string, message?: RegE
     assert.is(r.status, 401, `${what} on ${path}: ${JSON.stringify(r.body)}`);
     assert.is(r.body.code, 16, `${what} on ${path}`);
     assert.type(r.body.message, 'string');
-    if (!path.includes('/v1/')) assert.is(r.body.details.filter((d: any) => d['@type'] === 'type.googleapis.com/google.rpc.ErrorInfo').length, 1, what);
+    if (!path.includes('/v1/'))
+      assert.is(
+        r.body.details.filter((d: any) => d['@type'] === 'type.googleapis.com/google.rpc.ErrorInfo').length,
+        1,
+        what,
+      );
     if (message) assert.match(r.body.message, message, `${what} on ${path}`);
   }
 }
@@ -74,15 +85,24 @@ test('signature attacks: none, HMAC with the public key, another key under our k
   const [h, p] = good.split('.');
   await expectRefused('alg none', `Bearer ${b64({ alg: 'none', typ: 'JWT' })}.${p}.`);
   const hsHeader = b64({ alg: 'HS256', typ: 'JWT', kid: signingKey.kid });
-  const hmac = createHmac('sha256', JSON.stringify(signingKey.publicJwk)).update(`${hsHeader}.${p}`).digest('base64url');
+  const hmac = createHmac('sha256', JSON.stringify(signingKey.publicJwk))
+    .update(`${hsHeader}.${p}`)
+    .digest('base64url');
   await expectRefused('HS256 keyed with the public JWK', `Bearer ${hsHeader}.${p}.${hmac}`);
   const { privateKey } = await generateKeyPair('ES256');
-  const forged = lowS(await new SignJWT(JSON.parse(Buffer.from(p, 'base64url').toString()))
-    .setProtectedHeader({ alg: 'ES256', typ: 'JWT', kid: signingKey.kid }).sign(privateKey));
+  const forged = lowS(
+    await new SignJWT(JSON.parse(Buffer.from(p, 'base64url').toString()))
+      .setProtectedHeader({ alg: 'ES256', typ: 'JWT', kid: signingKey.kid })
+      .sign(privateKey),
+  );
   await expectRefused('another key under our kid', `Bearer ${forged}`, /signature/);
   await expectRefused('high-S form of a valid signature', `Bearer ${highS(good)}`, /low-S/);
   const claims = JSON.parse(Buffer.from(p, 'base64url').toString());
-  await expectRefused('payload swapped under a valid signature', `Bearer ${h}.${b64({ ...claims, sub: 'f'.repeat(40) })}.${good.split('.')[2]}`, /signature/);
+  await expectRefused(
+    'payload swapped under a valid signature',
+    `Bearer ${h}.${b64({ ...claims, sub: 'f'.repeat(40) })}.${good.split('.')[2]}`,
+    /signature/,
+  );
 });
 
 test('header attacks: unknown kid, embedded or remote keys, crit, missing typ', async () => {
@@ -90,15 +110,27 @@ test('header attacks: unknown kid, embedded or remote keys, crit, missing typ', 
   await expectRefused('embedded jwk', `Bearer ${await ours({}, { jwk: signingKey.publicJwk })}`, /header/);
   await expectRefused('remote jku', `Bearer ${await ours({}, { jku: 'http://127.0.0.1:1/jwks' })}`, /header/);
   await expectRefused('x5u', `Bearer ${await ours({}, { x5u: 'http://127.0.0.1:1/cert' })}`, /header/);
-  await expectRefused('crit b64, which jose accepts', `Bearer ${await ours({}, { crit: ['b64'], b64: true })}`, /header/);
+  await expectRefused(
+    'crit b64, which jose accepts',
+    `Bearer ${await ours({}, { crit: ['b64'], b64: true })}`,
+    /header/,
+  );
   await expectRefused('missing typ', `Bearer ${await ours({}, { typ: undefined })}`, /header/);
 });
 
 test('claim attacks: time, lifetime, extra or missing claims, audience and issuer', async () => {
   const t = now();
   await expectRefused('expired', `Bearer ${await ours({ iat: t - 1200, exp: t - 600 })}`, /expired/);
-  await expectRefused('issued in the future', `Bearer ${await ours({ iat: t + clockSkewSeconds + 60, exp: t + 1200 })}`, /future/);
-  await expectRefused('lasting over an hour', `Bearer ${await ours({ iat: t, exp: t + maxTokenSeconds + 1 })}`, /longer/);
+  await expectRefused(
+    'issued in the future',
+    `Bearer ${await ours({ iat: t + clockSkewSeconds + 60, exp: t + 1200 })}`,
+    /future/,
+  );
+  await expectRefused(
+    'lasting over an hour',
+    `Bearer ${await ours({ iat: t, exp: t + maxTokenSeconds + 1 })}`,
+    /longer/,
+  );
   await expectRefused('no iat', `Bearer ${await ours({ iat: undefined })}`, /claims/);
   await expectRefused('no exp', `Bearer ${await ours({ exp: undefined })}`, /claims/);
   await expectRefused('an extra claim', `Bearer ${await ours({ admin: true })}`, /claims/);
@@ -106,7 +138,11 @@ test('claim attacks: time, lifetime, extra or missing claims, audience and issue
   await expectRefused('audience as an array', `Bearer ${await ours({ aud: [s.url, 'x'] })}`, /audience/);
   await expectRefused('fractional times', `Bearer ${await ours({ iat: t + 0.5 })}`, /whole seconds/);
   await expectRefused('wrong audience', `Bearer ${await ours({ aud: 'https://elsewhere' })}`, /aud/);
-  await expectRefused('wrong issuer', `Bearer ${await ours({ iss: 'https://elsewhere' })}`, new RegExp(`iss.*${s.url}`));
+  await expectRefused(
+    'wrong issuer',
+    `Bearer ${await ours({ iss: 'https://elsewhere' })}`,
+    new RegExp(`iss.*${s.url}`),
+  );
   // Within the allowed skew, a token from a clock slightly ahead is accepted.
   const ahead = await ours({ iat: t + clockSkewSeconds - 10, exp: t + 600 });
   assert.is((await s.call('GET', '/registry/v2/repos', undefined, { authorization: `Bearer ${ahead}` })).status, 200);
@@ -116,10 +152,18 @@ test('subject attacks: a deleted identity, one that never existed, not a uid', a
   const created = await s.call('POST', `/iam/v2/identities/${s.bootstrap.organization}`, { name: 'short lived' });
   assert.is(created.status, 200);
   const token = await s.mint(created.body.uid);
-  assert.is((await s.call('GET', '/ping/v2/ping', undefined, { authorization: `Bearer ${token}` })).status, 200, 'works while it exists');
+  assert.is(
+    (await s.call('GET', '/ping/v2/ping', undefined, { authorization: `Bearer ${token}` })).status,
+    200,
+    'works while it exists',
+  );
   assert.is((await s.call('DELETE', `/iam/v2/identities/${created.body.uid}`)).status, 200);
   await expectRefused('deleted identity', `Bearer ${token}`, /not an identity of this server/);
-  await expectRefused('never existed', `Bearer ${await ours({ sub: 'e'.repeat(40) })}`, /not an identity of this server/);
+  await expectRefused(
+    'never existed',
+    `Bearer ${await ours({ sub: 'e'.repeat(40) })}`,
+    /not an identity of this server/,
+  );
   await expectRefused('not a uid', `Bearer ${await ours({ sub: 'admin' })}`, /subject/);
 });
 

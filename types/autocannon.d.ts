@@ -1,8 +1,24 @@
 // The part of autocannon's API the benchmark uses (the package ships no types).
 declare module 'autocannon' {
-  interface Options { url: string; method?: string; body?: string; headers?: Record<string, string>; connections?: number; duration?: number }
-  interface Histogram { average: number; p50: number; p99: number }
-  interface Result { requests: Histogram; latency: Histogram; non2xx: number; errors: number }
+  interface Options {
+    url: string;
+    method?: string;
+    body?: string;
+    headers?: Record<string, string>;
+    connections?: number;
+    duration?: number;
+  }
+  interface Histogram {
+    average: number;
+    p50: number;
+    p99: number;
+  }
+  interface Result {
+    requests: Histogram;
+    latency: Histogram;
+    non2xx: number;
+    errors: number;
+  }
   function autocannon(options: Options): Promise<Result>;
   export default autocannon;
 }

@@ -97,14 +97,21 @@ export function createV1Router(deps: V1Deps, extensions: Record<string, V1Extens
     if (operationOf(r, 'create')) {
       const prepare = deps.createSteps[r.collection];
       const create = async (ctx: Context, parent: string | undefined, given: Row) => {
-        ctx.body = shape.out(await operations.create(r, writeCall(ctx, parent === undefined ? {} : { parent }, given), { prepare }));
+        ctx.body = shape.out(
+          await operations.create(r, writeCall(ctx, parent === undefined ? {} : { parent }, given), { prepare }),
+        );
       };
       const request = v1.createRequest;
       if (request) {
         router.post(new RegExp(`^${base}$`), async (ctx) => {
           const { [request.parent]: parent, [request.resource]: given = {} } = requestBody(ctx);
           if (typeof parent !== 'string' || !isUidPath(parent)) {
-            throw invalidArgument([{ field: request.parent, description: `${request.parent} must be the uid of the ${r.parent ? model.resources[r.parent].type.toLowerCase() : 'parent'} to create in` }]);
+            throw invalidArgument([
+              {
+                field: request.parent,
+                description: `${request.parent} must be the uid of the ${r.parent ? model.resources[r.parent].type.toLowerCase() : 'parent'} to create in`,
+              },
+            ]);
           }
           if (typeof given !== 'object' || given === null || Array.isArray(given)) {
             throw invalidArgument([{ field: request.resource, description: `${request.resource} must be an object` }]);
@@ -112,7 +119,8 @@ export function createV1Router(deps: V1Deps, extensions: Record<string, V1Extens
           await create(ctx, parent, given as Row);
         });
       } else {
-        const inPath: Middleware = async (ctx) => create(ctx, ctx.captures?.length ? callOf(ctx, ['parent'], {}).params.parent : undefined, requestBody(ctx));
+        const inPath: Middleware = async (ctx) =>
+          create(ctx, ctx.captures?.length ? callOf(ctx, ['parent'], {}).params.parent : undefined, requestBody(ctx));
         if (r.parent) router.post(new RegExp(`^${base}/${uidCapture}$`), inPath);
         if (!r.parent || r.parentOptional) router.post(new RegExp(`^${base}$`), inPath);
       }

@@ -33,20 +33,27 @@ function invert(level: Level): Level {
 }
 
 /** A table's own entry for a key from a request: never an Object.prototype member ("constructor", "toString"). */
-const own = <T>(table: Record<string, T> | undefined, key: string): T | undefined => (table && Object.hasOwn(table, key) ? table[key] : undefined);
+const own = <T>(table: Record<string, T> | undefined, key: string): T | undefined =>
+  table && Object.hasOwn(table, key) ? table[key] : undefined;
 
 /**
  * Renames a value; `accepted` (requests only) notes in `problems` an enum value that is in neither spelling,
  * naming v1's, and leaves it as it is for validation to refuse.
  */
 function rename(
-  value: unknown, level: Level | undefined, values: Record<string, string> | undefined, path: string, accepted?: Set<string>, problems: FieldViolation[] = [],
+  value: unknown,
+  level: Level | undefined,
+  values: Record<string, string> | undefined,
+  path: string,
+  accepted?: Set<string>,
+  problems: FieldViolation[] = [],
 ): unknown {
   if (Array.isArray(value)) return value.map((v, i) => rename(v, level, values, `${path}[${i}]`, accepted, problems));
   if (values && typeof value === 'string') {
     if (accepted && own(values, value) === undefined && !accepted.has(value)) {
       const names = Object.keys(values);
-      const choices = names.length > 8 ? `a known name such as ${names.slice(0, 3).join(', ')}` : `one of ${names.join(', ')}`;
+      const choices =
+        names.length > 8 ? `a known name such as ${names.slice(0, 3).join(', ')}` : `one of ${names.join(', ')}`;
       problems.push({ field: path, description: `${path} must be ${choices}; "${value}" is not` });
     }
     return own(values, value) ?? value;
@@ -54,7 +61,14 @@ function rename(
   if (!level || value === null || typeof value !== 'object') return value;
   const out: Row = {};
   for (const [k, v] of Object.entries(value)) {
-    out[own(level.names, k) ?? k] = rename(v, own(level.nested, k), own(level.values, k), path ? `${path}.${k}` : k, own(level.accepted, k), problems);
+    out[own(level.names, k) ?? k] = rename(
+      v,
+      own(level.nested, k),
+      own(level.values, k),
+      path ? `${path}.${k}` : k,
+      own(level.accepted, k),
+      problems,
+    );
   }
   return out;
 }
@@ -76,7 +90,8 @@ export class V1Shape {
       const parts = path.split('.');
       levelAt(this.toV1, parts.slice(0, -1)).values[parts[parts.length - 1]] = values;
     }
-    const isCapabilityEnum = (f: FieldModel) => f.type === 'enum' && !!f.values?.length && f.values.every((v) => v in model.capabilities);
+    const isCapabilityEnum = (f: FieldModel) =>
+      f.type === 'enum' && !!f.values?.length && f.values.every((v) => v in model.capabilities);
     const dotted = Object.fromEntries(Object.entries(model.capabilities).map(([name, c]) => [name, c.v1]));
     for (const [k, f] of Object.entries(r.fields)) if (isCapabilityEnum(f)) this.toV1.values[k] = dotted;
     this.toV2 = invert(this.toV1);

@@ -8,8 +8,10 @@ import Koa from 'koa';
 const sqlite3 = createRequire(import.meta.url)('sqlite3');
 const db = new sqlite3.Database(process.env.DATABASE_FILE);
 db.configure('busyTimeout', 10000);
-const all = (sql: string, params: unknown[]) => new Promise<any[]>((res, rej) => db.all(sql, params, (e: Error | null, rows: any[]) => (e ? rej(e) : res(rows))));
-const run = (sql: string, params: unknown[]) => new Promise<void>((res, rej) => db.run(sql, params, (e: Error | null) => (e ? rej(e) : res())));
+const all = (sql: string, params: unknown[]) =>
+  new Promise<any[]>((res, rej) => db.all(sql, params, (e: Error | null, rows: any[]) => (e ? rej(e) : res(rows))));
+const run = (sql: string, params: unknown[]) =>
+  new Promise<void>((res, rej) => db.run(sql, params, (e: Error | null) => (e ? rej(e) : res())));
 
 const repo = (r: any) => {
   const out: Record<string, unknown> = { uid: r.uid, name: r.name };
@@ -61,8 +63,17 @@ app.use(async (ctx) => {
   } else if (ctx.method === 'POST') {
     const body = await read();
     const child = `${uid}/${randomBytes(8).toString('hex')}`;
-    await run('insert into repos (uid, parent_uid, create_time, update_time, name, description) values (?, ?, ?, ?, ?, ?)', [child, uid, now, now, body.name, body.description ?? null]);
-    ctx.body = repo({ uid: child, name: body.name, description: body.description ?? null, create_time: now, update_time: now });
+    await run(
+      'insert into repos (uid, parent_uid, create_time, update_time, name, description) values (?, ?, ?, ?, ?, ?)',
+      [child, uid, now, now, body.name, body.description ?? null],
+    );
+    ctx.body = repo({
+      uid: child,
+      name: body.name,
+      description: body.description ?? null,
+      create_time: now,
+      update_time: now,
+    });
   } else if (ctx.method === 'PATCH') {
     const body = await read();
     await run('update repos set description = ?, update_time = ? where uid = ?', [body.description, now, uid]);

@@ -3,13 +3,22 @@ import { createRequire } from 'node:module';
 import { join } from 'node:path';
 
 const sqlite3 = createRequire(import.meta.url)('sqlite3') as {
-  Database: new (file: string, mode: number, cb: (e: Error | null) => void) => { all(sql: string, params: unknown[], cb: (e: Error | null, rows: any[]) => void): void; close(cb: () => void): void };
+  Database: new (
+    file: string,
+    mode: number,
+    cb: (e: Error | null) => void,
+  ) => {
+    all(sql: string, params: unknown[], cb: (e: Error | null, rows: any[]) => void): void;
+    close(cb: () => void): void;
+  };
   OPEN_READONLY: number;
 };
 
 export async function query(dataDir: string, sql: string, params: unknown[] = []): Promise<any[]> {
   const db = await new Promise<InstanceType<typeof sqlite3.Database>>((resolve, reject) => {
-    const d = new sqlite3.Database(join(dataDir, 'platform.sqlite'), sqlite3.OPEN_READONLY, (e) => (e ? reject(e) : resolve(d)));
+    const d = new sqlite3.Database(join(dataDir, 'platform.sqlite'), sqlite3.OPEN_READONLY, (e) =>
+      e ? reject(e) : resolve(d),
+    );
   });
   try {
     return await new Promise((resolve, reject) => db.all(sql, params, (e, rows) => (e ? reject(e) : resolve(rows))));

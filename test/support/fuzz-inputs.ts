@@ -53,11 +53,29 @@ export interface Mutated<T = string> {
 
 /** Query values for integer parameters that are not small non-negative integers. */
 export const hostileNumbers = [
-  '1e99', '99999999999999999999', 'Infinity', '-Infinity', '-1', '1e400', 'NaN', '0x10', '1.5', '-0', '1e-400',
-  '9007199254740993', '-9223372036854775809', '0b11', '+5', '%205', '5%20', '1_000', '00000000000000000001',
+  '1e99',
+  '99999999999999999999',
+  'Infinity',
+  '-Infinity',
+  '-1',
+  '1e400',
+  'NaN',
+  '0x10',
+  '1.5',
+  '-0',
+  '1e-400',
+  '9007199254740993',
+  '-9223372036854775809',
+  '0b11',
+  '+5',
+  '%205',
+  '5%20',
+  '1_000',
+  '00000000000000000001',
 ] as const;
 
-const percent = (s: string) => [...Buffer.from(s, 'utf8')].map((b) => `%${b.toString(16).toUpperCase().padStart(2, '0')}`).join('');
+const percent = (s: string) =>
+  [...Buffer.from(s, 'utf8')].map((b) => `%${b.toString(16).toUpperCase().padStart(2, '0')}`).join('');
 
 /** Percent-encoded unicode: accents, a snowman, an emoji, full-width digits, a bidi override, a combining mark. */
 const unicodeEncoded = ['%C3%A9', '%E2%98%83', '%F0%9F%92%A9', '%EF%BC%91', '%E2%80%AE', '%CC%81', percent('日本')];
@@ -80,25 +98,69 @@ export function fakeUid(rng: Rng, levels = rng.int(3)): string {
  */
 export function mutatePathUid(rng: Rng, real: string, other: string): Mutated {
   const kind = rng.weighted([
-    [2, 'other-kind'], [2, 'fake'], [3, 'malformed'], [1, 'escaped-slash'], [1, 'percent-encoded'], [3, 'nul'],
-    [1, 'long'], [0.3, 'over-16k'], [2, 'unicode'], [2, 'bad-percent'], [1, 'verb'], [1, 'dots'], [1, 'slashes'],
-    [0.5, 'empty'], [0.5, 'uppercase'],
+    [2, 'other-kind'],
+    [2, 'fake'],
+    [3, 'malformed'],
+    [1, 'escaped-slash'],
+    [1, 'percent-encoded'],
+    [3, 'nul'],
+    [1, 'long'],
+    [0.3, 'over-16k'],
+    [2, 'unicode'],
+    [2, 'bad-percent'],
+    [1, 'verb'],
+    [1, 'dots'],
+    [1, 'slashes'],
+    [0.5, 'empty'],
+    [0.5, 'uppercase'],
   ] as const);
   const at = (s: string) => 1 + rng.int(Math.max(1, s.length - 1));
   const value = ((): string => {
     switch (kind) {
-      case 'other-kind': return other;
-      case 'fake': return rng.chance(0.5) ? fakeUid(rng) : `${real}/${rng.hex(16)}`;
-      case 'malformed': return rng.pick(['abc', 'x', '0', '-', '_', 'g'.repeat(40), rng.hex(39), rng.hex(41), `${rng.hex(40)}/${rng.hex(15)}`,
-        `${rng.hex(40)}/`, 'null', 'undefined', '[]', '%7B%7D', 'true', '1e99', '-1']);
-      case 'escaped-slash': return real.replace(/\//g, rng.pick(['%2F', '%2f', '%252F']));
-      case 'percent-encoded': return percent(real);
+      case 'other-kind':
+        return other;
+      case 'fake':
+        return rng.chance(0.5) ? fakeUid(rng) : `${real}/${rng.hex(16)}`;
+      case 'malformed':
+        return rng.pick([
+          'abc',
+          'x',
+          '0',
+          '-',
+          '_',
+          'g'.repeat(40),
+          rng.hex(39),
+          rng.hex(41),
+          `${rng.hex(40)}/${rng.hex(15)}`,
+          `${rng.hex(40)}/`,
+          'null',
+          'undefined',
+          '[]',
+          '%7B%7D',
+          'true',
+          '1e99',
+          '-1',
+        ]);
+      case 'escaped-slash':
+        return real.replace(/\//g, rng.pick(['%2F', '%2f', '%252F']));
+      case 'percent-encoded':
+        return percent(real);
       case 'nul': {
         const i = at(real);
-        return rng.pick([`${real}%00`, '%00', `${real.slice(0, i)}%00${real.slice(i)}`, `%00${real}`, `${real}%00/${rng.hex(16)}`]);
+        return rng.pick([
+          `${real}%00`,
+          '%00',
+          `${real.slice(0, i)}%00${real.slice(i)}`,
+          `%00${real}`,
+          `${real}%00/${rng.hex(16)}`,
+        ]);
       }
-      case 'long': return rng.chance(0.5) ? `${rng.hex(40)}${`/${rng.hex(16)}`.repeat(200 + rng.int(300))}` : 'a'.repeat(4000 + rng.int(8000));
-      case 'over-16k': return `${real}${`/${rng.hex(16)}`.repeat(1100)}`;
+      case 'long':
+        return rng.chance(0.5)
+          ? `${rng.hex(40)}${`/${rng.hex(16)}`.repeat(200 + rng.int(300))}`
+          : 'a'.repeat(4000 + rng.int(8000));
+      case 'over-16k':
+        return `${real}${`/${rng.hex(16)}`.repeat(1100)}`;
       case 'unicode': {
         const u = rng.pick(unicodeEncoded);
         const i = at(real);
@@ -109,11 +171,16 @@ export function mutatePathUid(rng: Rng, real: string, other: string): Mutated {
         const i = at(real);
         return rng.pick([`${real}${b}`, `${real.slice(0, i)}${b}${real.slice(i)}`, b]);
       }
-      case 'verb': return `${real}${rng.pick([':requestGroupAccess', ':', ':accept', ':%00', ':lookupIdentity', '%3Aaccept', ':' + 'v'.repeat(300)])}`;
-      case 'dots': return rng.pick(['..', '.', '%2e%2e', `${real}/..`, `${real}/./${rng.hex(16)}`, `../${real}`]);
-      case 'slashes': return rng.pick([`${real}/`, real.replace('/', '//'), `/${real}`, `${real}//`]);
-      case 'empty': return '';
-      case 'uppercase': return real.toUpperCase();
+      case 'verb':
+        return `${real}${rng.pick([':requestGroupAccess', ':', ':accept', ':%00', ':lookupIdentity', '%3Aaccept', ':' + 'v'.repeat(300)])}`;
+      case 'dots':
+        return rng.pick(['..', '.', '%2e%2e', `${real}/..`, `${real}/./${rng.hex(16)}`, `../${real}`]);
+      case 'slashes':
+        return rng.pick([`${real}/`, real.replace('/', '//'), `/${real}`, `${real}//`]);
+      case 'empty':
+        return '';
+      case 'uppercase':
+        return real.toUpperCase();
     }
   })();
   return { value, label: `path:${kind}` };
@@ -124,12 +191,26 @@ export function mutateDigest(rng: Rng, real: string): Mutated {
   const kind = rng.pick(['fake', 'malformed', 'nul', 'unicode', 'bad-percent', 'long'] as const);
   const value = ((): string => {
     switch (kind) {
-      case 'fake': return `sha256:${rng.hex(64)}`;
-      case 'malformed': return rng.pick(['sha256:', 'sha256', 'md5:abc', `sha256:${rng.hex(63)}`, `SHA256:${rng.hex(64)}`, ':', `sha256%3A${rng.hex(64)}`]);
-      case 'nul': return `${real}%00`;
-      case 'unicode': return `${real}${rng.pick(unicodeEncoded)}`;
-      case 'bad-percent': return `${real}${rng.pick(badPercent)}`;
-      case 'long': return `sha256:${'a'.repeat(8000)}`;
+      case 'fake':
+        return `sha256:${rng.hex(64)}`;
+      case 'malformed':
+        return rng.pick([
+          'sha256:',
+          'sha256',
+          'md5:abc',
+          `sha256:${rng.hex(63)}`,
+          `SHA256:${rng.hex(64)}`,
+          ':',
+          `sha256%3A${rng.hex(64)}`,
+        ]);
+      case 'nul':
+        return `${real}%00`;
+      case 'unicode':
+        return `${real}${rng.pick(unicodeEncoded)}`;
+      case 'bad-percent':
+        return `${real}${rng.pick(badPercent)}`;
+      case 'long':
+        return `sha256:${'a'.repeat(8000)}`;
     }
   })();
   return { value, label: `path-digest:${kind}` };
@@ -156,41 +237,156 @@ export type QueryPair = [string, string | null];
 const enc = (s: string) => encodeURIComponent(s);
 
 const unknownNames = [
-  'foo', 'page_sizee', 'pagesize', '__proto__', 'constructor', 'prototype', 'hasOwnProperty', 'toString', 'valueOf',
-  'uidp.unknown', 'uidp.', 'uidp', '.', 'a[b]', 'a[]', 'filter', 'fields', '%24where', '%00', 'x%00y', '', '%ff',
-  'name%00', 'page%5Fsize', 'PAGE_SIZE', 'uidp.ids%5B%5D',
+  'foo',
+  'page_sizee',
+  'pagesize',
+  '__proto__',
+  'constructor',
+  'prototype',
+  'hasOwnProperty',
+  'toString',
+  'valueOf',
+  'uidp.unknown',
+  'uidp.',
+  'uidp',
+  '.',
+  'a[b]',
+  'a[]',
+  'filter',
+  'fields',
+  '%24where',
+  '%00',
+  'x%00y',
+  '',
+  '%ff',
+  'name%00',
+  'page%5Fsize',
+  'PAGE_SIZE',
+  'uidp.ids%5B%5D',
   // parameters of other operations (a list's parameters on a get, a create or a hand-written call)
-  'uidp.ids', 'uidp.descendants_of', 'uidp.childrenOf', 'uidp.in_root', 'name', 'id', 'skip', 'page_size', 'pageToken', 'order_by', 'update_mask', 'identity',
+  'uidp.ids',
+  'uidp.descendants_of',
+  'uidp.childrenOf',
+  'uidp.in_root',
+  'name',
+  'id',
+  'skip',
+  'page_size',
+  'pageToken',
+  'order_by',
+  'update_mask',
+  'identity',
 ];
 
 function hostileValue(rng: Rng, kind: QueryKind): Mutated {
   const choices: [number, string][] = [
-    [kind === 'int' ? 6 : 1, 'huge-number'], [3, 'wrong-type'], [2, 'empty'], [2, 'nul'], [2, 'bad-percent'],
-    [1.5, 'unicode'], [1, 'long'], [kind === 'uid' || kind === 'uids' ? 4 : 0.5, 'uid'],
-    [kind === 'page-token' ? 4 : 0.3, 'page-token'], [kind === 'enum' ? 3 : 0.3, 'order-by'], [kind === 'mask' ? 4 : 0.3, 'mask'],
-    [kind === 'time' ? 4 : 0.3, 'time'], [kind === 'bool' ? 3 : 0.3, 'bool'],
+    [kind === 'int' ? 6 : 1, 'huge-number'],
+    [3, 'wrong-type'],
+    [2, 'empty'],
+    [2, 'nul'],
+    [2, 'bad-percent'],
+    [1.5, 'unicode'],
+    [1, 'long'],
+    [kind === 'uid' || kind === 'uids' ? 4 : 0.5, 'uid'],
+    [kind === 'page-token' ? 4 : 0.3, 'page-token'],
+    [kind === 'enum' ? 3 : 0.3, 'order-by'],
+    [kind === 'mask' ? 4 : 0.3, 'mask'],
+    [kind === 'time' ? 4 : 0.3, 'time'],
+    [kind === 'bool' ? 3 : 0.3, 'bool'],
   ];
   const label = rng.weighted(choices);
-  const value = ((): string => {
-    switch (label) {
-      case 'huge-number': return enc(rng.pick(hostileNumbers)).replace(/%25/g, '%');
-      case 'wrong-type': return rng.pick(['abc', '%5B%5D', '%7B%7D', 'true', 'null', 'undefined', '1%2C2', '%22x%22', '-', '*']);
-      case 'empty': return '';
-      case 'nul': return rng.pick(['%00', `a%00b`, `${rng.hex(40)}%00`, '%00%00%00', '1%00']);
-      case 'bad-percent': return rng.pick(badPercent);
-      case 'unicode': return rng.pick(unicodeEncoded);
-      case 'long': return 'a'.repeat(2000 + rng.int(10000));
-      case 'uid': return rng.pick([fakeUid(rng), rng.hex(39), `${rng.hex(40)}%00`, `${rng.hex(40)}/`, 'g'.repeat(40), `${rng.hex(40)},${rng.hex(40)}`,
-        `${rng.hex(40)}%2C%2C`, '%2C', `${rng.hex(40)}%25`, `${rng.hex(40)}_%25`]);
-      case 'page-token': return rng.pick(['abc', 'a'.repeat(5000), enc(Buffer.from('{"k":1}').toString('base64')), 'AAAA', '%00', '..', enc('eyJhbGciOiJub25lIn0.e30.'), '-_-_', '=']);
-      case 'order-by': return rng.pick(['name%20desc%20desc', 'nope', 'uid%2Cname', 'name%20DESC', '%20name', 'created_at%20asc', 'name%00', 'uid%20desc%00', 'name%09desc', '__proto__', 'constructor']);
-      case 'mask': return rng.pick(['name%2C', '*', 'uid', 'createTime', '__proto__', 'a.b.c', 'name%2Cname', '%2C', 'name%00', 'constructor.prototype', '*%2Cname', 'name%20', 'capabilities.0']);
-      case 'time': return rng.pick(['yesterday', '9999-99-99', '1e99', '2026-13-01T00%3A00%3A00Z', '0', '-1', '2026-01-01', '2026-01-01T00%3A00%3A00%2B99%3A00', '275760-09-13T00%3A00%3A00Z', '%2B275760-09-13T00%3A00%3A00.000Z']);
-      case 'bool': return rng.pick(['maybe', '2', 'TRUE', 'yes', '0', '1', 'false%00']);
-    }
-    return '';
-  })();
-  return { value, label: `query:${label}` };
+  return { value: hostileQueryValue(rng, label), label: `query:${label}` };
+}
+
+/** A hostile value of the kind the label names. */
+function hostileQueryValue(rng: Rng, label: string): string {
+  switch (label) {
+    case 'huge-number':
+      return enc(rng.pick(hostileNumbers)).replace(/%25/g, '%');
+    case 'wrong-type':
+      return rng.pick(['abc', '%5B%5D', '%7B%7D', 'true', 'null', 'undefined', '1%2C2', '%22x%22', '-', '*']);
+    case 'empty':
+      return '';
+    case 'nul':
+      return rng.pick(['%00', `a%00b`, `${rng.hex(40)}%00`, '%00%00%00', '1%00']);
+    case 'bad-percent':
+      return rng.pick(badPercent);
+    case 'unicode':
+      return rng.pick(unicodeEncoded);
+    case 'long':
+      return 'a'.repeat(2000 + rng.int(10000));
+    case 'uid':
+      return rng.pick([
+        fakeUid(rng),
+        rng.hex(39),
+        `${rng.hex(40)}%00`,
+        `${rng.hex(40)}/`,
+        'g'.repeat(40),
+        `${rng.hex(40)},${rng.hex(40)}`,
+        `${rng.hex(40)}%2C%2C`,
+        '%2C',
+        `${rng.hex(40)}%25`,
+        `${rng.hex(40)}_%25`,
+      ]);
+    case 'page-token':
+      return rng.pick([
+        'abc',
+        'a'.repeat(5000),
+        enc(Buffer.from('{"k":1}').toString('base64')),
+        'AAAA',
+        '%00',
+        '..',
+        enc('eyJhbGciOiJub25lIn0.e30.'),
+        '-_-_',
+        '=',
+      ]);
+    case 'order-by':
+      return rng.pick([
+        'name%20desc%20desc',
+        'nope',
+        'uid%2Cname',
+        'name%20DESC',
+        '%20name',
+        'created_at%20asc',
+        'name%00',
+        'uid%20desc%00',
+        'name%09desc',
+        '__proto__',
+        'constructor',
+      ]);
+    case 'mask':
+      return rng.pick([
+        'name%2C',
+        '*',
+        'uid',
+        'createTime',
+        '__proto__',
+        'a.b.c',
+        'name%2Cname',
+        '%2C',
+        'name%00',
+        'constructor.prototype',
+        '*%2Cname',
+        'name%20',
+        'capabilities.0',
+      ]);
+    case 'time':
+      return rng.pick([
+        'yesterday',
+        '9999-99-99',
+        '1e99',
+        '2026-13-01T00%3A00%3A00Z',
+        '0',
+        '-1',
+        '2026-01-01',
+        '2026-01-01T00%3A00%3A00%2B99%3A00',
+        '275760-09-13T00%3A00%3A00Z',
+        '%2B275760-09-13T00%3A00%3A00.000Z',
+      ]);
+    case 'bool':
+      return rng.pick(['maybe', '2', 'TRUE', 'yes', '0', '1', 'false%00']);
+  }
+  return '';
 }
 
 /**
@@ -206,7 +402,12 @@ export function queryString(rng: Rng, params: QueryParam[], mutate: boolean): Mu
   const labels: string[] = [];
   const changes = rng.chance(0.2) ? 2 : 1;
   for (let n = 0; n < changes; n++) {
-    const kind = rng.weighted([[params.length > 0 ? 6 : 0, 'value'], [1.5, 'repeated'], [1.5, 'unknown-name'], [1, 'syntax']] as const);
+    const kind = rng.weighted([
+      [params.length > 0 ? 6 : 0, 'value'],
+      [1.5, 'repeated'],
+      [1.5, 'unknown-name'],
+      [1, 'syntax'],
+    ] as const);
     if (kind === 'value') {
       const p = rng.pick(params);
       const m = hostileValue(rng, p.kind);
@@ -218,7 +419,10 @@ export function queryString(rng: Rng, params: QueryParam[], mutate: boolean): Mu
     } else if (kind === 'repeated') {
       const p = params.length > 0 ? rng.pick(params) : undefined;
       const name = p ? rng.pick(p.names) : 'foo';
-      pairs.push([name, p ? p.valid() : '1'], [name, p && rng.chance(0.5) ? p.valid() : rng.pick(['2', '', '%00', '1e99', 'abc'])]);
+      pairs.push(
+        [name, p ? p.valid() : '1'],
+        [name, p && rng.chance(0.5) ? p.valid() : rng.pick(['2', '', '%00', '1e99', 'abc'])],
+      );
       labels.push('query:repeated');
     } else if (kind === 'unknown-name') {
       pairs.push([rng.pick(unknownNames), rng.pick(['1', '', 'x', '%00', 'true'])]);
@@ -290,23 +494,35 @@ const typeOf = (s: Schema): string[] => (s.type === undefined ? [] : Array.isArr
 export function exampleOf(rng: Rng, s: Schema, name: string, refs: Record<string, string>, depth = 0): unknown {
   if (refs[name] !== undefined) return refs[name];
   if (s.enum) return rng.pick(s.enum);
-  const types = typeOf(s);
   if (s.pattern) return patternExamples[s.pattern] ?? 'fuzz';
-  if (types.includes('string')) return s.format === 'date-time' ? '2026-01-02T03:04:05.000Z' : rng.pick(['fuzz', 'fuzz value', 'x']);
+  const types = typeOf(s);
+  const scalar = scalarExample(rng, s, types);
+  if (scalar !== undefined) return scalar;
+  if (types.includes('array')) return depth > 3 || !s.items ? [] : [exampleOf(rng, s.items, name, refs, depth + 1)];
+  if (types.includes('object') || s.properties) return objectExample(rng, s, refs, depth);
+  return 'fuzz';
+}
+
+/** A string, number or boolean for a schema of that type; undefined for other types. */
+function scalarExample(rng: Rng, s: Schema, types: string[]): string | number | boolean | undefined {
+  if (types.includes('string'))
+    return s.format === 'date-time' ? '2026-01-02T03:04:05.000Z' : rng.pick(['fuzz', 'fuzz value', 'x']);
   if (types.includes('integer') || types.includes('number')) return rng.int(100);
   if (types.includes('boolean')) return rng.chance(0.5);
-  if (types.includes('array')) return depth > 3 || !s.items ? [] : [exampleOf(rng, s.items, name, refs, depth + 1)];
-  if (types.includes('object') || s.properties) {
-    const out: Record<string, unknown> = {};
-    if (depth > 3) return out;
-    for (const [k, p] of Object.entries(s.properties ?? {})) {
-      if (p.readOnly) continue;
-      if (s.required?.includes(k) || rng.chance(0.3)) out[k] = exampleOf(rng, p, k, refs, depth + 1);
-    }
-    if (typeof s.additionalProperties === 'object' && rng.chance(0.5)) out.key = exampleOf(rng, s.additionalProperties, 'key', refs, depth + 1);
-    return out;
+  return undefined;
+}
+
+/** The required properties and some optional ones (never read-only ones), empty past a depth of 3. */
+function objectExample(rng: Rng, s: Schema, refs: Record<string, string>, depth: number): Record<string, unknown> {
+  const out: Record<string, unknown> = {};
+  if (depth > 3) return out;
+  for (const [k, p] of Object.entries(s.properties ?? {})) {
+    if (p.readOnly) continue;
+    if (s.required?.includes(k) || rng.chance(0.3)) out[k] = exampleOf(rng, p, k, refs, depth + 1);
   }
-  return 'fuzz';
+  if (typeof s.additionalProperties === 'object' && rng.chance(0.5))
+    out.key = exampleOf(rng, s.additionalProperties, 'key', refs, depth + 1);
+  return out;
 }
 
 const deepArrays = (n: number) => new RawJson(`${'['.repeat(n)}${']'.repeat(n)}`);
@@ -316,8 +532,17 @@ const deepObjects = (n: number) => new RawJson(`${'{"a":'.repeat(n)}1${'}'.repea
 function wrongTyped(rng: Rng, s: Schema | undefined): unknown {
   const declared = s ? typeOf(s) : [];
   const all: [string, unknown][] = [
-    ['integer', 0], ['integer', -1], ['number', 1.5], ['boolean', true], ['boolean', false], ['string', 'x'], ['string', ''],
-    ['array', []], ['array', [1, 'a', null]], ['object', {}], ['object', { a: 1 }],
+    ['integer', 0],
+    ['integer', -1],
+    ['number', 1.5],
+    ['boolean', true],
+    ['boolean', false],
+    ['string', 'x'],
+    ['string', ''],
+    ['array', []],
+    ['array', [1, 'a', null]],
+    ['object', {}],
+    ['object', { a: 1 }],
   ];
   const candidates = all.filter(([t]) => !declared.includes(t) && !(t === 'integer' && declared.includes('number')));
   return rng.pick(candidates.length > 0 ? candidates : all)[1];
@@ -327,7 +552,14 @@ const protoKeys = ['__proto__', 'constructor', 'prototype'];
 function protoEntry(rng: Rng): [string, unknown] {
   const key = rng.pick(protoKeys);
   const value = rng.pick<unknown>([
-    { polluted: true }, new RawObject([['__proto__', { polluted: true }]]), { prototype: { polluted: true } }, null, [], 'x', 1, {},
+    { polluted: true },
+    new RawObject([['__proto__', { polluted: true }]]),
+    { prototype: { polluted: true } },
+    null,
+    [],
+    'x',
+    1,
+    {},
     new RawObject([['constructor', new RawObject([['prototype', { polluted: true }]])]]),
   ]);
   return [key, value];
@@ -349,23 +581,66 @@ export interface WireBody {
 }
 
 const nonJson = [
-  '{', '{"a":', 'nul', "{'a':1}", '{"a":1,}', '<x/>', 'a=1&b=2', '{"a":1} trailing', '1e400', '-', '"\\x"', '[1,]', '{"a" 1}',
-  '\uFEFF{}', '{"a":01}', '{"a":NaN}', '{"a":Infinity}', '{"a":undefined}', '"\\u12"', '{"a":"\n"}', '[' .repeat(100),
+  '{',
+  '{"a":',
+  'nul',
+  "{'a':1}",
+  '{"a":1,}',
+  '<x/>',
+  'a=1&b=2',
+  '{"a":1} trailing',
+  '1e400',
+  '-',
+  '"\\x"',
+  '[1,]',
+  '{"a" 1}',
+  '\uFEFF{}',
+  '{"a":01}',
+  '{"a":NaN}',
+  '{"a":Infinity}',
+  '{"a":undefined}',
+  '"\\u12"',
+  '{"a":"\n"}',
+  '['.repeat(100),
 ];
 
 const wrongContentTypes = [
-  'text/plain', 'application/x-www-form-urlencoded', 'multipart/form-data; boundary=x', 'application/json; charset=utf-16',
-  'application/jsonx', 'application/*', 'APPLICATION/JSON', '*/*', 'application/merge-patch+json', 'application/json, text/plain',
-  'text/json', 'application/xml', ';', 'application/json; charset=%ff', 'application/json;;;', 'application/json; boundary="',
+  'text/plain',
+  'application/x-www-form-urlencoded',
+  'multipart/form-data; boundary=x',
+  'application/json; charset=utf-16',
+  'application/jsonx',
+  'application/*',
+  'APPLICATION/JSON',
+  '*/*',
+  'application/merge-patch+json',
+  'application/json, text/plain',
+  'text/json',
+  'application/xml',
+  ';',
+  'application/json; charset=%ff',
+  'application/json;;;',
+  'application/json; boundary="',
 ];
 
 function objectOf(v: unknown): Record<string, unknown> {
-  return v !== null && typeof v === 'object' && !Array.isArray(v) && !(v instanceof RawJson) && !(v instanceof RawObject) ? { ...(v as Record<string, unknown>) } : {};
+  return v !== null &&
+    typeof v === 'object' &&
+    !Array.isArray(v) &&
+    !(v instanceof RawJson) &&
+    !(v instanceof RawObject)
+    ? { ...(v as Record<string, unknown>) }
+    : {};
 }
 
 /** A field of the body or its schema, and its schema. */
 function someField(rng: Rng, body: Record<string, unknown>, schema: Schema | undefined): [string, Schema | undefined] {
-  const names = [...new Set([...Object.keys(body), ...Object.keys(schema?.properties ?? {}).filter((k) => !schema!.properties![k].readOnly)])];
+  const names = [
+    ...new Set([
+      ...Object.keys(body),
+      ...Object.keys(schema?.properties ?? {}).filter((k) => !schema!.properties![k].readOnly),
+    ]),
+  ];
   if (names.length === 0) return ['name', undefined];
   const name = rng.pick(names);
   return [name, schema?.properties?.[name]];
@@ -373,132 +648,238 @@ function someField(rng: Rng, body: Record<string, unknown>, schema: Schema | und
 
 /** Fields whose values are objects (by schema or by value), to hide keys inside. */
 function objectFields(body: Record<string, unknown>, schema: Schema | undefined): string[] {
-  const bySchema = Object.entries(schema?.properties ?? {}).filter(([, s]) => typeOf(s).includes('object') || s.properties).map(([k]) => k);
-  const byValue = Object.entries(body).filter(([, v]) => objectOf(v) === v || (v !== null && typeof v === 'object' && !Array.isArray(v))).map(([k]) => k);
+  const bySchema = Object.entries(schema?.properties ?? {})
+    .filter(([, s]) => typeOf(s).includes('object') || s.properties)
+    .map(([k]) => k);
+  const byValue = Object.entries(body)
+    .filter(([, v]) => objectOf(v) === v || (v !== null && typeof v === 'object' && !Array.isArray(v)))
+    .map(([k]) => k);
   return [...new Set([...bySchema, ...byValue])];
 }
 
 /** Fields that hold an int64 (a string of digits or an integer). */
 function int64Fields(schema: Schema | undefined): string[] {
-  return Object.entries(schema?.properties ?? {}).filter(([, s]) => s.pattern === '^-?[0-9]{1,19}$' || typeOf(s).includes('integer')).map(([k]) => k);
+  return Object.entries(schema?.properties ?? {})
+    .filter(([, s]) => s.pattern === '^-?[0-9]{1,19}$' || typeOf(s).includes('integer'))
+    .map(([k]) => k);
 }
 
 /** Fields that name another record (roleUid, identityUid, defaultRole, ...) or are strings. */
-function stringFields(body: Record<string, unknown>, schema: Schema | undefined, refs: Record<string, string>): string[] {
+function stringFields(
+  body: Record<string, unknown>,
+  schema: Schema | undefined,
+  refs: Record<string, string>,
+): string[] {
   const refFields = Object.keys(body).filter((k) => k in refs);
   if (refFields.length > 0) return refFields;
-  const strings = Object.entries(schema?.properties ?? {}).filter(([, s]) => typeOf(s).includes('string') && !s.readOnly).map(([k]) => k);
+  const strings = Object.entries(schema?.properties ?? {})
+    .filter(([, s]) => typeOf(s).includes('string') && !s.readOnly)
+    .map(([k]) => k);
   return strings.length > 0 ? strings : ['name'];
 }
 
 const hugeString = (rng: Rng) => rng.pick(['a', 'é', '日', '\u{1F4A9}']).repeat(rng.pick([20_000, 70_000, 200_000]));
 
+/** The kinds of body mutation, by weight (the order is part of the seed's sequence). */
+const bodyMutationWeights = [
+  [3, 'wrong-type'],
+  [1.5, 'null-field'],
+  [1, 'null'],
+  [1, 'scalar'],
+  [1.5, 'array'],
+  [1.5, 'huge-string'],
+  [0.4, 'over-1mib'],
+  [2.5, 'deep-nesting'],
+  [3, 'proto-key'],
+  [3, 'proto-nested'],
+  [2, 'lone-surrogate'],
+  [3, 'nul'],
+  [2, 'int64'],
+  [1.5, 'unknown-field'],
+  [1, 'duplicate-key'],
+  [2.5, 'not-json'],
+  [1, 'invalid-utf8'],
+  [2, 'content-type'],
+  [1, 'none'],
+  [1, 'empty-object'],
+  [1.5, 'enum'],
+  [0.4, 'many-keys'],
+  [0.4, 'long-key'],
+  [0.5, 'big-array'],
+  [1, 'number-forms'],
+  [1, 'missing-required'],
+] as const;
+type BodyMutation = (typeof bodyMutationWeights)[number][1];
+
+/** What a body mutator starts from: the valid body as a plain object, its schema and the real uids of reference fields. */
+interface BodyInput {
+  rng: Rng;
+  body: Record<string, unknown>;
+  schema?: Schema;
+  refs: Record<string, string>;
+}
+
+const json = (v: unknown): WireBody => ({ bytes: Buffer.from(jsonText(v), 'utf8') });
+const withField = (m: BodyInput, name: string, value: unknown) => json({ ...m.body, [name]: value });
+const anyField = (m: BodyInput) => someField(m.rng, m.body, m.schema)[0];
+/** One of `fields`, or any field when there are none. */
+const oneOf = (m: BodyInput, fields: string[]) => (fields.length > 0 ? m.rng.pick(fields) : anyField(m));
+
+/** One function per kind of body mutation: the valid body with that one hostile change, as it goes on the wire. */
+const bodyMutators: Record<BodyMutation, (m: BodyInput) => WireBody> = {
+  'wrong-type': (m) => {
+    const [name, fs] = someField(m.rng, m.body, m.schema);
+    return withField(m, name, wrongTyped(m.rng, fs));
+  },
+  'null-field': (m) => withField(m, anyField(m), null),
+  null: () => json(new RawJson('null')),
+  scalar: ({ rng }) => json(new RawJson(rng.pick(['"x"', '42', 'true', '""', '0', '-1', '1e99']))),
+  array: (m) => {
+    if (m.rng.chance(0.5)) return json(m.rng.pick([[m.body], [], [[]], [null]]));
+    return withField(m, oneOf(m, objectFields(m.body, m.schema)), m.rng.pick([[], [{}], [m.body]]));
+  },
+  'huge-string': (m) => withField(m, anyField(m), hugeString(m.rng)),
+  'over-1mib': (m) => withField(m, anyField(m), 'a'.repeat(1024 * 1024 + 10)),
+  'deep-nesting': (m) => {
+    const { rng } = m;
+    const depth = rng.pick([10_000, 10_000, 10_000, 50_000]);
+    const deep = rng.chance(0.5) ? deepArrays(depth) : deepObjects(depth);
+    if (rng.chance(0.4)) return json(deep);
+    const fields = objectFields(m.body, m.schema);
+    return withField(m, fields.length > 0 && rng.chance(0.6) ? rng.pick(fields) : anyField(m), deep);
+  },
+  'proto-key': ({ rng, body }) => {
+    const entries = Object.entries(body);
+    entries.splice(rng.int(entries.length + 1), 0, protoEntry(rng));
+    return json(new RawObject(entries));
+  },
+  'proto-nested': (m) => {
+    const name = oneOf(m, objectFields(m.body, m.schema));
+    const inner = Object.entries(objectOf(m.body[name]));
+    inner.splice(m.rng.int(inner.length + 1), 0, protoEntry(m.rng));
+    // Sometimes deeper still, or inside an array of objects.
+    const nested = new RawObject(inner);
+    return withField(m, name, m.rng.pick<unknown>([nested, [nested], new RawObject([['x', nested]])]));
+  },
+  'lone-surrogate': (m) => {
+    const value = m.rng.pick(['\ud800', 'a\udfffb', '\udc00\ud800', `x${'\ud83d'}`]);
+    if (m.rng.chance(0.25)) return json(new RawObject([...Object.entries(m.body), [value, 'x']]));
+    return withField(m, m.rng.pick(stringFields(m.body, m.schema, m.refs)), value);
+  },
+  nul: (m) => {
+    const name = m.rng.pick(stringFields(m.body, m.schema, m.refs));
+    const real = typeof m.body[name] === 'string' ? (m.body[name] as string) : 'x';
+    return withField(
+      m,
+      name,
+      m.rng.pick([`${real}\u0000`, '\u0000', `${real.slice(0, 5)}\u0000${real.slice(5)}`, `\u0000${real}`]),
+    );
+  },
+  int64: (m) =>
+    withField(
+      m,
+      oneOf(m, int64Fields(m.schema)),
+      m.rng.pick<unknown>([
+        '99999999999999999999',
+        '-9223372036854775809',
+        '9223372036854775808',
+        new RawJson('1e99'),
+        new RawJson('9007199254740993'),
+        new RawJson('-9223372036854775809'),
+        new RawJson('1e400'),
+        '0x10',
+        '1e5',
+        ' 1',
+        '',
+        '-0',
+        '1.0',
+      ]),
+    ),
+  'unknown-field': ({ rng, body }) =>
+    json({
+      ...body,
+      [rng.pick([
+        'fuzzUnknown',
+        '',
+        ' ',
+        'a.b',
+        '$where',
+        'toString',
+        'hasOwnProperty',
+        'valueOf',
+        'uid',
+        'createTime',
+      ])]: rng.pick([1, 'x', null, {}]),
+    }),
+  'duplicate-key': (m) => {
+    const name = anyField(m);
+    return json(new RawObject([...Object.entries(m.body), [name, m.rng.pick<unknown>([1, null, {}, [], 'dup'])]]));
+  },
+  'not-json': ({ rng }) => ({ bytes: Buffer.from(rng.pick(nonJson), 'utf8') }),
+  'invalid-utf8': (m) => {
+    const text = jsonText({ ...m.body, [anyField(m)]: '@@BYTES@@' });
+    const [before, after] = text.split('@@BYTES@@');
+    return {
+      bytes: Buffer.concat([
+        Buffer.from(before),
+        Buffer.from(m.rng.pick([[0xff], [0xc3], [0xed, 0xa0, 0x80], [0xfe, 0xff], [0xc0, 0xaf]])),
+        Buffer.from(after),
+      ]),
+    };
+  },
+  'content-type': ({ rng, body }) => ({ ...json(body), contentType: rng.pick(wrongContentTypes) }),
+  none: () => ({}),
+  'empty-object': () => json({}),
+  enum: (m) => {
+    const enums = Object.entries(m.schema?.properties ?? {}).filter(([, p]) => p.enum || p.items?.enum);
+    if (enums.length === 0) return withField(m, anyField(m), 'NOT_A_DECLARED_VALUE');
+    const [name, p] = m.rng.pick(enums);
+    const bad = m.rng.pick([
+      'NOT_A_DECLARED_VALUE',
+      '',
+      (p.enum ?? p.items!.enum!)[0].toLowerCase(),
+      0,
+      '__proto__',
+      'constructor',
+      'toString',
+    ]);
+    return withField(m, name, p.items ? [bad] : bad);
+  },
+  'many-keys': () => json(Object.fromEntries(Array.from({ length: 5000 }, (_, i) => [`k${i}`, i]))),
+  'long-key': ({ body }) => json({ ...body, ['k'.repeat(100_000)]: 1 }),
+  'big-array': (m) => {
+    // Arrays of enums are where one violation per element costs most.
+    const arrays = Object.entries(m.schema?.properties ?? {})
+      .filter(([, p]) => typeOf(p).includes('array'))
+      .map(([k]) => k);
+    const name = arrays.length > 0 && m.rng.chance(0.7) ? m.rng.pick(arrays) : anyField(m);
+    return withField(
+      m,
+      name,
+      Array.from({ length: 100_000 }, (_, i) => (m.rng.chance(0.5) ? i : `X${i}`)),
+    );
+  },
+  'number-forms': (m) =>
+    withField(
+      m,
+      anyField(m),
+      new RawJson(m.rng.pick(['-0', '1e-400', '1E+2', '0.0000001', '-1e308', '1.7976931348623157e309'])),
+    ),
+  'missing-required': ({ rng, body, schema }) => {
+    const copy = { ...body };
+    for (const k of schema?.required ?? Object.keys(copy).slice(0, 1)) if (rng.chance(0.7)) delete copy[k];
+    return json(copy);
+  },
+};
+
 /**
- * A request body: the valid one, or (if `mutate`) the valid one with one hostile change. The bytes are sent as
- * they are, so they may be invalid JSON or invalid UTF-8.
+ * A request body: the valid one with one hostile change. The bytes are sent as they are, so they may be invalid
+ * JSON or invalid UTF-8.
  */
 export function mutateBody(rng: Rng, ctx: BodyContext): Mutated<WireBody> {
   const body = objectOf(ctx.valid);
-  const s = ctx.schema;
-  const kind = rng.weighted([
-    [3, 'wrong-type'], [1.5, 'null-field'], [1, 'null'], [1, 'scalar'], [1.5, 'array'], [1.5, 'huge-string'], [0.4, 'over-1mib'],
-    [2.5, 'deep-nesting'], [3, 'proto-key'], [3, 'proto-nested'], [2, 'lone-surrogate'], [3, 'nul'], [2, 'int64'], [1.5, 'unknown-field'],
-    [1, 'duplicate-key'], [2.5, 'not-json'], [1, 'invalid-utf8'], [2, 'content-type'], [1, 'none'], [1, 'empty-object'], [1.5, 'enum'],
-    [0.4, 'many-keys'], [0.4, 'long-key'], [0.5, 'big-array'], [1, 'number-forms'], [1, 'missing-required'],
-  ] as const);
-  const json = (v: unknown): WireBody => ({ bytes: Buffer.from(jsonText(v), 'utf8') });
-  const withField = (name: string, value: unknown) => json({ ...body, [name]: value });
-  const wire = ((): WireBody => {
-    switch (kind) {
-      case 'wrong-type': {
-        const [name, fs] = someField(rng, body, s);
-        return withField(name, wrongTyped(rng, fs));
-      }
-      case 'null-field': return withField(someField(rng, body, s)[0], null);
-      case 'null': return json(new RawJson('null'));
-      case 'scalar': return json(new RawJson(rng.pick(['"x"', '42', 'true', '""', '0', '-1', '1e99'])));
-      case 'array': {
-        if (rng.chance(0.5)) return json(rng.pick([[body], [], [[]], [null]]));
-        const fields = objectFields(body, s);
-        return withField(fields.length > 0 ? rng.pick(fields) : someField(rng, body, s)[0], rng.pick([[], [{}], [body]]));
-      }
-      case 'huge-string': return withField(someField(rng, body, s)[0], hugeString(rng));
-      case 'over-1mib': return withField(someField(rng, body, s)[0], 'a'.repeat(1024 * 1024 + 10));
-      case 'deep-nesting': {
-        const depth = rng.pick([10_000, 10_000, 10_000, 50_000]);
-        const deep = rng.chance(0.5) ? deepArrays(depth) : deepObjects(depth);
-        if (rng.chance(0.4)) return json(deep);
-        const fields = objectFields(body, s);
-        return withField(fields.length > 0 && rng.chance(0.6) ? rng.pick(fields) : someField(rng, body, s)[0], deep);
-      }
-      case 'proto-key': {
-        const entries = Object.entries(body);
-        entries.splice(rng.int(entries.length + 1), 0, protoEntry(rng));
-        return json(new RawObject(entries));
-      }
-      case 'proto-nested': {
-        const fields = objectFields(body, s);
-        const name = fields.length > 0 ? rng.pick(fields) : someField(rng, body, s)[0];
-        const inner = Object.entries(objectOf(body[name]));
-        inner.splice(rng.int(inner.length + 1), 0, protoEntry(rng));
-        // Sometimes deeper still, or inside an array of objects.
-        const nested = new RawObject(inner);
-        return withField(name, rng.pick<unknown>([nested, [nested], new RawObject([['x', nested]])]));
-      }
-      case 'lone-surrogate': {
-        const value = rng.pick(['\ud800', 'a\udfffb', '\udc00\ud800', `x${'\ud83d'}`]);
-        if (rng.chance(0.25)) return json(new RawObject([...Object.entries(body), [value, 'x']]));
-        return withField(rng.pick(stringFields(body, s, ctx.refs)), value);
-      }
-      case 'nul': {
-        const name = rng.pick(stringFields(body, s, ctx.refs));
-        const real = typeof body[name] === 'string' ? body[name] as string : 'x';
-        return withField(name, rng.pick([`${real}\u0000`, '\u0000', `${real.slice(0, 5)}\u0000${real.slice(5)}`, `\u0000${real}`]));
-      }
-      case 'int64': {
-        const fields = int64Fields(s);
-        const name = fields.length > 0 ? rng.pick(fields) : someField(rng, body, s)[0];
-        return withField(name, rng.pick<unknown>(['99999999999999999999', '-9223372036854775809', '9223372036854775808', new RawJson('1e99'),
-          new RawJson('9007199254740993'), new RawJson('-9223372036854775809'), new RawJson('1e400'), '0x10', '1e5', ' 1', '', '-0', '1.0']));
-      }
-      case 'unknown-field': return json({ ...body, [rng.pick(['fuzzUnknown', '', ' ', 'a.b', '$where', 'toString', 'hasOwnProperty', 'valueOf', 'uid', 'createTime'])]: rng.pick([1, 'x', null, {}]) });
-      case 'duplicate-key': {
-        const [name] = someField(rng, body, s);
-        return json(new RawObject([...Object.entries(body), [name, rng.pick<unknown>([1, null, {}, [], 'dup'])]]));
-      }
-      case 'not-json': return { bytes: Buffer.from(rng.pick(nonJson), 'utf8') };
-      case 'invalid-utf8': {
-        const text = jsonText({ ...body, [someField(rng, body, s)[0]]: '@@BYTES@@' });
-        const [before, after] = text.split('@@BYTES@@');
-        return { bytes: Buffer.concat([Buffer.from(before), Buffer.from(rng.pick([[0xff], [0xc3], [0xed, 0xa0, 0x80], [0xfe, 0xff], [0xc0, 0xaf]])), Buffer.from(after)]) };
-      }
-      case 'content-type': return { ...json(body), contentType: rng.pick(wrongContentTypes) };
-      case 'none': return {};
-      case 'empty-object': return json({});
-      case 'enum': {
-        const enums = Object.entries(s?.properties ?? {}).filter(([, p]) => p.enum || p.items?.enum);
-        if (enums.length === 0) return withField(someField(rng, body, s)[0], 'NOT_A_DECLARED_VALUE');
-        const [name, p] = rng.pick(enums);
-        const bad = rng.pick(['NOT_A_DECLARED_VALUE', '', (p.enum ?? p.items!.enum!)[0].toLowerCase(), 0, '__proto__', 'constructor', 'toString']);
-        return withField(name, p.items ? [bad] : bad);
-      }
-      case 'many-keys': return json(Object.fromEntries(Array.from({ length: 5000 }, (_, i) => [`k${i}`, i])));
-      case 'long-key': return json({ ...body, ['k'.repeat(100_000)]: 1 });
-      case 'big-array': {
-        // Arrays of enums are where one violation per element costs most.
-        const arrays = Object.entries(s?.properties ?? {}).filter(([, p]) => typeOf(p).includes('array')).map(([k]) => k);
-        const name = arrays.length > 0 && rng.chance(0.7) ? rng.pick(arrays) : someField(rng, body, s)[0];
-        return withField(name, Array.from({ length: 100_000 }, (_, i) => (rng.chance(0.5) ? i : `X${i}`)));
-      }
-      case 'number-forms': return withField(someField(rng, body, s)[0], new RawJson(rng.pick(['-0', '1e-400', '1E+2', '0.0000001', '-1e308', '1.7976931348623157e309'])));
-      case 'missing-required': {
-        const copy = { ...body };
-        for (const k of s?.required ?? Object.keys(copy).slice(0, 1)) if (rng.chance(0.7)) delete copy[k];
-        return json(copy);
-      }
-    }
-  })();
-  return { value: wire, label: `body:${kind}` };
+  const kind = rng.weighted(bodyMutationWeights);
+  return { value: bodyMutators[kind]({ rng, body, schema: ctx.schema, refs: ctx.refs }), label: `body:${kind}` };
 }
 
 // ---------------------------------------------------------------------------------------------------------------
@@ -510,11 +891,26 @@ const b64url = (v: unknown) => Buffer.from(typeof v === 'string' ? v : JSON.stri
 export function garbageAuthorization(rng: Rng, ownerToken: string, ownerUid: string): string {
   const [h, p, sig] = ownerToken.split('.');
   return rng.pick([
-    'Bearer', 'Bearer ', 'Bearer x', 'Basic dXNlcjpwYXNz', `Bearer ${ownerToken.slice(0, -2)}${ownerToken.endsWith('A') ? 'BB' : 'AA'}`,
-    `Bearer ${'a'.repeat(8000)}`, `Bearer ${b64url({ alg: 'none', typ: 'JWT' })}.${b64url({ sub: ownerUid, exp: 4102444800 })}.`,
-    `Bearer ${ownerToken} extra`, `Bearer ${h}.${p}`, `Bearer ${h}..${sig}`, `Bearer ${b64url({ alg: 'HS256' })}.${p}.${sig}`,
-    `Bearer ${h}.${b64url({ sub: ownerUid, exp: 4102444800, iat: 0 })}.${sig}`, `Bearer ${ownerToken}${ownerToken}`, 'Bearer \u00ff\u00fe',
-    'Bearer null', 'Bearer undefined', `Token ${ownerToken}`, `Bearer  ${ownerToken}`, 'Bearer a.b.c', `Bearer ${h}.${b64url('not json')}.${sig}`,
+    'Bearer',
+    'Bearer ',
+    'Bearer x',
+    'Basic dXNlcjpwYXNz',
+    `Bearer ${ownerToken.slice(0, -2)}${ownerToken.endsWith('A') ? 'BB' : 'AA'}`,
+    `Bearer ${'a'.repeat(8000)}`,
+    `Bearer ${b64url({ alg: 'none', typ: 'JWT' })}.${b64url({ sub: ownerUid, exp: 4102444800 })}.`,
+    `Bearer ${ownerToken} extra`,
+    `Bearer ${h}.${p}`,
+    `Bearer ${h}..${sig}`,
+    `Bearer ${b64url({ alg: 'HS256' })}.${p}.${sig}`,
+    `Bearer ${h}.${b64url({ sub: ownerUid, exp: 4102444800, iat: 0 })}.${sig}`,
+    `Bearer ${ownerToken}${ownerToken}`,
+    'Bearer \u00ff\u00fe',
+    'Bearer null',
+    'Bearer undefined',
+    `Token ${ownerToken}`,
+    `Bearer  ${ownerToken}`,
+    'Bearer a.b.c',
+    `Bearer ${h}.${b64url('not json')}.${sig}`,
   ]);
 }
 
@@ -530,16 +926,31 @@ export interface RawCase {
 /** Requests that only a raw socket can send, each on its own connection; `path` is a route that exists. */
 export function rawCases(path: string, authorization: string): RawCase[] {
   const auth = `Authorization: ${authorization}\r\n`;
-  const lines = (...parts: (string | Buffer)[]) => Buffer.concat(parts.map((p) => (typeof p === 'string' ? Buffer.from(p, 'latin1') : p)));
-  const get = (target: string | Buffer, extra = '') => lines('GET ', target, ` HTTP/1.1\r\nHost: fuzz\r\n${auth}${extra}Connection: close\r\n\r\n`);
-  const post = (headers: string, body: string | Buffer) => lines(`POST ${path} HTTP/1.1\r\nHost: fuzz\r\n${auth}${headers}Connection: close\r\n\r\n`, body);
+  const lines = (...parts: (string | Buffer)[]) =>
+    Buffer.concat(parts.map((p) => (typeof p === 'string' ? Buffer.from(p, 'latin1') : p)));
+  const get = (target: string | Buffer, extra = '') =>
+    lines('GET ', target, ` HTTP/1.1\r\nHost: fuzz\r\n${auth}${extra}Connection: close\r\n\r\n`);
+  const post = (headers: string, body: string | Buffer) =>
+    lines(`POST ${path} HTTP/1.1\r\nHost: fuzz\r\n${auth}${headers}Connection: close\r\n\r\n`, body);
   return [
-    { label: 'raw:non-utf8-byte-in-path', bytes: get(Buffer.concat([Buffer.from('/registry/v2/repos/'), Buffer.from([0xff])])) },
-    { label: 'raw:non-utf8-byte-in-query', bytes: get(Buffer.concat([Buffer.from(`${path}?name=`), Buffer.from([0xff, 0xfe])])) },
-    { label: 'raw:utf8-bytes-in-path', bytes: get(Buffer.concat([Buffer.from('/registry/v2/repos/'), Buffer.from('日本', 'utf8')])) },
+    {
+      label: 'raw:non-utf8-byte-in-path',
+      bytes: get(Buffer.concat([Buffer.from('/registry/v2/repos/'), Buffer.from([0xff])])),
+    },
+    {
+      label: 'raw:non-utf8-byte-in-query',
+      bytes: get(Buffer.concat([Buffer.from(`${path}?name=`), Buffer.from([0xff, 0xfe])])),
+    },
+    {
+      label: 'raw:utf8-bytes-in-path',
+      bytes: get(Buffer.concat([Buffer.from('/registry/v2/repos/'), Buffer.from('日本', 'utf8')])),
+    },
     { label: 'raw:control-char-in-path', bytes: get(Buffer.from('/registry/v2/repos/\x01\x7f', 'latin1')) },
     { label: 'raw:headers-over-16k', bytes: get(path, `X-Fill: ${'a'.repeat(17_000)}\r\n`) },
-    { label: 'raw:many-headers-over-16k', bytes: get(path, Array.from({ length: 200 }, (_, i) => `X-H${i}: ${'b'.repeat(90)}\r\n`).join('')) },
+    {
+      label: 'raw:many-headers-over-16k',
+      bytes: get(path, Array.from({ length: 200 }, (_, i) => `X-H${i}: ${'b'.repeat(90)}\r\n`).join('')),
+    },
     { label: 'raw:url-over-16k', bytes: get(`${path}?name=${'c'.repeat(17_000)}`) },
     { label: 'raw:garbage-request-line', bytes: lines('GARBAGE\r\n\r\n') },
     { label: 'raw:request-line-extra-token', bytes: lines(`GET ${path} HTTP/1.1 extra\r\nHost: fuzz\r\n\r\n`) },
@@ -552,18 +963,48 @@ export function rawCases(path: string, authorization: string): RawCase[] {
     { label: 'raw:space-in-header-name', bytes: get(path, 'Bad Header: x\r\n') },
     { label: 'raw:nul-in-header-value', bytes: get(path, 'X-Fuzz: a\x00b\r\n') },
     { label: 'raw:missing-host', bytes: lines(`GET ${path} HTTP/1.1\r\n${auth}Connection: close\r\n\r\n`) },
-    { label: 'raw:invalid-content-length', bytes: post('Content-Type: application/json\r\nContent-Length: abc\r\n', '{}') },
-    { label: 'raw:huge-content-length', bytes: post('Content-Type: application/json\r\nContent-Length: 99999999999999999999\r\n', '{}') },
-    { label: 'raw:two-content-lengths', bytes: post('Content-Type: application/json\r\nContent-Length: 2\r\nContent-Length: 3\r\n', '{}') },
-    { label: 'raw:content-length-and-chunked', bytes: post('Content-Type: application/json\r\nContent-Length: 2\r\nTransfer-Encoding: chunked\r\n', '2\r\n{}\r\n0\r\n\r\n') },
-    { label: 'raw:bad-chunk-size', bytes: post('Content-Type: application/json\r\nTransfer-Encoding: chunked\r\n', 'zz\r\n{}\r\n0\r\n\r\n') },
-    { label: 'raw:unknown-transfer-encoding', bytes: post('Content-Type: application/json\r\nTransfer-Encoding: gzip\r\n', '{}') },
-    { label: 'raw:expect-unknown', bytes: post('Content-Type: application/json\r\nContent-Length: 2\r\nExpect: fuzz\r\n', '{}') },
+    {
+      label: 'raw:invalid-content-length',
+      bytes: post('Content-Type: application/json\r\nContent-Length: abc\r\n', '{}'),
+    },
+    {
+      label: 'raw:huge-content-length',
+      bytes: post('Content-Type: application/json\r\nContent-Length: 99999999999999999999\r\n', '{}'),
+    },
+    {
+      label: 'raw:two-content-lengths',
+      bytes: post('Content-Type: application/json\r\nContent-Length: 2\r\nContent-Length: 3\r\n', '{}'),
+    },
+    {
+      label: 'raw:content-length-and-chunked',
+      bytes: post(
+        'Content-Type: application/json\r\nContent-Length: 2\r\nTransfer-Encoding: chunked\r\n',
+        '2\r\n{}\r\n0\r\n\r\n',
+      ),
+    },
+    {
+      label: 'raw:bad-chunk-size',
+      bytes: post('Content-Type: application/json\r\nTransfer-Encoding: chunked\r\n', 'zz\r\n{}\r\n0\r\n\r\n'),
+    },
+    {
+      label: 'raw:unknown-transfer-encoding',
+      bytes: post('Content-Type: application/json\r\nTransfer-Encoding: gzip\r\n', '{}'),
+    },
+    {
+      label: 'raw:expect-unknown',
+      bytes: post('Content-Type: application/json\r\nContent-Length: 2\r\nExpect: fuzz\r\n', '{}'),
+    },
     { label: 'raw:connect-method', bytes: lines('CONNECT 127.0.0.1:9 HTTP/1.1\r\nHost: 127.0.0.1:9\r\n\r\n') },
     { label: 'raw:asterisk-target', bytes: lines('OPTIONS * HTTP/1.1\r\nHost: fuzz\r\nConnection: close\r\n\r\n') },
     { label: 'raw:relative-target', bytes: get(path.slice(1)) },
     { label: 'raw:absolute-target', bytes: get(`http://fuzz${path}`) },
     { label: 'raw:obs-fold-header', bytes: get(path, 'X-Fuzz: a\r\n folded\r\n') },
-    { label: 'raw:non-utf8-json-body', bytes: post('Content-Type: application/json\r\nContent-Length: 12\r\n', Buffer.from([0x7b, 0x22, 0x6e, 0x61, 0x6d, 0x65, 0x22, 0x3a, 0x22, 0xff, 0x22, 0x7d])) },
+    {
+      label: 'raw:non-utf8-json-body',
+      bytes: post(
+        'Content-Type: application/json\r\nContent-Length: 12\r\n',
+        Buffer.from([0x7b, 0x22, 0x6e, 0x61, 0x6d, 0x65, 0x22, 0x3a, 0x22, 0xff, 0x22, 0x7d]),
+      ),
+    },
   ];
 }

@@ -1,15 +1,23 @@
 // Runs the project's real commands (server, import) as child processes.
 import { spawn, type ChildProcess } from 'node:child_process';
 
-export interface ScriptResult { status: number | null; stdout: string; stderr: string }
+export interface ScriptResult {
+  status: number | null;
+  stdout: string;
+  stderr: string;
+}
 
 /** Runs a script to completion without blocking this process (an in-process server keeps answering). */
 export function runScript(script: string, args: string[], env: Record<string, string>): Promise<ScriptResult> {
   const child = spawn(process.execPath, ['--import', 'tsx', script, ...args], { env: { ...process.env, ...env } });
   let stdout = '';
   let stderr = '';
-  child.stdout.on('data', (d) => { stdout += d; });
-  child.stderr.on('data', (d) => { stderr += d; });
+  child.stdout.on('data', (d) => {
+    stdout += d;
+  });
+  child.stderr.on('data', (d) => {
+    stderr += d;
+  });
   return new Promise((resolve) => child.on('close', (status) => resolve({ status, stdout, stderr })));
 }
 
@@ -21,7 +29,9 @@ export interface ServerProcess {
 
 /** Starts server/main.ts and resolves once it prints its listening line. */
 export function spawnServer(env: Record<string, string>): Promise<ServerProcess> {
-  const child = spawn(process.execPath, ['--import', 'tsx', 'server/main.ts'], { env: { ...process.env, LOG: 'off', ...env } });
+  const child = spawn(process.execPath, ['--import', 'tsx', 'server/main.ts'], {
+    env: { ...process.env, LOG: 'off', ...env },
+  });
   let out = '';
   return new Promise((resolve, reject) => {
     const timer = setTimeout(() => reject(new Error(`the server did not start: ${out}`)), 20000);
@@ -35,7 +45,10 @@ export function spawnServer(env: Record<string, string>): Promise<ServerProcess>
     };
     child.stdout.on('data', onData);
     child.stderr.on('data', onData);
-    child.on('exit', (code) => { clearTimeout(timer); reject(new Error(`the server exited with ${code}: ${out}`)); });
+    child.on('exit', (code) => {
+      clearTimeout(timer);
+      reject(new Error(`the server exited with ${code}: ${out}`));
+    });
   });
 }
 

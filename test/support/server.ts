@@ -27,7 +27,10 @@ export interface TestServer {
 
 export async function startTestServer(generated?: GeneratedParts): Promise<TestServer> {
   const dataDir = mkdtempSync(join(tmpdir(), 'platform-api-test-'));
-  const server: RunningServer = await startServer(readConfig({ PORT: '0', HOST: '127.0.0.1', DATA_DIR: dataDir, LOG: 'off' }), generated);
+  const server: RunningServer = await startServer(
+    readConfig({ PORT: '0', HOST: '127.0.0.1', DATA_DIR: dataDir, LOG: 'off' }),
+    generated,
+  );
   const bootstrap = readBootstrap(dataDir)!;
   const token = (await server.issuer.mint(bootstrap.owner)).token;
   return {
