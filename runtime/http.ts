@@ -101,21 +101,24 @@ export function createApp({ model, openapi, log, issuer, authenticate, publicRou
   // The documents, and the routes that read their own credentials, come before authentication. A wrong method
   // on one of their paths is answered here too, before another issuer's token could be refused as ours.
   const documents = new Router();
+  const documentPaths = new Set<string>();
   for (const [path, document] of Object.entries<() => unknown>({
     '/openapi.json': () => openapi,
     '/.well-known/openid-configuration': () => issuer().discovery(),
     '/.well-known/jwks.json': () => issuer().jwks(),
   })) {
+    documentPaths.add(path);
     documents.get(path, (ctx) => {
       checkParameterNames(ctx.query);
       ctx.body = document();
     });
   }
-  const before: RouteTable[] = [{ router: documents }, ...publicRoutes];
+  const before: RouteTable[] = [{ router: documents, serves: (path) => documentPaths.has(path) }, ...publicRoutes];
   const tables = [...before, ...routes];
   for (const t of before) {
     app.use(dispatch(t));
     app.use(async (ctx, next) => {
+      if (t.serves && !t.serves(ctx.path)) return next();
       const matched = t.router.match(ctx.path, ctx.method);
       if (matched.path.some((layer) => layer.methods.length > 0) && !matched.route) {
         const allowed = allowedMethods(tables, ctx.path);

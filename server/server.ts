@@ -72,7 +72,7 @@ export async function startServer(config: Config, generated?: GeneratedParts): P
     log,
     issuer: () => issuer!,
     authenticate: async (token) => policy.authenticate(await issuer!.verify(token)),
-    publicRoutes: [{ router: exchange.router() }],
+    publicRoutes: [{ router: exchange.router(), serves: (path) => path === '/sts/exchange' }],
     // Every v1 path has a /v1/ segment: other requests skip matching the v1 routes.
     routes: [{ router: v1, serves: (path) => path.includes('/v1/') }, { router: v2 }],
   });
