@@ -60,7 +60,8 @@ function scalarSchema(f: FieldModel, mode: SchemaMode): JsonSchema {
     case 'enum':
       return { type: 'string', enum: f.values };
     case 'object':
-      return objectSchema(f.fields ?? {}, mode, false);
+      // A nested object given in a request or a record is given whole: its required fields too.
+      return objectSchema(f.fields ?? {}, mode, mode !== 'output');
     case 'map':
       return { type: 'object', additionalProperties: fieldSchema(f.mapValue!, mode) };
   }

@@ -34,6 +34,7 @@ const fields: Record<string, FieldModel> = {
       verifiedTime: { type: 'timestamp', outputOnly: true },
     },
   },
+  contact: { type: 'object', fields: { email: { type: 'string', required: true }, phone: { type: 'string' } } },
   tags: { type: 'string', repeated: true, required: true },
   notes: { type: 'string', repeated: true },
 };
@@ -221,6 +222,22 @@ test('maps take any key, and their values as declared in each mode', () => {
     '/limits/cpu/other additionalProperties',
   ]);
   assert.equal(output({ limits: { cpu: { max: 2, other: 1 } } }), []);
+});
+
+test('a nested object given in a request or a record is given whole: its required fields are required', () => {
+  for (const [mode, check] of [
+    ['create', create],
+    ['update', update],
+    ['record', record],
+  ] as const) {
+    assert.equal(
+      check({ ...(mode === 'record' ? stored : minimal), contact: { phone: 'p' } }),
+      ['/contact/email required'],
+      mode,
+    );
+    assert.equal(check({ ...(mode === 'record' ? stored : minimal), contact: { email: 'e' } }), [], mode);
+  }
+  assert.equal(output({ ...stored, contact: {} }), [], 'answers are not held to it');
 });
 
 test.run();

@@ -55,6 +55,11 @@ const cases = (): Case[] => [
     v1: ['PUT', `/registry/v1/repos/${repo}`, { name: 'nginx', description: 7 }],
   },
   {
+    what: 'create with a nested object that lacks a required field',
+    v2: ['POST', `/iam/v2/identityProviders/${org}`, { name: 'idp', defaultRole: role, oidc: { clientId: 'c' } }],
+    v1: ['POST', `/iam/v1/identityProviders/${org}`, { name: 'idp', defaultRole: role, oidc: { clientId: 'c' } }],
+  },
+  {
     what: 'delete of a record that does not exist',
     v2: ['DELETE', `/registry/v2/repos/${org}/0000000000000000`],
     v1: ['DELETE', `/registry/v1/repos/${org}/0000000000000000`],

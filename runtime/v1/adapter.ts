@@ -4,7 +4,7 @@
 //   create  POST   /<domain>/v1/<v1 collection>/{parent}               (or the parent in the body: createRequest)
 //   update  PUT    /<domain>/v1/<v1 collection>/{id}                   (full replacement: omitted fields reset)
 //   delete  DELETE /<domain>/v1/<v1 collection>/{id}
-// and, through V1Extensions (handlers/v1-*.ts), the calls only v1 has. Errors are rendered in v1's shape by
+// and, through the V1Extensions the composition root passes in, the calls only v1 has. Errors are rendered in v1's shape by
 // the application (runtime/http.ts): code and message, no typed details.
 import Router from '@koa/router';
 import type { Context, Middleware } from 'koa';
