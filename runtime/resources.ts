@@ -169,7 +169,7 @@ export class Resources {
   accessVersion = 0;
 
   constructor(
-    readonly store: Store,
+    private readonly store: Store,
     readonly model: ApiModel,
     readonly pageTokens: PageToken,
   ) {
