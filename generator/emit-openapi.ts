@@ -3,7 +3,7 @@ import { validate } from '@readme/openapi-parser';
 import type { ApiModel, Capability, FieldModel, ResourceModel } from '../runtime/model.js';
 import { filterField, standardFields } from '../runtime/model.js';
 import { fieldSchema, objectSchema, type JsonSchema } from './json-schema.js';
-import type { Route } from './routes-table.js';
+import { v2Routes, type Route } from './routes-table.js';
 
 const ref = (name: string) => ({ $ref: `#/components/schemas/${name}` });
 const errorResponse = { description: 'An AIP-193 error', content: { 'application/json': { schema: ref('Status') } } };
@@ -96,7 +96,8 @@ function componentSchemas(model: ApiModel): Record<string, JsonSchema> {
       schemas[`${s.type}Update`] = objectSchema(s.fields, 'input', false);
     }
   }
-  for (const e of model.endpoints) schemas[`${cap(e.name)}Response`] = objectSchema(e.response, 'output', false);
+  for (const e of model.endpoints.filter((x) => !x.version))
+    schemas[`${cap(e.name)}Response`] = objectSchema(e.response, 'output', false);
 
   return schemas;
 }
@@ -171,7 +172,7 @@ function describeRoute(route: Route, op: JsonSchema, pathParams: JsonSchema[]): 
 export async function buildOpenApi(model: ApiModel, routes: Route[]): Promise<JsonSchema> {
   const schemas = componentSchemas(model);
   const paths: Record<string, Record<string, JsonSchema>> = {};
-  for (const route of routes) {
+  for (const route of v2Routes(routes)) {
     const op: JsonSchema = { responses: { default: errorResponse } };
     const pathParams = route.params.map((name) => ({
       name,

@@ -150,7 +150,7 @@ function emitHandlerInterfaces(f: SourceFile, model: ApiModel): void {
     if (endpoints.length === 0 && presenters(domain).length === 0 && creators(domain).length === 0) continue;
     for (const e of endpoints) {
       const params = [...e.path.matchAll(/\{(\w+)\*?\}/g)].map((m) => requestParam(m[1]));
-      const query = objectType(e.query, false).slice(2, -2);
+      const query = e.listQuery ? '[parameter: string]: unknown' : objectType(e.query, false).slice(2, -2);
       const body = e.body ? `body: ${objectType(e.body, false)}` : '';
       f.addTypeAlias({
         isExported: true,

@@ -77,6 +77,7 @@ export function emitValidators(model: ApiModel): { bodies: string; queries: stri
   }
   for (const e of model.endpoints) {
     if (e.body) add(bodies, bodyExports, `${e.domain}.${e.name}.body`, objectSchema(e.body, 'input', true));
+    if (e.listQuery) continue; // validated as the listed collection's list
     const query = Object.fromEntries(Object.entries(e.query).map(([k, f]) => [k, fieldSchema(f, 'record')]));
     add(
       queries,

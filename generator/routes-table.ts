@@ -18,6 +18,9 @@ export interface Route {
   endpoint?: EndpointModel;
 }
 
+/** The routes of v2's documents (/openapi.json): the calls only v1 has are left out. */
+export const v2Routes = (routes: Route[]): Route[] => routes.filter((r) => !r.endpoint?.version);
+
 /** Turns a template such as repos/{repoUid*}/digests/{digest} into an anchored pattern; {x*} is a uid, which may span segments. */
 export function compileTemplate(prefix: string, template: string): Pick<Route, 'path' | 'pattern' | 'params'> {
   const params: string[] = [];
@@ -50,7 +53,7 @@ export function routesOf(model: ApiModel): Route[] {
   for (const e of model.endpoints) {
     routes.push({
       method: e.method,
-      ...compileTemplate(`/${e.domain}/${model.version}`, e.path),
+      ...compileTemplate(`/${e.prefix ?? e.domain}/${e.version ?? model.version}`, e.path),
       kind: 'endpoint',
       endpoint: e,
     });

@@ -71,8 +71,12 @@ interface RawEndpoint {
   name: string;
   method: EndpointModel['method'];
   path: string;
+  version?: EndpointModel['version'];
+  prefix?: string;
   capability: string | string[];
   scope?: string;
+  lists?: string;
+  listQuery?: true;
   query?: Record<string, FieldModel>;
   body?: Record<string, FieldModel>;
   response: Record<string, FieldModel>;
@@ -249,8 +253,12 @@ function readDomain(loading: Loading, file: string): void {
       name: e.name,
       method: e.method,
       path: e.path,
+      ...(e.version ? { version: e.version } : {}),
+      ...(e.prefix ? { prefix: e.prefix } : {}),
       capability: capability(e.capability),
       scope: e.scope,
+      ...(e.lists ? { lists: e.lists } : {}),
+      ...(e.listQuery ? { listQuery: true } : {}),
       query: e.query ?? {},
       body: e.body,
       response: e.response,
@@ -296,6 +304,11 @@ function checkEndpoints({ model, problems }: Loading): void {
     const params = [...e.path.matchAll(/\{(\w+)\*?\}/g)].map((m) => m[1]);
     if (e.scope && !params.includes(e.scope))
       problems.push(`endpoint ${key}: /scope: "${e.scope}" is not a path parameter of ${e.path}`);
+    const listed = e.lists === undefined ? undefined : model.resources[e.lists];
+    if (e.lists !== undefined && !listed)
+      problems.push(`endpoint ${key}: /lists: no resource has the collection "${e.lists}"`);
+    if (e.listQuery && listed && !listed.operations.list)
+      problems.push(`endpoint ${key}: /listQuery: ${e.lists} has no list`);
   }
 }
 

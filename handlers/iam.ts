@@ -41,7 +41,8 @@ const summary = (row: { name?: string | null; description?: string | null } | un
 
 const hashOf = (secret: string) => createHash('sha256').update(secret).digest();
 
-export const iam: IamHandlers = {
+/** The v1-only calls are in handlers/v1-*.ts. */
+export const iam: Omit<IamHandlers, 'register'> = {
   /**
    * A new invite gets a key id and a secret; the code (both) is shown in the create response only, and only
    * the secret's hash is stored. ttl becomes expirationTime.

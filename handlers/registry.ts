@@ -18,7 +18,11 @@ async function findImage(repoUid: string, digest: string, context: HandlerContex
   return image;
 }
 
-export const registry: RegistryHandlers = {
+/** The v1-only calls are in handlers/v1-*.ts. */
+export const registry: Omit<
+  RegistryHandlers,
+  'listEolTags' | 'getVulnReport' | 'listVulnReports' | 'countVulnReports'
+> = {
   async getArchitectures(request: GetArchitecturesRequest, context): Promise<GetArchitecturesResponse> {
     const image = await findImage(request.repoUid, request.digest, context);
     return { architectures: [...(image.architectures ?? [])].sort() };

@@ -1,22 +1,21 @@
-// v1's vulnerability reports, which v2 does not have. The reports are imported records (vulnReports, children of
-// a repo); these calls answer in the reference's three shapes:
+// v1's vulnerability reports, which v2 does not have: three calls declared in spec/registry.yaml as v1 endpoints.
+// The reports are imported records (vulnReports, children of a repo); these calls answer in the reference's shapes:
 //   GET /registry/v1/repos/{repo}/digests/{digest}/vulnreport  the latest report of one image (tenant.VulnReport)
 //   GET /registry/v1/vuln_reports?repoId|digest&tag&scanner.*&createdSince            {items: [registry.VulnReport]}
 //   GET /registry/v1/vuln_reports/counts?repo&tag&from&to                         {items: [VulnCountReport]}
 // Reading one image's report takes vuln_reports.list (pull roles hold it); the lists take vuln_report.list.
-import type Router from '@koa/router';
-import type { Context } from 'koa';
-import type { Principal } from '../runtime/authorization.js';
-import { capabilityScope } from '../runtime/authorization.js';
+import type {
+  CountVulnReportsResponse,
+  GetVulnReportResponse,
+  ListVulnReportsResponse,
+  RegistryHandlers,
+} from '../generated/routes.js';
 import { invalidArgument, notFound, type FieldViolation } from '../runtime/errors.js';
 import { parseListRequest } from '../runtime/list-request.js';
-import type { ResourceModel } from '../runtime/model.js';
+import type { HandlerContext } from '../runtime/operations.js';
 import { canonicalTimestamp, type Row } from '../runtime/records.js';
 import type { Where } from '../runtime/resources.js';
-import { pathParams } from '../runtime/route-operations.js';
 import { parentOf } from '../runtime/uid.js';
-import { checkParameterNames } from '../runtime/validation.js';
-import type { V1Deps, V1Extension } from '../runtime/v1/adapter.js';
 
 const severities = ['CRITICAL', 'HIGH', 'MEDIUM', 'LOW', 'NEGLIGIBLE', 'UNKNOWN'] as const;
 const countField: Record<(typeof severities)[number], string> = {
@@ -28,20 +27,19 @@ const countField: Record<(typeof severities)[number], string> = {
   UNKNOWN: 'unknownCveIds',
 };
 
-/** Reads the query: only the named parameters, each once; timestamps must parse. */
-function readQuery(ctx: Context, names: string[], timestamps: string[]): Record<string, string | undefined> {
+/** v1's timestamps: any form Date.parse takes, in the canonical form; an empty parameter is absent. */
+function readTimestamps<T extends Record<string, string | undefined>>(query: T, timestamps: (keyof T & string)[]): T {
   const problems: FieldViolation[] = [];
   const out: Record<string, string | undefined> = {};
-  for (const [name, value] of Object.entries(ctx.query)) {
-    if (!names.includes(name))
-      problems.push({ field: name, description: `unknown parameter; this call takes ${names.join(', ')}` });
-    else if (typeof value !== 'string') problems.push({ field: name, description: 'give it once' });
-    else if (value !== '' && timestamps.includes(name) && Number.isNaN(Date.parse(value)))
+  for (const [name, value] of Object.entries(query)) {
+    if (value === undefined || value === '') continue;
+    if (!timestamps.includes(name)) out[name] = value;
+    else if (Number.isNaN(Date.parse(value)))
       problems.push({ field: name, description: 'must be an RFC 3339 timestamp' });
-    else if (value !== '') out[name] = timestamps.includes(name) ? canonicalTimestamp(value) : value;
+    else out[name] = canonicalTimestamp(value);
   }
   if (problems.length > 0) throw invalidArgument(problems);
-  return out;
+  return out as T;
 }
 
 interface Vulnerability {
@@ -115,46 +113,28 @@ function countReport(report: Row, repoName: string): Row {
   };
 }
 
-function addVulnReportRoutes(
-  router: Router,
-  reports: ResourceModel,
-  _shape: unknown,
-  { model, resources, policy }: V1Deps,
-): void {
-  const single = ['CAP_TENANT_VULN_REPORTS_LIST'];
-  const listed = ['CAP_VULN_REPORT_LIST'];
-  const principal = (ctx: Context) => ctx.state.principal as Principal;
+/** Every report matching, newest first, of those the caller may see. */
+async function allReports({ model, resources, visible }: HandlerContext, query: Row, scope: Where[]): Promise<Row[]> {
+  const reports = model.resources.vulnReports;
+  const req = parseListRequest({ ...query, order_by: 'created_at desc' }, reports);
+  return resources.listAll(reports, req, [...visible, ...scope]);
+}
 
-  /** Every report matching, newest first, of those the caller may see. */
-  const allReports = async (ctx: Context, capability: string[], query: Row, scope: Where[]): Promise<Row[]> => {
-    const visible = await policy.visibility(principal(ctx), capability, reports);
-    if (!visible) return [];
-    return resources.listAll(reports, parseListRequest({ ...query, order_by: 'created_at desc' }, reports), [
-      ...visible,
-      ...scope,
-    ]);
-  };
-
-  router.get(/^\/registry\/v1\/repos\/(.+)\/digests\/([^/]+)\/vulnreport$/, async (ctx) => {
-    checkParameterNames(ctx.query);
-    const { uid: repo, digest } = pathParams(ctx, ['uid', 'digest']);
-    await policy.requireCapability(principal(ctx), single, capabilityScope(model, reports, repo));
-    const visible = (await policy.visibility(principal(ctx), single, reports))!;
+export const vulnReports: Pick<RegistryHandlers, 'getVulnReport' | 'listVulnReports' | 'countVulnReports'> = {
+  /** The capability is checked at the repo (the endpoint's scope parameter) by the pipeline. */
+  async getVulnReport({ uid: repo, digest }, { model, resources }) {
+    const reports = model.resources.vulnReports;
     const req = parseListRequest({ digest, order_by: 'created_at desc', page_size: 1 }, reports);
-    const [latest] = (await resources.list(reports, req, [...visible, { parentUid: repo }])).items;
+    const [latest] = (await resources.list(reports, req, [{ parentUid: repo }])).items;
     if (!latest) throw notFound(reports.type, `${repo} ${digest}`);
-    ctx.body = tenantReport(latest);
-  });
+    return tenantReport(latest) as GetVulnReportResponse;
+  },
 
-  router.get('/registry/v1/vuln_reports', async (ctx) => {
-    const q = readQuery(
-      ctx,
-      ['repoId', 'digest', 'tag', 'scanner.name', 'scanner.version', 'scanner.dbBuildTime', 'createdSince'],
-      ['scanner.dbBuildTime', 'createdSince'],
-    );
+  async listVulnReports(request, context) {
+    const q = readTimestamps(request, ['scanner.dbBuildTime', 'createdSince']);
     if (!q.repoId && !q.digest) throw invalidArgument([{ field: 'repoId', description: 'give repoId or digest' }]);
     const scanner = Object.fromEntries(
-      ['name', 'version', 'dbBuildTime'].filter((k) => q[`scanner.${k}`]).map((k) => [k, q[`scanner.${k}`]]),
+      (['name', 'version', 'dbBuildTime'] as const).filter((k) => q[`scanner.${k}`]).map((k) => [k, q[`scanner.${k}`]]),
     );
     const scope: Where[] = [
       // A digest names one image wherever it is; it takes precedence over the repo, and the tag is then ignored.
@@ -164,22 +144,19 @@ function addVulnReportRoutes(
     const query = q.digest
       ? { digest: q.digest, createdSince: q.createdSince }
       : { tag: q.tag, createdSince: q.createdSince };
-    ctx.body = { items: (await allReports(ctx, listed, query, scope)).map(registryReport) };
-  });
+    return { items: (await allReports(context, query, scope)).map(registryReport) } as ListVulnReportsResponse;
+  },
 
-  router.get('/registry/v1/vuln_reports/counts', async (ctx) => {
-    const q = readQuery(ctx, ['repo', 'tag', 'from', 'to'], ['from', 'to']);
-    const repos = resources.tableOf('repos');
+  async countVulnReports(request, context) {
+    const q = readTimestamps(request, ['from', 'to']);
+    const repos = context.resources.tableOf('repos');
     const named = q.repo ? await repos.find({ name: q.repo }, [{ property: 'uid', desc: false }], -1) : undefined;
-    if (named?.length === 0) {
-      ctx.body = { items: [] };
-      return;
-    }
+    if (named?.length === 0) return { items: [] };
     const scope: Where[] = [
       ...(named ? [{ parentUid: { $in: named.map((r) => r.uid) } }] : []),
       ...(q.to ? [{ createTime: { $lte: q.to } }] : []),
     ];
-    const found = await allReports(ctx, listed, { tag: q.tag, createdSince: q.from }, scope);
+    const found = await allReports(context, { tag: q.tag, createdSince: q.from }, scope);
     const parents = [...new Set(found.map((r) => parentOf(r.uid as string)!))];
     const names = new Map(
       (named ?? (await repos.find({ uid: { $in: parents } }, [{ property: 'uid', desc: false }], -1))).map((r) => [
@@ -187,8 +164,8 @@ function addVulnReportRoutes(
         r.name,
       ]),
     );
-    ctx.body = { items: found.map((r) => countReport(r, names.get(parentOf(r.uid as string)!) ?? '')) };
-  });
-}
-
-export const vulnReports: V1Extension = { routes: addVulnReportRoutes };
+    return {
+      items: found.map((r) => countReport(r, names.get(parentOf(r.uid as string)!) ?? '')),
+    } as CountVulnReportsResponse;
+  },
+};

@@ -136,8 +136,16 @@ export interface EndpointModel {
   name: string;
   method: 'GET' | 'POST' | 'PATCH' | 'PUT' | 'DELETE';
   path: string;
+  /** a call only v1 has: served under /<prefix or domain>/v1/, left out of v2's documents */
+  version?: 'v1';
+  /** the first path segment when it is not the domain (v1's /auth/v1/register) */
+  prefix?: string;
   capability: Capability;
   scope?: string;
+  /** the collection the call lists: without the capability the caller sees none of it, instead of being refused */
+  lists?: string;
+  /** the call takes the listed collection's list query (validated as the list's) */
+  listQuery?: boolean;
   query: Record<string, FieldModel>;
   body?: Record<string, FieldModel>;
   response: Record<string, FieldModel>;

@@ -11,7 +11,7 @@ import { capabilityScope, type Policy, type Principal } from './authorization.js
 import { parseListRequest } from './list-request.js';
 import { operationOf, type ApiModel, type EndpointModel, type ResourceModel, type StandardOperation } from './model.js';
 import type { Row } from './records.js';
-import type { Resources } from './resources.js';
+import type { Resources, Where } from './resources.js';
 import type { Writes } from './writes.js';
 import { check, type Validators } from './validation.js';
 
@@ -33,10 +33,14 @@ export interface Call {
 /** What a hand-written handler may use: reads through Resources, writes through write(). */
 export interface HandlerContext {
   principal: Principal;
+  /** An endpoint that lists a collection: conditions confining reads of it to what the caller may see. */
+  visible: Where[];
   resources: Resources;
   model: ApiModel;
   /** Writes in one transaction; writes.recordEvent records the event the served operation declares. */
   write<T>(fn: (writes: Writes) => Promise<T>): Promise<T>;
+  /** Runs another endpoint for the same caller through the whole pipeline: its checks, its event. */
+  run(e: EndpointModel, body: Row, handler: EndpointHandler): Promise<unknown>;
 }
 
 /** A hand-written presenter: shapes resources (records in the API's form) for responses. */
@@ -54,6 +58,9 @@ export interface ListAnswer {
   totalCount: string;
   skipped: number;
 }
+
+/** A condition no record meets: what a caller without the capability sees of a listed collection. */
+const nothing: Where = { uid: { $in: [] } };
 
 const pagingParameters = ['page_size', 'pageSize', 'page_token', 'pageToken'];
 
@@ -83,12 +90,14 @@ export class Operations {
   }
 
   /** The context of a hand-written step; `event` is the type the served operation declares. */
-  context(principal: Principal, event?: string): HandlerContext {
+  context(principal: Principal, event?: string, visible: Where[] = []): HandlerContext {
     return {
       principal,
+      visible,
       resources: this.resources,
       model: this.model,
       write: (fn) => this.resources.write({ type: event, actor: principal.subject }, fn),
+      run: (e, body, handler) => this.endpoint(e, { principal, params: {}, query: {}, body }, handler),
     };
   }
 
@@ -176,15 +185,21 @@ export class Operations {
     return this.resources.updateSubresource(r, name, call.params.uid, call.body, call.mask, call.principal.subject);
   }
 
-  /** A custom method: its capability at the declared scope parameter, its query and body validated, its handler. */
+  /**
+   * A custom method: its capability at the declared scope parameter (or, for one that lists a collection, what
+   * the caller may see of it), its query and body validated, its handler.
+   */
   async endpoint(e: EndpointModel, call: Call, handler: EndpointHandler): Promise<unknown> {
-    await this.policy.requireCapability(call.principal, e.capability, e.scope ? call.params[e.scope] : undefined);
-    this.validate('query', `${e.domain}.${e.name}.query`, call.query);
+    const listed = e.lists === undefined ? undefined : this.model.resources[e.lists];
+    let visible: Where[] = [];
+    if (listed) visible = (await this.policy.visibility(call.principal, e.capability, listed)) ?? [nothing];
+    else await this.policy.requireCapability(call.principal, e.capability, e.scope ? call.params[e.scope] : undefined);
+    this.validate('query', e.listQuery ? `${e.lists}.list` : `${e.domain}.${e.name}.query`, call.query);
     const request: Record<string, unknown> = { ...call.query, ...call.params };
     if (e.body) {
       this.validate('body', `${e.domain}.${e.name}.body`, call.body);
       request.body = call.body;
     }
-    return handler(request, this.context(call.principal, e.event));
+    return handler(request, this.context(call.principal, e.event, visible));
   }
 }

@@ -153,6 +153,45 @@ test('the declarations of capabilities, filters, natural keys and create times a
     assert.match(model.stderr, problem);
 });
 
+test('v1 endpoints: a prefix needs a version, lists names a collection, listQuery needs lists and takes no query', () => {
+  const spec = join(scratch, 'v1-endpoints-spec');
+  cpSync('spec', spec, { recursive: true });
+  const endpoint = (name: string, lines: string[]) => [
+    `  - name: ${name}`,
+    '    method: GET',
+    `    path: ${name}`,
+    '    capability: authenticated',
+    '    response: {}',
+    ...lines.map((l) => `    ${l}`),
+  ];
+  writeFileSync(
+    join(spec, 'things.yaml'),
+    [
+      'domain: things',
+      'title: Things',
+      'resources: []',
+      'endpoints:',
+      ...endpoint('a', ['prefix: auth']),
+      ...endpoint('b', ['version: v2']),
+      ...endpoint('c', ['listQuery: true']),
+      ...endpoint('d', ['lists: tags', 'listQuery: true', 'query: {}']),
+    ].join('\n'),
+  );
+  const schema = generate(spec, join(scratch, 'v1-endpoints-out'));
+  assert.is(schema.status, 1);
+  assert.match(schema.stderr, /\/endpoints\/0: must have property version when property prefix is present/);
+  assert.match(schema.stderr, /\/endpoints\/1\/version: must be equal to one of the allowed values \(v1\)/);
+  assert.match(schema.stderr, /\/endpoints\/2: must have property lists when property listQuery is present/);
+  assert.match(schema.stderr, /\/endpoints\/3: must NOT be valid/);
+  writeFileSync(
+    join(spec, 'things.yaml'),
+    ['domain: things', 'title: Things', 'resources: []', 'endpoints:', ...endpoint('e', ['lists: nope'])].join('\n'),
+  );
+  const model = generate(spec, join(scratch, 'v1-endpoints-out'));
+  assert.is(model.status, 1);
+  assert.match(model.stderr, /endpoint things\.e: \/lists: no resource has the collection "nope"/);
+});
+
 test('a resource added in YAML alone is generated and served', async () => {
   const spec = join(scratch, 'fixture-spec');
   cpSync('spec', spec, { recursive: true });

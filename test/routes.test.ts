@@ -4,6 +4,7 @@
 import { randomBytes } from 'node:crypto';
 import { test } from 'uvu';
 import * as assert from 'uvu/assert';
+import { buildOpenApi } from '../generator/emit-openapi.js';
 import { emitRouter } from '../generator/emit-typescript.js';
 import { routesOf, type Route } from '../generator/routes-table.js';
 import { loadSpec } from '../generator/spec.js';
@@ -124,6 +125,24 @@ test('every route answers the paths made from its own template, and none answers
         assert.is(answering(method, `${path}:frobnicate`), undefined, `${method} ${path}:frobnicate`);
     }
   }
+});
+
+test("v1's own calls are routes of the table under /<prefix or domain>/v1/, and not in v2's documents", async () => {
+  assert.is(answering('POST', '/auth/v1/register')?.route, only('POST', '/auth/v1/register', 'endpoint', 'register'));
+  assert.equal(answering('GET', `/registry/v1/repos/${repo}/digests/${digest}/vulnreport`)?.params, {
+    uid: repo,
+    digest,
+  });
+  for (const path of ['/registry/v1/eoltags', '/registry/v1/vuln_reports', '/registry/v1/vuln_reports/counts'])
+    assert.ok(answering('GET', path), path);
+  const openapi = await buildOpenApi(model, routes);
+  const paths = Object.keys(openapi.paths as object);
+  assert.ok(paths.length > 0);
+  assert.equal(
+    paths.filter((p) => p.includes('/v1/')),
+    [],
+  );
+  assert.not.ok(Object.keys((openapi.components as { schemas: object }).schemas).includes('RegisterResponse'));
 });
 
 test("the emitted router registers the table's routes in the table's order", () => {

@@ -4,8 +4,9 @@
 //   create  POST   /<domain>/v1/<v1 collection>/{parent}               (or the parent in the body: createRequest)
 //   update  PUT    /<domain>/v1/<v1 collection>/{id}                   (full replacement: omitted fields reset)
 //   delete  DELETE /<domain>/v1/<v1 collection>/{id}
-// and, through the V1Extensions the composition root passes in, the calls only v1 has. Errors are rendered in v1's shape by
-// the application (runtime/http.ts): code and message, no typed details.
+// and, through the V1Extensions the composition root passes in, what a resource's v1 has beyond that and cannot be
+// declared (advisory events). The calls only v1 has are endpoints of the spec with `version: v1`, in the generated
+// router. Errors are rendered in v1's shape by the application (runtime/http.ts): code and message, no typed details.
 import Router from '@koa/router';
 import type { Context, Middleware } from 'koa';
 import type { Policy } from '../authorization.js';
@@ -68,10 +69,7 @@ export function createV1Router(deps: V1Deps, extensions: Record<string, V1Extens
 
   for (const r of Object.values(model.resources)) {
     const extension = extensions[r.collection];
-    if (!r.v1) {
-      extension?.routes?.(router, r, { out: (record) => record, in: (data) => data }, deps);
-      continue;
-    }
+    if (!r.v1) continue;
     const v1 = r.v1;
     const renames = new V1Shape(r, model);
     const presenter = extension?.presenter;
