@@ -148,17 +148,17 @@ export class Policy {
    * so a role cannot be bound between the check and the write.
    */
   noEscalation(principal: Principal, r: ResourceModel): WriteGuard | undefined {
-    const named = (flag: 'grantsRole' | 'grantsCapabilities' | 'grantScope') =>
+    const named = (flag: 'grantsRole' | 'grantsCapabilities' | 'grantScope' | 'assumable') =>
       Object.entries(r.fields)
         .filter(([, f]) => f[flag])
         .map(([name]) => name);
-    const [grantsRole, grantsCapabilities, [scopeField]] = [
+    const [grantsRole, grantsCapabilities, [scopeField], assumable] = [
       named('grantsRole'),
       named('grantsCapabilities'),
       named('grantScope'),
+      named('assumable'),
     ];
-    if (grantsRole.length === 0 && grantsCapabilities.length === 0) return undefined;
-    const roles = this.model.resources.roles;
+    if (grantsRole.length + grantsCapabilities.length + assumable.length === 0) return undefined;
     return async (sql, next, current) => {
       const group = groupOf(this.model, r, next.uid as string) ?? undefined;
       const appliesAt = this.appliesAt(r, next);
@@ -171,19 +171,47 @@ export class Policy {
       for (const name of grantsRole) {
         const roleUid = next[name];
         if (typeof roleUid !== 'string' || (!moved && current![name] === roleUid)) continue;
-        const role = await this.resources.table(roles.type).get(roleUid, sql);
-        const caps = (role?.capabilities as string[] | null) ?? [];
-        if (caps.length > 0) await this.requireCapability(principal, caps, appliesAt);
+        await this.requireRole(principal, sql, roleUid, appliesAt);
       }
-      for (const name of grantsCapabilities) {
-        const before = new Set((current?.[name] as string[] | null) ?? []);
-        const added = ((next[name] as string[] | null) ?? []).filter((c) => !before.has(c));
-        if (added.length === 0) continue;
-        await this.requireCapability(principal, added, group);
-        for (const g of await this.groupsGranting(sql, next.uid as string))
-          await this.requireCapability(principal, added, g);
-      }
+      for (const name of grantsCapabilities) await this.requireAdded(principal, sql, next, current, name, group);
+      const changed = (name: string) => !!current && JSON.stringify(next[name]) !== JSON.stringify(current[name]);
+      if (assumable.some(changed)) await this.requireIdentityGrants(principal, sql, next.uid as string);
     };
+  }
+
+  /** The caller holds every capability of the role at the scope. */
+  private async requireRole(principal: Principal, sql: Sql, roleUid: string, scope: string | undefined): Promise<void> {
+    const role = await this.resources.table(this.model.resources.roles.type).get(roleUid, sql);
+    const caps = (role?.capabilities as string[] | null) ?? [];
+    if (caps.length > 0) await this.requireCapability(principal, caps, scope);
+  }
+
+  /** A role's added capabilities are held by the caller in the role's group and wherever the role is granted. */
+  private async requireAdded(
+    principal: Principal,
+    sql: Sql,
+    next: Row,
+    current: Row | undefined,
+    name: string,
+    group: string | undefined,
+  ): Promise<void> {
+    const before = new Set((current?.[name] as string[] | null) ?? []);
+    const added = ((next[name] as string[] | null) ?? []).filter((c) => !before.has(c));
+    if (added.length === 0) return;
+    await this.requireCapability(principal, added, group);
+    for (const g of await this.groupsGranting(sql, next.uid as string))
+      await this.requireCapability(principal, added, g);
+  }
+
+  /**
+   * Who may act as an identity (its claimMatch, keys, cloud identity) changes only by a caller who holds what the
+   * identity is granted, wherever it is granted: else pointing it at one's own token would take its grants.
+   */
+  private async requireIdentityGrants(principal: Principal, sql: Sql, identityUid: string): Promise<void> {
+    const bindings = await this.resources
+      .table(this.model.resources.roleBindings.type)
+      .find({ identityUid }, [{ property: 'uid', desc: false }], -1, 0, sql);
+    for (const b of bindings) await this.requireRole(principal, sql, b.roleUid as string, b.parentUid as string);
   }
 
   /** The group where a record that grants a role grants it: its declared scope field, else its own group. */

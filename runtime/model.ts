@@ -33,6 +33,8 @@ export interface FieldModel {
   grantScope?: boolean;
   /** the field lists capabilities that every record granting this one (a role) grants: adding one needs the caller to hold it */
   grantsCapabilities?: boolean;
+  /** who may act as this identity (claimMatch, keys): changing it needs a caller who holds what the identity holds */
+  assumable?: boolean;
   /** the referenced record must live in this record's group or above it (an identity or role bound here) */
   inScope?: boolean;
   description?: string;

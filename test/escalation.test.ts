@@ -281,6 +281,47 @@ test('invites, identity providers and group-role mappings cannot grant a stronge
   );
 });
 
+test('who may act as an identity changes only by a caller who holds what the identity is granted (v2, v1)', async () => {
+  const robot = ok(await s.call('POST', `/iam/v2/identities/${team}`, { name: 'robot' }), 'robot').uid;
+  ok(
+    await s.call('POST', `/iam/v2/roleBindings/${team}`, { identityUid: robot, roleUid: builtIn['advisories.author'] }),
+    'bound by the org owner',
+  );
+  const mine = { issuer: 'https://issuer.attacker.example', subject: 'me' };
+  expectCode(
+    await s.call('PATCH', `/iam/v2/identities/${robot}`, { claimMatch: mine }, asTeamOwner),
+    403,
+    7,
+    'v2 claimMatch',
+  );
+  expectCode(
+    await s.call(
+      'PATCH',
+      `/iam/v2/identities/${robot}?updateMask=staticKeys`,
+      { staticKeys: { issuer: 'i', subject: 's', issuerKeys: '{}' } },
+      asTeamOwner,
+    ),
+    403,
+    7,
+    'v2 staticKeys',
+  );
+  expectCode(
+    await s.call('PUT', `/iam/v1/identities/${robot}`, { name: 'robot', claimMatch: mine }, asTeamOwner),
+    403,
+    7,
+    'v1 claimMatch',
+  );
+  assert.is(ok(await s.call('GET', `/iam/v2/identities/${robot}`), 'get').claimMatch, undefined, 'unchanged');
+  ok(
+    await s.call('PATCH', `/iam/v2/identities/${robot}`, { description: 'still mine to describe' }, asTeamOwner),
+    'other fields',
+  );
+  ok(
+    await s.call('PATCH', `/iam/v2/identities/${robot}`, { claimMatch: mine }),
+    'the org owner holds all it is granted',
+  );
+});
+
 test('an identity made under a group cannot be bound above or beside it, through v2 or v1', async () => {
   const sibling = ok(await s.call('POST', `/iam/v2/groups/${org}`, { name: 'sibling' }), 'sibling').uid;
   for (const group of [org, sibling]) {
