@@ -1,6 +1,6 @@
 // Who is calling, and whether they hold an operation's capabilities at a scope. A role binding grants its
 // role's capabilities in its group and every group below, within the scope of the bound identity.
-import { invalidArgument, permissionDenied, unauthenticated } from './errors.js';
+import { failedPrecondition, invalidArgument, permissionDenied, unauthenticated } from './errors.js';
 import type { ApiModel, Capability, ResourceModel } from './model.js';
 import { groupOf } from './outbox.js';
 import type { Row } from './records.js';
@@ -34,6 +34,8 @@ export const within = (uid: string, scope: string) => uid === scope || uid.start
 /** Where (groups, by uid) the principal holds each capability. */
 interface Grants {
   groupsHolding(capabilities: string[]): string[];
+  /** the group an identity made under a group is confined to; undefined for one made at the root */
+  confinedTo?: string;
 }
 
 /**
@@ -99,6 +101,7 @@ export class Policy {
       for (const c of capsOf.get(b.roleUid as string) ?? []) set.add(c);
     }
     return {
+      confinedTo: scope,
       groupsHolding: (capabilities) =>
         [...byGroup.entries()].filter(([, caps]) => capabilities.every((c) => caps.has(c))).map(([g]) => g),
     };
@@ -138,6 +141,22 @@ export class Policy {
       throw permissionDenied(
         `${capability.join(' and ')} ${capability.length > 1 ? 'are' : 'is'} required ${scope === undefined ? 'in some group' : `at ${scope}`}`,
       );
+  }
+
+  /**
+   * A record at the root (an organization, an identity) is outside every group: an identity confined to a group
+   * (spec section 4, rule 2) cannot make one, or it could make an unconfined identity for itself.
+   */
+  async requireUnconfined(principal: Principal, r: ResourceModel): Promise<void> {
+    const { confinedTo } = await this.grantsOf(principal);
+    if (confinedTo === undefined) return;
+    throw failedPrecondition([
+      {
+        type: 'IDENTITY_CONFINED',
+        subject: principal.subject!,
+        description: `identity ${principal.subject} is confined to group ${confinedTo} and cannot create a root ${r.type.toLowerCase()}; use an identity made at the root`,
+      },
+    ]);
   }
 
   /**

@@ -43,9 +43,12 @@ function decodePart(part: string): Buffer | undefined {
   return bytes.toString('base64url') === part ? bytes : undefined;
 }
 
+/** A JSON object as JSON.stringify writes it (as jose does for us): no spaces, no repeated keys, no BOM. */
 function parseJson(bytes: Buffer | undefined): Record<string, unknown> | undefined {
   try {
-    const v = bytes && JSON.parse(bytes.toString('utf8'));
+    const text = bytes?.toString('utf8') ?? '';
+    const v = JSON.parse(text);
+    if (JSON.stringify(v) !== text) return undefined;
     return typeof v === 'object' && v !== null && !Array.isArray(v) ? v : undefined;
   } catch {
     return undefined;

@@ -7,7 +7,7 @@
 //   4. the shared operation (Resources) or a hand-written handler, then the presenter.
 // Adapters translate a request into a Call and the answer back; they neither authorize nor validate.
 import { invalidArgument, type FieldViolation } from './errors.js';
-import { capabilityScope, type Policy, type Principal } from './authorization.js';
+import { capabilityScope, isGroupScoped, type Policy, type Principal } from './authorization.js';
 import { parseListRequest } from './list-request.js';
 import { operationOf, type ApiModel, type EndpointModel, type ResourceModel, type StandardOperation } from './model.js';
 import type { Row } from './records.js';
@@ -145,6 +145,7 @@ export class Operations {
   async create(r: ResourceModel, call: Call, options: { present?: Present; prepare?: Prepare } = {}): Promise<Row> {
     const { parent } = call.params;
     await this.policy.requireCapability(call.principal, this.capability(r, 'create'), this.scope(r, parent));
+    if (parent === undefined && isGroupScoped(this.model, r)) await this.policy.requireUnconfined(call.principal, r);
     this.validate('body', `${r.collection}.create`, call.body, call.untranslatable);
     const { prepare } = options;
     const created = await this.resources.create(r, parent, call.body, {

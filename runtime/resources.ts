@@ -262,37 +262,22 @@ export class Resources {
       if (!f.references || data[name] === undefined || data[name] === null) continue;
       const target = this.model.resources[f.references];
       const uid = String(data[name]);
-      const found = isUidPath(uid) ? await this.table(target.type).get(uid, sql) : null;
-      if (!found)
-        throw invalidArgument([{ field: name, description: `${name}: no ${target.type.toLowerCase()} ${uid}` }]);
+      const missing = () =>
+        invalidArgument([{ field: name, description: `${name}: no ${target.type.toLowerCase()} ${uid}` }]);
+      if (!isUidPath(uid)) throw missing();
+      // Where a record lives is in its uid: out of scope is said before any lookup, so the answer does not tell
+      // whether a record exists in a group the caller cannot see.
       const home = f.inScope ? groupOf(this.model, target, uid) : null;
       const group = groupOf(this.model, r, data.uid as string);
       if (home !== null && group !== null && group !== home && !group.startsWith(`${home}/`)) {
         throw invalidArgument([
           {
             field: name,
-            description: `${name}: ${target.type.toLowerCase()} ${uid} belongs to group ${home} and cannot be used in ${group}, which is not within it`,
+            description: `${name}: ${uid} is not a ${target.type.toLowerCase()} of ${group} or of a group above it`,
           },
         ]);
       }
-    }
-  }
-
-  /**
-   * The creator of a root record is bound in it, but an identity made under a group reaches nothing outside that
-   * group (spec section 4, rule 2): it would found a record it could never use.
-   */
-  private async refuseConfinedCreator(sql: Sql, r: ResourceModel, creator: string): Promise<void> {
-    const identity = await this.table(this.model.resources.identities.type).get(creator, sql);
-    const home = identity?.parentUid as string | null | undefined;
-    if (home) {
-      throw failedPrecondition([
-        {
-          type: 'IDENTITY_CONFINED',
-          subject: creator,
-          description: `identity ${creator} is confined to group ${home}, so it could not use a new root ${r.type.toLowerCase()}; use an identity made at the root`,
-        },
-      ]);
+      if (!(await this.table(target.type).get(uid, sql))) throw missing();
     }
   }
 
@@ -415,7 +400,6 @@ export class Resources {
       r.creatorRole && data.parentUid === null && creator
         ? this.model.roles.find((x) => x.name === r.creatorRole)
         : undefined;
-    if (role) await this.refuseConfinedCreator(sql, r, creator!);
     const created = toResource(data, r);
     const uid = data.uid as string;
     await together([

@@ -322,6 +322,64 @@ test('who may act as an identity changes only by a caller who holds what the ide
   );
 });
 
+test('an identity confined to a group makes nothing at the root: no organization, no unconfined identity (v2, v1)', async () => {
+  for (const [path, body] of [
+    ['/iam/v2/identities', { name: 'escape' }],
+    ['/iam/v1/identities', { name: 'escape' }],
+    ['/iam/v2/groups', { name: 'escape' }],
+    ['/iam/v1/groups', { name: 'escape' }],
+  ] as const) {
+    const r = await s.call('POST', path, body, asTeamOwner);
+    expectCode(r, 400, 9, path);
+    assert.match(r.body.message, /confined/);
+  }
+  assert.is(ok(await s.call('GET', '/iam/v2/identities?uidp.in_root=true&name=escape'), 'list').identities.length, 0);
+});
+
+test("a mapping scope is an existing group within the provider's group, never a path that leaves it", async () => {
+  const idp = ok(
+    await s.call(
+      'POST',
+      `/iam/v2/identityProviders/${team}`,
+      { name: 'idp2', defaultRole: builtIn.viewer, oidc: { issuer: 'https://idp.example', clientId: 'c' } },
+      asTeamOwner,
+    ),
+    'provider',
+  );
+  const sibling = ok(await s.call('POST', `/iam/v2/groups/${org}`, { name: 'beside' }), 'sibling').uid;
+  for (const scope of [
+    `${team}/../${sibling.split('/').pop()}`,
+    `${team}/..`,
+    `${team}/zzzz`,
+    '',
+    `${team}/0000000000000000`,
+  ]) {
+    const r = await s.call(
+      'POST',
+      `/iam/v2/externalGroupRoleMappings/${idp.uid}`,
+      { externalGroupId: 'g', roleUid: builtIn.viewer, scope },
+      asTeamOwner,
+    );
+    expectCode(r, 400, 3, `scope ${JSON.stringify(scope)}`);
+  }
+});
+
+test('binding refusals say nothing of whether a record exists in a group the caller cannot see', async () => {
+  const sibling = ok(await s.call('POST', `/iam/v2/groups/${org}`, { name: 'hidden' }), 'sibling').uid;
+  const real = ok(await s.call('POST', `/iam/v2/identities/${sibling}`, { name: 'hidden' }), 'identity').uid;
+  const made = `${sibling}/${'f'.repeat(16)}`;
+  const [a, b] = [
+    await s.call('POST', `/iam/v2/roleBindings/${team}`, { identityUid: real, roleUid: builtIn.viewer }, asTeamOwner),
+    await s.call('POST', `/iam/v2/roleBindings/${team}`, { identityUid: made, roleUid: builtIn.viewer }, asTeamOwner),
+  ];
+  assert.is(a.status, b.status);
+  assert.is(
+    a.body.message.replace(real, 'X'),
+    b.body.message.replace(made, 'X'),
+    'the same answer for a real and a made-up uid',
+  );
+});
+
 test('an identity made under a group cannot be bound above or beside it, through v2 or v1', async () => {
   const sibling = ok(await s.call('POST', `/iam/v2/groups/${org}`, { name: 'sibling' }), 'sibling').uid;
   for (const group of [org, sibling]) {

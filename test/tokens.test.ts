@@ -178,6 +178,29 @@ test('encoding attacks: padding, non-canonical base64url, oversized, malformed A
   await expectRefused('non-canonical base64url', `Bearer ${h}.${p}.${sig.slice(0, -1)}${sibling}`, /malformed/);
   await expectRefused('oversized', `Bearer ${h}.${b64({ pad: 'x'.repeat(5000) })}.${sig}`, /malformed/);
   await expectRefused('garbage', 'Bearer not.a.jwt', /malformed/);
+  // Signed by our key, but not as JSON.stringify writes: a repeated subject, spaces.
+  const key = await importJWK(signingKey.privateJwk, 'ES256');
+  const signRaw = async (payloadText: string) => {
+    const input = `${b64({ alg: 'ES256', kid: signingKey.kid, typ: 'JWT' })}.${b64(payloadText)}`;
+    const raw = new Uint8Array(
+      await crypto.subtle.sign({ name: 'ECDSA', hash: 'SHA-256' }, key as CryptoKey, new TextEncoder().encode(input)),
+    );
+    return lowS(`${input}.${Buffer.from(raw).toString('base64url')}`);
+  };
+  const t = now();
+  const claims = `"iss":"${s.url}","sub":"${s.bootstrap.owner}","aud":"${s.url}","iat":${t},"exp":${t + 600}`;
+  assert.is(
+    (await s.call('GET', '/registry/v2/repos', undefined, { authorization: `Bearer ${await signRaw(`{${claims}}`)}` }))
+      .status,
+    200,
+    'the control',
+  );
+  await expectRefused(
+    'a repeated claim',
+    `Bearer ${await signRaw(`{"sub":"${'e'.repeat(40)}",${claims}}`)}`,
+    /malformed/,
+  );
+  await expectRefused('spaces in the JSON', `Bearer ${await signRaw(`{ ${claims} }`)}`, /malformed/);
   await expectRefused('two tokens', `Bearer ${good} ${good}`, /Bearer <token>/);
   await expectRefused('Basic scheme', `Basic ${good}`, /Bearer <token>/);
 });
