@@ -65,27 +65,27 @@ export const iam: Omit<IamHandlers, 'register'> = {
    * call declares); a single-use invite goes.
    */
   async acceptGroupInvite(request: AcceptGroupInviteRequest, context): Promise<AcceptGroupInviteResponse> {
-    const { groupInvites, roleBindings } = context.model.resources;
+    const { groupInvites } = context.model.resources;
     const [keyId, secret] = request.body.code.split('.');
     const caller = context.principal.subject!;
     return context.write(async (writes) => {
-      const [invite] = keyId && secret ? await writes.find(groupInvites, { keyId }, 1) : [];
-      const stored = invite ? Buffer.from(String(invite.codeHash), 'hex') : Buffer.alloc(0);
+      const [invite] = keyId && secret ? await writes.find('groupInvites', { keyId }, 1) : [];
+      const stored = invite?.codeHash ? Buffer.from(invite.codeHash, 'hex') : Buffer.alloc(0);
       const given = secret ? hashOf(secret) : Buffer.alloc(32);
       if (!invite || stored.length !== given.length || !timingSafeEqual(stored, given))
         throw notFound(groupInvites.type, 'for this code');
-      if (Date.parse(String(invite.expirationTime)) <= Date.now()) {
+      if (Date.parse(invite.expirationTime ?? '') <= Date.now()) {
         throw failedPrecondition([
           {
             type: 'INVITE_EXPIRED',
-            subject: invite.uid as string,
+            subject: invite.uid,
             description: `the invite expired at ${invite.expirationTime}`,
           },
         ]);
       }
-      const group = invite.parentUid as string;
-      const roleUid = invite.roleUid as string;
-      let [binding] = await writes.find(roleBindings, { parentUid: group, identityUid: caller, roleUid }, 1);
+      const group = invite.parentUid!;
+      const { roleUid } = invite;
+      let [binding] = await writes.find('roleBindings', { parentUid: group, identityUid: caller, roleUid }, 1);
       if (!binding) {
         const time = now();
         binding = {
@@ -96,30 +96,30 @@ export const iam: Omit<IamHandlers, 'register'> = {
           createTime: time,
           updateTime: time,
         };
-        await writes.insert(roleBindings, binding);
-        await writes.recordEvent(roleBindings, binding.uid as string, {
+        await writes.insert('roleBindings', binding);
+        await writes.recordEvent('roleBindings', binding.uid, {
           uid: binding.uid,
           identityUid: caller,
           roleUid,
         });
       }
-      if (invite.singleUse) await writes.delete(groupInvites, invite.uid as string);
-      return { roleBinding: binding.uid as string, group, roleUid };
+      if (invite.singleUse) await writes.delete('groupInvites', invite.uid);
+      return { roleBinding: binding.uid, group, roleUid };
     });
   },
 
   /** Records that the caller accepts these documents for the group; accepting again changes nothing. */
   async acceptTerms(request: AcceptTermsRequest, context): Promise<AcceptTermsResponse> {
-    const { groups, termsAcceptances } = context.model.resources;
+    const { groups } = context.model.resources;
     const acceptedBy = context.principal.subject!;
     const documentIds = [...new Set(request.body.documentIds)].sort();
     await context.write(async (writes) => {
-      if (!(await writes.get(groups, request.group))) throw notFound(groups.type, request.group);
+      if (!(await writes.get('groups', request.group))) throw notFound(groups.type, request.group);
       const time = now();
       for (const docId of documentIds) {
-        if ((await writes.find(termsAcceptances, { parentUid: request.group, docId, acceptedBy }, 1)).length > 0)
+        if ((await writes.find('termsAcceptances', { parentUid: request.group, docId, acceptedBy }, 1)).length > 0)
           continue;
-        await writes.insert(termsAcceptances, {
+        await writes.insert('termsAcceptances', {
           uid: newChildUid(request.group),
           parentUid: request.group,
           docId,
@@ -129,7 +129,7 @@ export const iam: Omit<IamHandlers, 'register'> = {
           updateTime: time,
         });
       }
-      await writes.recordEvent(groups, request.group, { group: request.group, documentIds });
+      await writes.recordEvent('groups', request.group, { group: request.group, documentIds });
     });
     return { documentIds, group: request.group };
   },

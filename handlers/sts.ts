@@ -137,7 +137,7 @@ export class TokenExchange {
         throw permissionDenied(`the presented token's audience does not match identity ${identityUid}`);
       }
     }
-    await this.resources.write({}, (writes) => writes.update(identities, identityUid, { lastSeenTime: now() }));
+    await this.resources.write({}, (writes) => writes.update('identities', identityUid, { lastSeenTime: now() }));
     return this.issuer().mint(identityUid, undefined, audience);
   }
 

@@ -21,7 +21,7 @@ export const register: Pick<IamHandlers, 'register'> = {
       ? ((await context.run(accept, { code }, iam.acceptGroupInvite as EndpointHandler)) as { group?: string })
       : {};
     const group = accepted.group ?? '';
-    await context.write((writes) => writes.recordEvent(model.resources.identities, identity, { identity, group }));
+    await context.write((writes) => writes.recordEvent('identities', identity, { identity, group }));
     // v1 leaves the group out when no invite was redeemed.
     return { identity, ...(group ? { group } : {}) } as RegisterResponse;
   },

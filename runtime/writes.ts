@@ -2,7 +2,7 @@
 // served operation declares recorded with them, and the access caches told of what changed after the commit.
 // A handler cannot forget the event or the cache, and never reaches the store behind them.
 import type { ResourceModel } from './model.js';
-import type { Row } from './records.js';
+import type { RecordTypes, Row } from './records.js';
 import type { Resources } from './resources.js';
 import type { Sql } from './sql.js';
 import type { Order } from './table.js';
@@ -16,6 +16,8 @@ export interface DeclaredEvent {
 
 const byUid: Order[] = [{ property: 'uid', desc: false }];
 
+type Collection = keyof RecordTypes & string;
+
 export class Writes {
   /** the resources written, for the access caches */
   readonly written = new Set<ResourceModel>();
@@ -26,33 +28,47 @@ export class Writes {
     private readonly declared: DeclaredEvent,
   ) {}
 
+  /** A collection's table, typed by its generated record type (generated/types.ts fills RecordTypes). */
+  private tableOf<C extends Collection>(collection: C) {
+    return this.resources.tableOf(collection);
+  }
+
+  private note(collection: string): void {
+    this.written.add(this.resources.model.resources[collection]);
+  }
+
   /** Reads inside the transaction: they see its own writes. */
-  async find(r: ResourceModel, where: Record<string, unknown>, limit = -1): Promise<Row[]> {
-    return this.resources.table(r.type).find(where, byUid, limit, 0, this.sql);
+  async find<C extends Collection>(
+    collection: C,
+    where: Record<string, unknown>,
+    limit = -1,
+  ): Promise<RecordTypes[C][]> {
+    return this.tableOf(collection).find(where, byUid, limit, 0, this.sql);
   }
 
-  async get(r: ResourceModel, uid: string): Promise<Row | null> {
-    return this.resources.table(r.type).get(uid, this.sql);
+  async get<C extends Collection>(collection: C, uid: string): Promise<RecordTypes[C] | null> {
+    return this.tableOf(collection).get(uid, this.sql);
   }
 
-  async insert(r: ResourceModel, row: Row): Promise<void> {
-    await this.resources.table(r.type).insert(this.sql, row);
-    this.written.add(r);
+  async insert<C extends Collection>(collection: C, record: RecordTypes[C]): Promise<void> {
+    await this.tableOf(collection).insert(this.sql, record);
+    this.note(collection);
   }
 
-  async update(r: ResourceModel, uid: string, changes: Row): Promise<void> {
-    await this.resources.table(r.type).update(this.sql, uid, changes);
-    this.written.add(r);
+  async update<C extends Collection>(collection: C, uid: string, changes: Partial<RecordTypes[C]>): Promise<void> {
+    await this.tableOf(collection).update(this.sql, uid, changes);
+    this.note(collection);
   }
 
-  async delete(r: ResourceModel, uid: string): Promise<void> {
-    await this.resources.table(r.type).delete(this.sql, uid);
-    this.written.add(r);
+  async delete<C extends Collection>(collection: C, uid: string): Promise<void> {
+    await this.tableOf(collection).delete(this.sql, uid);
+    this.note(collection);
   }
 
-  /** Records the served operation's declared event about a record of r. */
-  async recordEvent(r: ResourceModel, subject: string, body: Row): Promise<void> {
-    if (!this.declared.type) throw new Error(`the operation writing ${r.collection} declares no event`);
+  /** Records the served operation's declared event about a record of the collection. */
+  async recordEvent(collection: Collection, subject: string, body: Row): Promise<void> {
+    const r = this.resources.model.resources[collection];
+    if (!this.declared.type) throw new Error(`the operation writing ${collection} declares no event`);
     await this.resources.recordEvent(this.sql, {
       type: this.declared.type,
       subject,

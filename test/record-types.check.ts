@@ -23,6 +23,14 @@ export async function handlerShapedUses(context: HandlerContext, sql: Sql): Prom
   await context.resources.tableOf('images').update(sql, 'u', { sizes: { amd64: 1 } });
   // @ts-expect-error an enum field takes only its declared values
   await context.resources.tableOf('artifacts').update(sql, 'u', { ecosystem: 'ECOSYSTEM_COBOL' });
+  await context.write(async (writes) => {
+    // @ts-expect-error writes name a collection that exists
+    await writes.delete('roleBinding', 'u');
+    // @ts-expect-error a write's record is the collection's record type
+    await writes.insert('termsAcceptances', { uid: 'u', parentUid: 'p', createTime: 't', updateTime: 't' });
+    const [binding] = await writes.find('roleBindings', { identityUid: 'i' }, 1);
+    return binding?.roleUid;
+  });
   // What is right compiles without a cast: required fields are set, optional ones may be unset (null once stored).
   const roleUid: string = invite.roleUid;
   const expires: string | null | undefined = invite.expirationTime;
