@@ -58,7 +58,9 @@ export function createApp({ model, openapi, log, issuer, authenticate, publicRou
 
   app.use(async (ctx, next) => {
     const started = performance.now();
-    const requestId = ctx.get('x-request-id') || randomUUID();
+    // A caller's request id is echoed only when it is a plain token: a header value is the client's to choose.
+    const given = ctx.get('x-request-id');
+    const requestId = /^[\w.:-]{1,128}$/.test(given) ? given : randomUUID();
     ctx.set('x-request-id', requestId);
     try {
       await next();

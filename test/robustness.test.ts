@@ -206,6 +206,14 @@ test('NUL characters are refused wherever they arrive', async () => {
   );
 });
 
+test('a request id is echoed only when it is a plain token', async () => {
+  const mine = await s.call('GET', '/ping/v2/ping', undefined, { 'x-request-id': 'trace-1.2:3' });
+  assert.is(mine.headers.get('x-request-id'), 'trace-1.2:3');
+  const long = await s.call('GET', '/ping/v2/ping', undefined, { 'x-request-id': 'a'.repeat(5000) });
+  assert.is(long.status, 200);
+  assert.match(long.headers.get('x-request-id')!, /^[0-9a-f-]{36}$/);
+});
+
 test('the documents take no query parameters either', async () => {
   for (const path of ['/openapi.json', '/.well-known/jwks.json', '/.well-known/openid-configuration']) {
     const r = await s.call('GET', `${path}?format=yaml`, undefined, { authorization: '' });
