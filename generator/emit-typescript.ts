@@ -123,10 +123,13 @@ export function emitTypes(model: ApiModel): string {
     // An augmentation, not an import: the runtime serves any spec and must not depend on this one's output.
     f.addStatements(
       [
-        '/** The stored record of each collection: Resources.tableOf(collection) returns a table of that type. */',
+        '/** Each collection as stored (Resources.tableOf) and as the API shows it (Resources.readsOf). */',
         "declare module '../runtime/records.js' {",
         '  interface RecordTypes {',
         ...resources.map((r) => `    ${r.collection}: ${r.type}Record;`),
+        '  }',
+        '  interface ResourceTypes {',
+        ...resources.map((r) => `    ${r.collection}: ${r.type}Resource;`),
         '  }',
         '}',
       ].join('\n'),

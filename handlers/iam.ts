@@ -137,15 +137,15 @@ export const iam: Omit<IamHandlers, 'register'> = {
   /** Acceptances that apply to the group: its own and those of the organizations above it. */
   async listTermsAcceptances(request: ListTermsAcceptancesRequest, context): Promise<ListTermsAcceptancesResponse> {
     const r = context.model.resources.termsAcceptances;
-    const page = await context.resources.list(r, parseListRequest(request, r), [
-      { parentUid: { $in: [request.group, ...ancestorsOf(request.group)] } },
-    ]);
+    const page = await context.resources
+      .readsOf('termsAcceptances')
+      .list(parseListRequest(request, r), [{ parentUid: { $in: [request.group, ...ancestorsOf(request.group)] } }]);
     return {
       termsAcceptances: page.items.map((a) => ({
-        acceptedBy: a.acceptedBy as string,
-        createTime: a.createTime as string,
-        docId: a.docId as string,
-        orgUid: a.orgUid as string,
+        acceptedBy: a.acceptedBy,
+        createTime: a.createTime,
+        docId: a.docId,
+        orgUid: a.orgUid,
       })),
       nextPageToken: page.nextPageToken,
       totalCount: page.totalCount,

@@ -114,10 +114,9 @@ function countReport(report: Row, repoName: string): Row {
 }
 
 /** Every report matching, newest first, of those the caller may see. */
-async function allReports({ model, resources, visible }: HandlerContext, query: Row, scope: Where[]): Promise<Row[]> {
-  const reports = model.resources.vulnReports;
-  const req = parseListRequest({ ...query, order_by: 'created_at desc' }, reports);
-  return resources.listAll(reports, req, [...visible, ...scope]);
+async function allReports({ model, resources, visible }: HandlerContext, query: Row, scope: Where[]) {
+  const req = parseListRequest({ ...query, order_by: 'created_at desc' }, model.resources.vulnReports);
+  return resources.readsOf('vulnReports').listAll(req, [...visible, ...scope]);
 }
 
 export const vulnReports: Pick<RegistryHandlers, 'getVulnReport' | 'listVulnReports' | 'countVulnReports'> = {
@@ -125,7 +124,7 @@ export const vulnReports: Pick<RegistryHandlers, 'getVulnReport' | 'listVulnRepo
   async getVulnReport({ uid: repo, digest }, { model, resources }) {
     const reports = model.resources.vulnReports;
     const req = parseListRequest({ digest, order_by: 'created_at desc', page_size: 1 }, reports);
-    const [latest] = (await resources.list(reports, req, [{ parentUid: repo }])).items;
+    const [latest] = (await resources.readsOf('vulnReports').list(req, [{ parentUid: repo }])).items;
     if (!latest) throw notFound(reports.type, `${repo} ${digest}`);
     return tenantReport(latest) as GetVulnReportResponse;
   },
@@ -157,7 +156,7 @@ export const vulnReports: Pick<RegistryHandlers, 'getVulnReport' | 'listVulnRepo
       ...(q.to ? [{ createTime: { $lte: q.to } }] : []),
     ];
     const found = await allReports(context, { tag: q.tag, createdSince: q.from }, scope);
-    const parents = [...new Set(found.map((r) => parentOf(r.uid as string)!))];
+    const parents = [...new Set(found.map((r) => parentOf(r.uid)!))];
     const names = new Map(
       (named ?? (await repos.find({ uid: { $in: parents } }, [{ property: 'uid', desc: false }], -1))).map((r) => [
         r.uid,
@@ -165,7 +164,7 @@ export const vulnReports: Pick<RegistryHandlers, 'getVulnReport' | 'listVulnRepo
       ]),
     );
     return {
-      items: found.map((r) => countReport(r, names.get(parentOf(r.uid as string)!) ?? '')),
+      items: found.map((r) => countReport(r, names.get(parentOf(r.uid)!) ?? '')),
     } as CountVulnReportsResponse;
   },
 };

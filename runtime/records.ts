@@ -109,3 +109,7 @@ export function now(): string {
  */
 // eslint-disable-next-line @typescript-eslint/no-empty-object-type -- filled in by declaration merging
 export interface RecordTypes {}
+
+/** Each collection's resource type, as the API shows it: filled in by generated/types.ts like RecordTypes. */
+// eslint-disable-next-line @typescript-eslint/no-empty-object-type -- filled in by declaration merging
+export interface ResourceTypes {}

@@ -12,6 +12,7 @@ import {
   toResource,
   withDefaults,
   type RecordTypes,
+  type ResourceTypes,
   type Row,
 } from './records.js';
 import { groupOf, outboxEntity, outboxRow, type NewEvent } from './outbox.js';
@@ -35,8 +36,8 @@ export interface WriteOptions {
   guard?: WriteGuard;
 }
 
-export interface ListResult {
-  items: Row[];
+export interface ListResult<T = Row> {
+  items: T[];
   nextPageToken: string;
   totalCount: string;
   skipped: number;
@@ -190,6 +191,19 @@ export class Resources {
   tableOf<C extends keyof RecordTypes & string>(collection: C): Table<RecordTypes[C]> {
     // The one place a row becomes a typed record: the generated type describes the table the ORM made from the same model.
     return this.table(this.model.resources[collection].type) as Table<RecordTypes[C]>;
+  }
+
+  /** Reads of one collection that answer its generated resource type: a wrong collection or field does not compile. */
+  readsOf<C extends keyof ResourceTypes & string>(collection: C) {
+    const r = this.model.resources[collection];
+    // The one place an answer becomes typed: the generated type describes what toResource makes of the same model.
+    return {
+      list: async (req: ListRequest, scope: Where[] = []) =>
+        (await this.list(r, req, scope)) as ListResult<ResourceTypes[C]>,
+      listAll: async (req: ListRequest, scope: Where[] = []) =>
+        (await this.listAll(r, req, scope)) as ResourceTypes[C][],
+      get: async (uid: string) => (await this.get(r, uid)) as ResourceTypes[C],
+    };
   }
 
   /** Notes a committed write to r, for caches of access decisions. */

@@ -31,10 +31,15 @@ export async function handlerShapedUses(context: HandlerContext, sql: Sql): Prom
     const [binding] = await writes.find('roleBindings', { identityUid: 'i' }, 1);
     return binding?.roleUid;
   });
+  const acceptance = await context.resources.readsOf('termsAcceptances').get('u');
+  // @ts-expect-error an answer has the fields of the collection's resource type only
+  const unknownField = acceptance.nope;
+  // @ts-expect-error reads name a collection that exists
+  await context.resources.readsOf('termsAcceptance').get('u');
   // What is right compiles without a cast: required fields are set, optional ones may be unset (null once stored).
   const roleUid: string = invite.roleUid;
   const expires: string | null | undefined = invite.expirationTime;
-  return [roleUid, expires ?? '', String(misspelt), singleUse];
+  return [roleUid, expires ?? '', String(misspelt), singleUse, acceptance.docId, String(unknownField)];
 }
 
 // Create steps and presenters implement the generated interface with the record and resource types.
