@@ -6,7 +6,7 @@ import { groupOf } from './outbox.js';
 import type { Row } from './records.js';
 import type { Resources } from './resources.js';
 import type { Sql } from './sql.js';
-import { descendantRange } from './uid.js';
+import { descendantRange, within } from './uid.js';
 
 export interface Principal {
   /** Identity uid from a verified token of an identity that exists; absent for an anonymous caller. */
@@ -28,9 +28,6 @@ export function capabilityScope(model: ApiModel, r: ResourceModel, uid: string |
   return uid === undefined || !isGroupScoped(model, r) || (r.publicRootRecords && !uid.includes('/')) ? undefined : uid;
 }
 
-/** Whether uid is scope itself or lies below it. */
-export const within = (uid: string, scope: string) => uid === scope || uid.startsWith(`${scope}/`);
-
 /** Where (groups, by uid) the principal holds each capability. */
 interface Grants {
   groupsHolding(capabilities: string[]): string[];
@@ -45,6 +42,35 @@ interface Grants {
 function effectiveGroup(group: string, scope: string | undefined): string | undefined {
   if (scope === undefined || within(group, scope)) return group;
   return within(scope, group) ? scope : undefined;
+}
+
+/** The fields of a resource through which a write can make a grant grow, by the flag that declares them. */
+interface GrantFields {
+  grantsRole: string[];
+  grantsCapabilities: string[];
+  scopeField?: string;
+  assumable: string[];
+}
+
+/** Read once per resource: the guard is built for every create and update. */
+const grantFieldsOf = new WeakMap<ResourceModel, GrantFields>();
+
+function grantFields(r: ResourceModel): GrantFields {
+  let fields = grantFieldsOf.get(r);
+  if (!fields) {
+    const named = (flag: 'grantsRole' | 'grantsCapabilities' | 'grantScope' | 'assumable') =>
+      Object.entries(r.fields)
+        .filter(([, f]) => f[flag])
+        .map(([name]) => name);
+    fields = {
+      grantsRole: named('grantsRole'),
+      grantsCapabilities: named('grantsCapabilities'),
+      scopeField: named('grantScope')[0],
+      assumable: named('assumable'),
+    };
+    grantFieldsOf.set(r, fields);
+  }
+  return fields;
 }
 
 /** Cached grants are dropped when accessVersion moves (an identity, binding, role or group was written). */
@@ -167,16 +193,7 @@ export class Policy {
    * so a role cannot be bound between the check and the write.
    */
   noEscalation(principal: Principal, r: ResourceModel): WriteGuard | undefined {
-    const named = (flag: 'grantsRole' | 'grantsCapabilities' | 'grantScope' | 'assumable') =>
-      Object.entries(r.fields)
-        .filter(([, f]) => f[flag])
-        .map(([name]) => name);
-    const [grantsRole, grantsCapabilities, [scopeField], assumable] = [
-      named('grantsRole'),
-      named('grantsCapabilities'),
-      named('grantScope'),
-      named('assumable'),
-    ];
+    const { grantsRole, grantsCapabilities, scopeField, assumable } = grantFields(r);
     if (grantsRole.length + grantsCapabilities.length + assumable.length === 0) return undefined;
     return async (sql, next, current) => {
       const group = groupOf(this.model, r, next.uid as string) ?? undefined;
@@ -235,7 +252,7 @@ export class Policy {
 
   /** The group where a record that grants a role grants it: its declared scope field, else its own group. */
   private appliesAt(r: ResourceModel, row: Row): string | undefined {
-    const scopeField = Object.entries(r.fields).find(([, f]) => f.grantScope)?.[0];
+    const { scopeField } = grantFields(r);
     const declared = scopeField ? row[scopeField] : undefined;
     return typeof declared === 'string' && declared !== ''
       ? declared

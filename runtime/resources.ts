@@ -22,7 +22,7 @@ import { together, type Sql } from './sql.js';
 import { containsPattern } from './sql-filter.js';
 import type { Store } from './store.js';
 import { Table, type Order } from './table.js';
-import { ancestorsOf, descendantRange, isUidPath, newChildUid, newRootUid } from './uid.js';
+import { ancestorsOf, descendantRange, isUidPath, newChildUid, newRootUid, within } from './uid.js';
 
 export type Where = Record<string, unknown>;
 
@@ -116,6 +116,12 @@ function sortOrder(req: ListRequest): Order[] {
         { property: field, desc },
         { property: 'uid', desc },
       ];
+}
+
+/** A new record's uid: under its parent, its parent's own (one per parent), or a new root uid. */
+function uidFor(r: ResourceModel, parent: string | undefined): string {
+  if (r.uid === 'parent') return parent!;
+  return parent !== undefined ? newChildUid(parent) : newRootUid();
 }
 
 /** An imported record's fields in stored form; a problem names the record. */
@@ -283,7 +289,7 @@ export class Resources {
       // whether a record exists in a group the caller cannot see.
       const home = f.inScope ? groupOf(this.model, target, uid) : null;
       const group = groupOf(this.model, r, data.uid as string);
-      if (home !== null && group !== null && group !== home && !group.startsWith(`${home}/`)) {
+      if (home !== null && group !== null && !within(group, home)) {
         throw invalidArgument([
           {
             field: name,
@@ -371,9 +377,9 @@ export class Resources {
     return result;
   }
 
-  /** A new record's uid: under its parent, or its parent's own (one per parent). */
+  /** A new record's uid, refused when its parent already has the one record a `uid: parent` resource allows. */
   private async newUid(sql: Sql, r: ResourceModel, parent: string | undefined): Promise<string> {
-    if (r.uid !== 'parent') return parent !== undefined ? newChildUid(parent) : newRootUid();
+    if (r.uid !== 'parent') return uidFor(r, parent);
     if (await this.table(r.type).get(parent!, sql))
       throw new ApiError('ALREADY_EXISTS', `Already exists: ${r.type} ${parent}`);
     return parent!;
@@ -542,7 +548,7 @@ export class Resources {
           for (const name of Object.keys(r.fields)) changes[name] = fields[name] ?? null;
           await table.update(sql, existing.uid as string, changes);
         } else {
-          const uid = r.uid === 'parent' ? parent! : parent !== undefined ? newChildUid(parent) : newRootUid();
+          const uid = uidFor(r, parent);
           await table.insert(sql, { ...record, uid, createTime: record.createTime ?? time, updateTime });
           created++;
         }

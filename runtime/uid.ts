@@ -29,6 +29,9 @@ export function descendantRange(uid: string): { $gt: string; $lt: string } {
   return { $gt: `${uid}/`, $lt: `${uid}0` };
 }
 
+/** Whether uid is scope itself or lies below it. */
+export const within = (uid: string, scope: string) => uid === scope || uid.startsWith(`${scope}/`);
+
 /** The parent of a uid, or undefined for a root uid. */
 export function parentOf(uid: string): string | undefined {
   const i = uid.lastIndexOf('/');

@@ -6,27 +6,14 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { test } from 'uvu';
 import * as assert from 'uvu/assert';
-import { exitOf, spawnServer } from './support/process.js';
+import { exitOf, outcome, spawnServer, type ScriptResult } from './support/process.js';
 
 const blocks = [...readFileSync('README.md', 'utf8').matchAll(/^```sh walkthrough\n([\s\S]*?)^```$/gm)].map(
   (m) => m[1],
 );
 
-function bash(
-  script: string,
-  env: Record<string, string>,
-  timeoutMs: number,
-): Promise<{ status: number | null; stdout: string; stderr: string }> {
-  const child = spawn('bash', ['-c', script], { env: { ...process.env, ...env }, timeout: timeoutMs });
-  let stdout = '';
-  let stderr = '';
-  child.stdout.on('data', (d) => {
-    stdout += d;
-  });
-  child.stderr.on('data', (d) => {
-    stderr += d;
-  });
-  return new Promise((resolve) => child.on('close', (status) => resolve({ status, stdout, stderr })));
+function bash(script: string, env: Record<string, string>, timeoutMs: number): Promise<ScriptResult> {
+  return outcome(spawn('bash', ['-c', script], { env: { ...process.env, ...env }, timeout: timeoutMs }));
 }
 
 test('the walk-through blocks are marked', () => {

@@ -1,5 +1,5 @@
 // Runs the project's real commands (server, import) as child processes.
-import { spawn, type ChildProcess } from 'node:child_process';
+import { spawn, type ChildProcess, type ChildProcessWithoutNullStreams } from 'node:child_process';
 
 export interface ScriptResult {
   status: number | null;
@@ -9,7 +9,11 @@ export interface ScriptResult {
 
 /** Runs a script to completion without blocking this process (an in-process server keeps answering). */
 export function runScript(script: string, args: string[], env: Record<string, string>): Promise<ScriptResult> {
-  const child = spawn(process.execPath, ['--import', 'tsx', script, ...args], { env: { ...process.env, ...env } });
+  return outcome(spawn(process.execPath, ['--import', 'tsx', script, ...args], { env: { ...process.env, ...env } }));
+}
+
+/** A child's exit status and everything it printed, once it has finished. */
+export function outcome(child: ChildProcessWithoutNullStreams): Promise<ScriptResult> {
   let stdout = '';
   let stderr = '';
   child.stdout.on('data', (d) => {
