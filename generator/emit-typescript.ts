@@ -1,6 +1,6 @@
 // TypeScript sources of generated/: the model table, MikroORM entity schemas, the Koa router and handler interfaces.
 import { Project, VariableDeclarationKind, type SourceFile } from 'ts-morph';
-import type { ApiModel, FieldModel, ResourceModel } from '../runtime/model.js';
+import type { ApiModel, EndpointModel, FieldModel, ResourceModel } from '../runtime/model.js';
 import { cap } from './emit-openapi.js';
 import type { Route } from './routes-table.js';
 import { updateMaskParameters } from '../runtime/field-mask.js';
@@ -220,23 +220,15 @@ function routeLines(model: ApiModel, routes: Route[]): string[] {
     switch (route.kind) {
       case 'endpoint': {
         const e = route.endpoint!;
-        const index = model.endpoints.indexOf(e);
-        return `router.${method}(${pattern}, ops.endpoint(apiModel.endpoints[${index}], ${params}, (request, context) => handlers.${e.domain}.${e.name}(request as ${cap(e.name)}Request, context)));`;
+        return `router.${method}(${pattern}, ops.endpoint(apiModel.endpoints[${model.endpoints.indexOf(e)}], ${params}, ${endpointHandler(e)}));`;
       }
       case 'subresourceGet':
       case 'subresourceUpdate':
         return `router.${method}(${pattern}, ${queryParameters(route)}, ops.${route.kind}(apiModel.resources.${route.resource!.collection}, ${JSON.stringify(route.subresource)}));`;
       default: {
         const r = route.resource!;
-        const present =
-          r.presenter && route.kind !== 'delete'
-            ? `, (resources, context) => handlers.${r.domain}.${r.presenter}(resources as ${r.type}Resource[], context)`
-            : route.kind === 'create' && r.onCreate
-              ? ', undefined'
-              : '';
-        const prepare = route.kind === 'create' && r.onCreate ? `, ${createStep(r)}` : '';
         const check = route.kind === 'list' ? '' : `${queryParameters(route)}, `;
-        return `router.${method}(${pattern}, ${check}ops.${route.kind}(apiModel.resources.${r.collection}, ${params}${present}${prepare}));`;
+        return `router.${method}(${pattern}, ${check}ops.${route.kind}(apiModel.resources.${r.collection}, ${params}${hooks(r, route.kind)}));`;
       }
     }
   });
@@ -292,6 +284,22 @@ export function emitRouter(model: ApiModel, routes: Route[]): string {
 function queryParameters(route: Route): string {
   const takes = route.kind === 'update' || route.kind === 'subresourceUpdate' ? updateMaskParameters : [];
   return `ops.queryParameters(${JSON.stringify(takes)})`;
+}
+
+/** The hand-written presenter and create step an operation of r takes, as trailing arguments. */
+export function hooks(r: ResourceModel, kind: string): string {
+  const present =
+    r.presenter && kind !== 'delete'
+      ? `, (resources, context) => handlers.${r.domain}.${r.presenter}(resources as ${r.type}Resource[], context)`
+      : kind === 'create' && r.onCreate
+        ? ', undefined'
+        : '';
+  return present + (kind === 'create' && r.onCreate ? `, ${createStep(r)}` : '');
+}
+
+/** The hand-written custom method of an endpoint, over its generated request type. */
+export function endpointHandler(e: EndpointModel): string {
+  return `(request, context) => handlers.${e.domain}.${e.name}(request as ${cap(e.name)}Request, context)`;
 }
 
 /** The runtime hands a create step the record it built from the validated body: of the resource's record type. */

@@ -7,6 +7,8 @@ import { emitConformancePlan } from './emit-conformance.js';
 import { buildOpenApi } from './emit-openapi.js';
 import { banner, emitEntities, emitModel, emitRouter, emitTypes } from './emit-typescript.js';
 import { emitValidators } from './emit-validators.js';
+import { emitGrpcTable, emitProtoFiles } from './emit-proto.js';
+import { protoSurface } from './proto-model.js';
 import { routesOf } from './routes-table.js';
 import { loadSpec, SpecError } from './spec.js';
 
@@ -28,10 +30,16 @@ try {
   const routes = routesOf(model);
   const openapi = await buildOpenApi(model, routes);
   const validators = emitValidators(model);
+  const problems: string[] = [];
+  const surface = protoSurface(model, problems);
+  if (problems.length > 0) throw new SpecError(problems);
+  const protos = Object.entries(emitProtoFiles(surface)).map(([path, text]) => [`proto/${path}`, text]);
   const files: Record<string, string> = {
     'model.ts': emitModel(model),
     'entities.ts': emitEntities(model),
     'routes.ts': emitRouter(model, routes),
+    'grpc.ts': emitGrpcTable(model, surface),
+    ...Object.fromEntries(protos),
     'types.ts': emitTypes(model),
     'openapi.json': `${JSON.stringify({ 'x-generated': banner.slice(3), ...openapi }, null, 2)}\n`,
     'validators/bodies.cjs': `${banner}\n${validators.bodies}\n`,
@@ -48,7 +56,7 @@ try {
   const ms = Math.round(performance.now() - started);
   console.log(
     `generated ${Object.keys(files).length} files in ${relative('.', out) || '.'}/ from ${model.domains.length} domains, ` +
-      `${Object.keys(model.resources).length} resources, ${routes.length} routes in ${ms} ms`,
+      `${Object.keys(model.resources).length} resources, ${routes.length} routes, ${surface.rpcs.length} rpcs in ${ms} ms`,
   );
   for (const name of Object.keys(files)) console.log(`  ${join(out, name)}`);
 } catch (e) {

@@ -14,6 +14,8 @@ import type {
   V1Model,
 } from '../runtime/model.js';
 import { standardFields } from '../runtime/model.js';
+import type { ProtoApiModel, ProtoOperationModel } from '../runtime/model.js';
+import { checkProto, normalizeFields, normalizeOperation, normalizeRequest, type RawProtoField } from './spec-proto.js';
 
 /** A spec problem, reported as "file: path: what is wrong". */
 export class SpecError extends Error {
@@ -26,6 +28,7 @@ interface RawOperation {
   capability: string | string[];
   event?: string;
   path?: string;
+  proto?: ProtoOperationModel;
 }
 interface RawResource {
   type: string;
@@ -56,7 +59,9 @@ interface RawResource {
     fields: Record<string, FieldModel>;
     get: RawOperation;
     update?: RawOperation;
+    proto?: ResourceModel['subresources'][number]['proto'];
   }[];
+  proto?: ResourceModel['proto'];
   v1?: {
     collection: string;
     fields?: Record<string, string>;
@@ -81,6 +86,7 @@ interface RawEndpoint {
   body?: Record<string, FieldModel>;
   response: Record<string, FieldModel>;
   event?: string;
+  proto?: { service: string; rpc?: string; request: Record<string, RawProtoField>; response?: string };
 }
 type RawCapabilities = Record<string, CapabilityModel & { roles?: string[] }>;
 interface RawDomain {
@@ -89,10 +95,12 @@ interface RawDomain {
   resources: RawResource[];
   endpoints?: RawEndpoint[];
   capabilities?: RawCapabilities;
+  proto?: { package: string };
 }
 interface RawAccess {
   capabilities: RawCapabilities;
   roles: { name: string; description: string; capabilities: string[]; bootstrap?: boolean }[];
+  proto?: ProtoApiModel['capabilities'];
 }
 
 const readSchema = (name: string) => JSON.parse(readFileSync(new URL(name, import.meta.url), 'utf8'));
@@ -173,12 +181,14 @@ export function loadSpec(specDir: string): ApiModel {
   checkEndpoints(loading);
   addBuiltInRoles(loading);
   checkCapabilitiesUsed(loading);
+  checkProto(loading.model, problems);
   if (problems.length > 0) throw new SpecError(problems);
   return loading.model;
 }
 
 function readApi(file: string, problems: string[]): ApiModel {
-  const api = readYaml(file, problems) as { title?: string; version?: string; service?: string } | undefined;
+  const api = readYaml(file, problems) as
+    { title?: string; version?: string; service?: string; proto?: { hierarchyFilter?: string } } | undefined;
   if (
     api &&
     (typeof api.title !== 'string' || typeof api.service !== 'string' || !/^[a-z][a-z0-9-]*$/.test(api.service))
@@ -194,18 +204,23 @@ function readApi(file: string, problems: string[]): ApiModel {
     endpoints: [],
     capabilities: {},
     roles: [],
+    proto: { packages: {}, ...(api?.proto?.hierarchyFilter ? { hierarchyFilter: api.proto.hierarchyFilter } : {}) },
   };
 }
 
-function addCapabilities(loading: Loading, caps: RawCapabilities, file: string): void {
+/** onWire: the file's capabilities travel in the gRPC Capability enum, so each needs its number there. */
+function addCapabilities(loading: Loading, caps: RawCapabilities, file: string, onWire: boolean): void {
   const { model, grants, problems } = loading;
   for (const [name, c] of Object.entries(caps)) {
     if (model.capabilities[name]) problems.push(`${file}: /capabilities/${name}: is already declared`);
+    if (onWire && c.proto === undefined)
+      problems.push(`${file}: /capabilities/${name}/proto: its number in ${model.proto.capabilities!.enum}`);
     model.capabilities[name] = {
       v1: c.v1,
       ...(c.deprecated ? { deprecated: true } : {}),
       ...(c.internal ? { internal: true } : {}),
       ...(c.extension ? { extension: true } : {}),
+      ...(c.proto ? { proto: c.proto } : {}),
     };
     for (const role of c.roles ?? []) (grants.get(role) ?? grants.set(role, new Set()).get(role)!).add(name);
   }
@@ -224,7 +239,8 @@ function readAccess(loading: Loading, accessFile: string | undefined): void {
     return;
   }
   loading.access = raw;
-  addCapabilities(loading, raw.capabilities, file);
+  if (raw.proto) loading.model.proto.capabilities = raw.proto;
+  addCapabilities(loading, raw.capabilities, file, !!raw.proto);
 }
 
 function readDomain(loading: Loading, file: string): void {
@@ -236,8 +252,9 @@ function readDomain(loading: Loading, file: string): void {
     return;
   }
   if (model.domains.includes(raw.domain)) problems.push(`${file}: /domain: "${raw.domain}" is declared twice`);
-  if (raw.capabilities) addCapabilities(loading, raw.capabilities, file);
+  if (raw.capabilities) addCapabilities(loading, raw.capabilities, file, !!raw.proto && !!model.proto.capabilities);
   model.domains.push(raw.domain);
+  if (raw.proto) model.proto.packages[raw.domain] = raw.proto.package;
   raw.resources.forEach((r, i) => {
     const at = `${file}: /resources/${i}`;
     if (model.resources[r.collection]) {
@@ -261,8 +278,9 @@ function readDomain(loading: Loading, file: string): void {
       ...(e.listQuery ? { listQuery: true } : {}),
       query: e.query ?? {},
       body: e.body,
-      response: e.response,
+      response: normalizeFields(e.response),
       event: e.event,
+      ...(e.proto ? { proto: { ...e.proto, request: normalizeRequest(e.proto.request)! } } : {}),
     });
   }
 }
@@ -443,7 +461,12 @@ function operationsOf(
       if (!r.parent) problems.push(`${at}/operations/list/path: a nested list needs a parent`);
       listPath = op.path;
     }
-    ops[name as keyof ResourceModel['operations']] = { capability: capability(op.capability), event: op.event };
+    const proto = normalizeOperation(op.proto);
+    ops[name as keyof ResourceModel['operations']] = {
+      capability: capability(op.capability),
+      event: op.event,
+      ...(proto ? { proto } : {}),
+    };
   }
   if (r.readOnly && (ops.create || ops.update || ops.delete))
     problems.push(`${at}/operations: a readOnly resource has no create, update or delete`);
@@ -488,7 +511,7 @@ function toResource(domain: string, r: RawResource, at: string, problems: string
     onCreate: r.onCreate,
     upsertOn: r.upsertOn,
     exclusive: given.exclusive,
-    fields: r.fields,
+    fields: normalizeFields(r.fields),
     filters: given.filters,
     unservedFilters: given.unservedFilters,
     ...orderOf(r, all, at, problems),
@@ -496,12 +519,14 @@ function toResource(domain: string, r: RawResource, at: string, problems: string
     subresources: given.subresources.map((s) => ({
       name: s.name,
       type: s.type ?? `${r.type}${s.name[0].toUpperCase()}${s.name.slice(1)}`,
-      fields: s.fields,
+      fields: normalizeFields(s.fields),
       get: { capability: capability(s.get.capability), event: s.get.event },
       update: s.update && { capability: capability(s.update.capability), event: s.update.event },
+      ...(s.proto ? { proto: s.proto } : {}),
     })),
     children: [],
     v1: r.v1 && toV1(r.v1, all, given.filters, ops, given.readOnly, `${at}/v1`, problems),
+    ...(r.proto ? { proto: r.proto } : {}),
   };
 }
 

@@ -5,6 +5,8 @@ import { join, resolve } from 'node:path';
 export interface Config {
   host: string;
   port: number;
+  /** gRPC is served on port; grpcPort serves it alone as well (0: a free port) */
+  grpcPort?: number;
   dataDir: string;
   databaseFile: string;
   log: boolean;
@@ -34,11 +36,17 @@ function seconds(env: NodeJS.ProcessEnv, name: string, fallback: number): number
   return Number(text) * 1000;
 }
 
+function portOf(env: NodeJS.ProcessEnv, name: string, fallback?: string): number | undefined {
+  const text = env[name] ?? fallback;
+  if (text === undefined) return undefined;
+  if (!/^\d+$/.test(text) || Number(text) > 65535)
+    throw new ConfigError(`${name} must be a number from 0 to 65535, got "${text}"`);
+  return Number(text);
+}
+
 export function readConfig(env: NodeJS.ProcessEnv = process.env): Config {
-  const portText = env.PORT ?? '8080';
-  const port = Number(portText);
-  if (!/^\d+$/.test(portText) || port > 65535)
-    throw new ConfigError(`PORT must be a number from 0 to 65535, got "${portText}"`);
+  const port = portOf(env, 'PORT', '8080')!;
+  const grpcPort = portOf(env, 'GRPC_PORT');
   const host = env.HOST ?? '127.0.0.1';
   if (host.trim() === '') throw new ConfigError('HOST must not be empty');
   const dataDir = resolve(env.DATA_DIR ?? './data');
@@ -62,6 +70,7 @@ export function readConfig(env: NodeJS.ProcessEnv = process.env): Config {
   return {
     host,
     port,
+    ...(grpcPort !== undefined ? { grpcPort } : {}),
     dataDir,
     databaseFile,
     log: logText === 'on',

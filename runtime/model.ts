@@ -38,6 +38,46 @@ export interface FieldModel {
   /** the referenced record must live in this record's group or above it (an identity or role bound here) */
   inScope?: boolean;
   description?: string;
+  /** how the field travels in gRPC messages; a field without one is not on the gRPC wire */
+  proto?: ProtoFieldModel;
+}
+
+/** A field of a gRPC message: its number, and its name or type where the convention does not give them. */
+export interface ProtoFieldModel {
+  number: number;
+  /** default: the snake_case of the spec name */
+  name?: string;
+  /** message or enum: relative to the domain's package (Identity.ClaimMatch) or a full name */
+  type?: string;
+  oneof?: string;
+  /** proto3 explicit presence */
+  optional?: boolean;
+  /** the wire scalar where it is not the field type's */
+  scalar?: 'string' | 'bool' | 'int32' | 'int64' | 'double' | 'bytes';
+  /** a repeated request field (a list request's unserved filter) */
+  repeated?: boolean;
+  /** a map's key type on the wire */
+  key?: 'string' | 'int64' | 'int32';
+  /** an enum only the wire has (an unserved filter's): its values, numbered from 0 */
+  values?: string[];
+}
+
+export interface ProtoReserved {
+  numbers?: number[];
+  names?: string[];
+}
+
+/** Numbers of the standard fields (uid, createTime, updateTime) a message carries. */
+export type ProtoStandardNumbers = Partial<Record<'uid' | 'createTime' | 'updateTime', number>>;
+
+/** An operation's rpc where it departs from the standard one (List<Collection>, Get<Type>, ...). */
+export interface ProtoOperationModel {
+  rpc?: string;
+  /** request fields by proto name; a list's: uidp, its filters, page_size, page_token, order_by, skip */
+  request?: Record<string, ProtoFieldModel>;
+  reserved?: ProtoReserved;
+  /** a list's response fields when they are not <items> 1, next_page_token 2, total_count 3, skipped 4 */
+  response?: Record<string, ProtoFieldModel>;
 }
 
 /** set: the value names which of several fields is set (e.g. how an identity matches tokens). */
@@ -58,6 +98,7 @@ export type Capability = string[] | 'authenticated' | 'none';
 export interface OperationModel {
   capability: Capability;
   event?: string;
+  proto?: ProtoOperationModel;
 }
 
 export type StandardOperation = 'list' | 'get' | 'create' | 'update' | 'delete';
@@ -68,6 +109,7 @@ export interface SubresourceModel {
   fields: Record<string, FieldModel>;
   get: OperationModel;
   update?: OperationModel;
+  proto?: { message?: string; numbers?: ProtoStandardNumbers };
 }
 
 export interface ResourceModel {
@@ -109,6 +151,8 @@ export interface ResourceModel {
   /** Resources whose parent is this one (derived). */
   children: string[];
   v1?: V1Model;
+  /** the gRPC service and message; a resource without one is not served over gRPC */
+  proto?: { service: string; message?: string; numbers?: ProtoStandardNumbers; reserved?: ProtoReserved };
 }
 
 /** How a resource looks in v1 where v1 differs from v2. */
@@ -152,6 +196,8 @@ export interface EndpointModel {
   body?: Record<string, FieldModel>;
   response: Record<string, FieldModel>;
   event?: string;
+  /** the rpc: request fields by proto name (path parameters, query and body fields); response message name */
+  proto?: { service: string; rpc?: string; request: Record<string, ProtoFieldModel>; response?: string };
 }
 
 export interface CapabilityModel {
@@ -160,6 +206,8 @@ export interface CapabilityModel {
   internal?: boolean;
   /** not in the published contract's Capability enum: an addition of ours */
   extension?: boolean;
+  /** its number in the gRPC Capability enum */
+  proto?: number;
 }
 
 export interface BuiltInRole {
@@ -181,6 +229,17 @@ export interface ApiModel {
   /** v2 enum name -> v1 form */
   capabilities: Record<string, CapabilityModel>;
   roles: BuiltInRole[];
+  proto: ProtoApiModel;
+}
+
+/** What gRPC needs of the API as a whole. */
+export interface ProtoApiModel {
+  /** domain -> package of its services and messages */
+  packages: Record<string, string>;
+  /** the message of every list request's uidp */
+  hierarchyFilter?: string;
+  /** the capability vocabulary as an enum: its full name and the name of value 0 */
+  capabilities?: { enum: string; unspecified: string };
 }
 
 /** What a filter's parameter holds: the field it compares, the parent's uid, or the values of a `set` filter. */

@@ -37,14 +37,18 @@ export function pathParams(ctx: Context, names: string[]): Record<string, string
     } catch {
       throw invalidArgument([{ field: name, description: `${name} is not correctly percent-encoded` }]);
     }
-    // A malformed uid is refused before authorization: it names nothing, so refusing it reveals nothing.
-    if (uidParams.has(name) && !isUidPath(out[name])) {
-      throw invalidArgument([
-        { field: name, description: `"${out[name]}" is not a uid (40 hex characters, then /16 hex per level)` },
-      ]);
-    }
   });
-  return out;
+  return checkUidParams(out);
+}
+
+/** A malformed uid is refused before authorization: it names nothing, so refusing it reveals nothing. */
+export function checkUidParams(params: Record<string, string>): Record<string, string> {
+  for (const [name, value] of Object.entries(params))
+    if (uidParams.has(name) && !isUidPath(value))
+      throw invalidArgument([
+        { field: name, description: `"${value}" is not a uid (40 hex characters, then /16 hex per level)` },
+      ]);
+  return params;
 }
 
 /** The JSON object body ({} when there is none). */

@@ -36,6 +36,11 @@ export async function widgetParts(generated: string): Promise<Record<string, str
     'openapi.json': json(openApiPart(JSON.parse(read('openapi.json')))),
     'entities.txt': entityPart(read('entities.ts')),
     'routes.txt': routerPart(read('routes.ts')),
+    'gadgets.proto': read('proto/example/gadgets/v1/gadgets.proto'),
+    'grpc.txt': `${read('grpc.ts')
+      .split('\n')
+      .filter((line) => line.includes(`.${collection}`))
+      .join('\n')}\n`,
     'validators-bodies.txt': validatorPart(read('validators/bodies.cjs')),
     'validators-queries.txt': validatorPart(read('validators/queries.cjs')),
     'conformance-plan.json': json(planPart(JSON.parse(read('conformance/plan.json')))),

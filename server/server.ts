@@ -5,6 +5,7 @@ import type { AddressInfo } from 'node:net';
 import { join } from 'node:path';
 import type { Server } from 'node:http';
 import type { createRouter as CreateRouter, createSteps as CreateSteps } from '../generated/routes.js';
+import type { createRpcTable as CreateRpcTable } from '../generated/grpc.js';
 import { handlers, v1Extensions } from '../handlers/index.js';
 import { TokenExchange } from '../handlers/sts.js';
 import { Policy } from '../runtime/authorization.js';
@@ -24,24 +25,37 @@ import { recordIssuer } from '../runtime/issuer-record.js';
 import { Operations } from '../runtime/operations.js';
 import { createRouteOperations } from '../runtime/route-operations.js';
 import { createV1Router } from '../runtime/v1/adapter.js';
+import { createRpcOperations } from '../runtime/grpc/operations.js';
+import { shareConnections } from '../runtime/grpc/same-port.js';
+import { createGrpcServer } from '../runtime/grpc/server.js';
+import { maxBodyBytes } from '../runtime/json-body.js';
 import { loadValidators } from '../runtime/validation.js';
 
 export interface GeneratedParts extends DataParts {
   createRouter: typeof CreateRouter;
   createSteps: typeof CreateSteps;
+  createRpcTable: typeof CreateRpcTable;
 }
 
 /** Loads what npm run generate wrote; another directory serves another spec (tests use this). */
 export async function loadGenerated(dir = defaultGeneratedDir): Promise<GeneratedParts> {
-  const [data, routes] = await Promise.all([
+  const [data, routes, grpc] = await Promise.all([
     loadDataParts(dir),
     loadGeneratedModule<{ createRouter: typeof CreateRouter; createSteps: typeof CreateSteps }>(dir, 'routes.ts'),
+    loadGeneratedModule<{ createRpcTable: typeof CreateRpcTable }>(dir, 'grpc.ts'),
   ]);
-  return { ...data, createRouter: routes.createRouter, createSteps: routes.createSteps };
+  return {
+    ...data,
+    createRouter: routes.createRouter,
+    createSteps: routes.createSteps,
+    createRpcTable: grpc.createRpcTable,
+  };
 }
 
 export interface RunningServer {
   url: string;
+  /** where gRPC alone is served when GRPC_PORT is set (it is always served on url's port too) */
+  grpcPort?: number;
   issuer: TokenIssuer;
   close(): Promise<void>;
 }
@@ -65,18 +79,29 @@ export async function startServer(config: Config, generated?: GeneratedParts): P
         process.stdout.write(`${JSON.stringify({ time: new Date().toISOString(), ...line })}\n`)
     : () => {};
   let issuer: TokenIssuer | undefined;
+  const authenticate = async (token: string) => policy.authenticate(await issuer!.verify(token));
   const exchange = new TokenExchange(resources, () => issuer!);
   const app = createApp({
     model,
     openapi,
     log,
     issuer: () => issuer!,
-    authenticate: async (token) => policy.authenticate(await issuer!.verify(token)),
+    authenticate,
     publicRoutes: [{ router: exchange.router(), serves: (path) => path === '/sts/exchange' }],
     // Every v1 path has a /v1/ segment: other requests skip matching the v1 routes.
     routes: [{ router: v1, serves: (path) => path.includes('/v1/') }, { router: v2 }],
   });
+  const grpc = createGrpcServer({
+    generatedDir: parts.dir,
+    rpcs: parts.createRpcTable(createRpcOperations(operations), handlers),
+    authenticate,
+    errorDomain: (domain) => `${domain}.${model.service}.dev`,
+    log,
+    maxMessageBytes: maxBodyBytes,
+  });
   const server: Server = await listen(app, { ...config, errorDomain: `api.${model.service}.dev` });
+  shareConnections(server, (socket) => grpc.inject(socket), config.headersTimeoutMs);
+  const grpcPort = config.grpcPort === undefined ? undefined : await grpc.listen(config.host, config.grpcPort);
   const { port } = server.address() as AddressInfo;
   // With PORT=0 the issuer URL is known only once listening.
   const url = defaultIssuer({ ...config, port, issuerUrl: undefined });
@@ -85,12 +110,16 @@ export async function startServer(config: Config, generated?: GeneratedParts): P
   recordIssuer(config.dataDir, { issuer: iss, audience: config.audience ?? iss });
   return {
     url,
+    ...(grpcPort !== undefined ? { grpcPort } : {}),
     issuer,
     close: async () => {
-      await new Promise<void>((resolve) => {
-        server.close(() => resolve());
-        server.closeIdleConnections();
-      });
+      await Promise.all([
+        grpc.close(),
+        new Promise<void>((resolve) => {
+          server.close(() => resolve());
+          server.closeIdleConnections();
+        }),
+      ]);
       await store.close();
     },
   };

@@ -8,6 +8,7 @@ import { loadSpec } from '../generator/spec.js';
 import { loadGenerated } from '../server/server.js';
 import { sourceHashes } from '../scripts/source-hash.mjs';
 import { startTestServer } from './support/server.js';
+import { grpcClient } from './support/grpc-client.js';
 
 // Generated code imports packages, so scratch output lives inside the project where node_modules resolves.
 const scratchRoot = join(process.cwd(), '.tmp');
@@ -42,7 +43,7 @@ test('two runs give byte-identical output, each file marked as generated', () =>
   assert.match(
     a.stdout,
     new RegExp(
-      `generated \\d+ files .* from ${spec.domains.length} domains, ${Object.keys(spec.resources).length} resources, \\d+ routes in \\d+ ms`,
+      `generated \\d+ files .* from ${spec.domains.length} domains, ${Object.keys(spec.resources).length} resources, \\d+ routes, \\d+ rpcs in \\d+ ms`,
     ),
   );
   const fa = files(join(scratch, 'a'));
@@ -224,6 +225,18 @@ test('a resource added in YAML alone is generated and served', async () => {
     assert.match(blocked.body.message, /child widgets/);
     const openapi = await server.call('GET', '/openapi.json');
     assert.ok(openapi.body.paths['/gadgets/v2/widgets'].get);
+    const grpc = grpcClient(server.url, server.token, out, 'example');
+    const reply = await grpc.call('gadgets.v1.WidgetsService', 'ListWidgets', {
+      uidp: { descendants_of: org.uid },
+      colour: 'RED',
+    });
+    grpc.close();
+    assert.is(reply.code, 0, reply.message);
+    assert.equal(
+      reply.value.widgets.map((w: any) => [w.name, w.size, w.labels]),
+      [['sprocket', '12', { a: 'b' }]],
+    );
+    assert.is(reply.value.total_count, '1');
   } finally {
     await server.stop();
   }
@@ -248,7 +261,7 @@ test('a resource added in YAML alone gets its record and resource types', () => 
         '  updateTime: string;',
         '  name: string;',
         '  size?: string | null;',
-        '  colour?: "RED" | "GREEN" | null;',
+        '  colour?: "COLOUR_UNSPECIFIED" | "RED" | "GREEN" | null;',
         '  labels?: Record<string, string> | null;',
         '};',
       ].join('\n'),
@@ -262,7 +275,7 @@ test('a resource added in YAML alone gets its record and resource types', () => 
         '  uid: string;',
         '  name: string;',
         '  size?: string;',
-        '  colour?: "RED" | "GREEN";',
+        '  colour?: "COLOUR_UNSPECIFIED" | "RED" | "GREEN";',
         '  labels?: Record<string, string>;',
         '  createTime: string;',
         '  updateTime: string;',

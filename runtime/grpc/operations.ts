@@ -1,0 +1,107 @@
+// The gRPC adapter's side of the one pipeline: a request message, read as proto3 JSON, becomes a Call by its rpc's
+// field routes (where HTTP would carry each field: path, query, body, mask), runs through Operations, and the
+// answer goes back as the JSON of the response message. It translates only: the pipeline authorizes and validates.
+import type { Principal } from '../authorization.js';
+import { invalidArgument } from '../errors.js';
+import type { EndpointModel, ResourceModel } from '../model.js';
+import type { Call, EndpointHandler, Operations, Present, Prepare } from '../operations.js';
+import type { Row } from '../records.js';
+import { checkUidParams } from '../route-operations.js';
+import type { RpcRoute } from './rpc.js';
+
+export interface RpcMethod {
+  route: RpcRoute;
+  /** the API domain of the rpc: its errors' domain is <domain>.<service>.dev */
+  domain: string;
+  /** runs the request (proto3 JSON of the request message) and answers the JSON of the response message */
+  run(request: Row, principal: Principal): Promise<Row>;
+}
+
+export interface RpcOperations {
+  list(r: ResourceModel, route: RpcRoute, present?: Present): RpcMethod;
+  get(r: ResourceModel, route: RpcRoute, present?: Present): RpcMethod;
+  create(r: ResourceModel, route: RpcRoute, present?: Present, prepare?: Prepare): RpcMethod;
+  update(r: ResourceModel, route: RpcRoute, present?: Present): RpcMethod;
+  delete(r: ResourceModel, route: RpcRoute): RpcMethod;
+  subresourceGet(r: ResourceModel, route: RpcRoute, name: string): RpcMethod;
+  subresourceUpdate(r: ResourceModel, route: RpcRoute, name: string): RpcMethod;
+  endpoint(e: EndpointModel, route: RpcRoute, handler: EndpointHandler): RpcMethod;
+}
+
+const snakeCase = (name: string) => name.replace(/[A-Z]/g, (c) => `_${c.toLowerCase()}`);
+
+/** The request as the pipeline takes it. */
+export function callOf(route: RpcRoute, request: Row, principal: Principal): Call {
+  const call: Call = { principal, params: {}, query: {}, body: {} };
+  for (const [key, value] of Object.entries(request)) {
+    const to = route.fields[key];
+    if (!to) continue;
+    if (to.to === 'param') call.params[to.name] = String(value);
+    else if (to.to === 'mask') call.mask = String(value) || undefined;
+    else if (to.to === 'body') {
+      if (to.name) call.body[to.name] = value;
+      else call.body = { ...(value as Row) };
+    } else if (to.name.endsWith('.')) {
+      // A message of query parameters (uidp): HTTP spells its fields uidp.descendants_of and so on.
+      for (const [k, v] of Object.entries(value as Row)) call.query[`${to.name}${snakeCase(k)}`] = v;
+    } else call.query[to.name] = value;
+  }
+  return call;
+}
+
+/** An update names its record by the uid inside the message (repo.uid), as the HTTP rule's path does. */
+function updateCall(route: RpcRoute, request: Row, principal: Principal): Call {
+  const call = callOf(route, request, principal);
+  const field = Object.keys(route.fields).find((k) => route.fields[k].to === 'body' && !route.fields[k].name)!;
+  const uid = call.body.uid;
+  if (typeof uid !== 'string' || uid === '')
+    throw invalidArgument([
+      { field: `${snakeCase(field)}.uid`, description: 'the uid of the record to change is required' },
+    ]);
+  delete call.body.uid;
+  call.params.uid = uid;
+  return call;
+}
+
+export function createRpcOperations(operations: Operations): RpcOperations {
+  const method = (
+    domain: string,
+    route: RpcRoute,
+    run: (call: Call) => Promise<Row>,
+    toCall: typeof callOf = callOf,
+  ): RpcMethod => ({
+    route,
+    domain,
+    run: async (request, principal) => {
+      const call = toCall(route, request, principal);
+      checkUidParams(call.params);
+      return run(call);
+    },
+  });
+  return {
+    list: (r, route, present) =>
+      method(r.domain, route, async (call) => {
+        const page = await operations.list(r, call, { present });
+        return {
+          [r.collection]: page.items,
+          nextPageToken: page.nextPageToken,
+          totalCount: page.totalCount,
+          skipped: page.skipped,
+        };
+      }),
+    get: (r, route, present) => method(r.domain, route, (call) => operations.get(r, call, present)),
+    create: (r, route, present, prepare) =>
+      method(r.domain, route, (call) => operations.create(r, call, { present, prepare })),
+    update: (r, route, present) => method(r.domain, route, (call) => operations.update(r, call, present), updateCall),
+    delete: (r, route) =>
+      method(r.domain, route, async (call) => {
+        await operations.delete(r, call);
+        return {};
+      }),
+    subresourceGet: (r, route, name) => method(r.domain, route, (call) => operations.getSubresource(r, name, call)),
+    subresourceUpdate: (r, route, name) =>
+      method(r.domain, route, (call) => operations.updateSubresource(r, name, call), updateCall),
+    endpoint: (e, route, handler) =>
+      method(e.domain, route, async (call) => (await operations.endpoint(e, call, handler)) as Row),
+  };
+}

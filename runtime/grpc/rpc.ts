@@ -1,0 +1,22 @@
+// What the generator tells the gRPC adapter about each rpc: its messages, and where each request field goes in
+// the pipeline's Call (generated/grpc.ts holds one RpcRoute per rpc).
+
+export type RpcKind =
+  'list' | 'get' | 'create' | 'update' | 'delete' | 'subresourceGet' | 'subresourceUpdate' | 'endpoint';
+
+/** Where a request field (by its JSON name) goes: a path parameter, a query parameter, the body, or the mask. */
+export interface FieldRoute {
+  to: 'param' | 'query' | 'body' | 'mask';
+  /** the parameter or body field; '' for the body: the field's message is the body itself */
+  name: string;
+}
+
+export interface RpcRoute {
+  /** the HTTP/2 :path, /<package>.<Service>/<Rpc> */
+  path: string;
+  request: string;
+  response: string;
+  fields: Record<string, FieldRoute>;
+  /** an update's resource message, whose field names the update_mask paths are */
+  bodyMessage?: string;
+}

@@ -1,0 +1,177 @@
+// The generated .proto files against the facts of the reference system's protos (../shared/reference/grpc-v2.json):
+// for every rpc we serve, its request and response and every message and enum they reach must match in names,
+// numbers, types, labels, oneofs, maps, json names and reserved ranges. Departures are listed below with why.
+import { readFileSync } from 'node:fs';
+import protobuf from 'protobufjs';
+import { test } from 'uvu';
+import * as assert from 'uvu/assert';
+import { loadProtoRoot } from '../runtime/grpc/proto-root.js';
+
+interface RefField {
+  name: string;
+  number: number;
+  type: string;
+  kind: string;
+  label?: string;
+  oneof?: string;
+  jsonName?: string;
+}
+interface RefMessage {
+  fields?: RefField[];
+  reserved?: { numbers?: number[]; names?: string[] };
+  wellKnown?: boolean;
+}
+
+/**
+ * Where we depart from the reference on purpose. Each is a field or value our spec does not have (or has that the
+ * reference does not), with the reason; anything else that differs fails the test.
+ */
+const departures: Record<string, string> = {
+  'chainguard.platform.iam.v2.RoleBinding: missing field identity':
+    'the hydrated identity, group and role are shaped by a presenter (handlers/iam.ts) the spec does not declare',
+  'chainguard.platform.iam.v2.RoleBinding: missing field group': 'as identity',
+  'chainguard.platform.iam.v2.RoleBinding: missing field role': 'as identity',
+  'chainguard.platform.iam.v2.IdentityProvider: missing field scim': 'SCIM provisioning is not part of the spec',
+  'chainguard.platform.iam.v2.GroupInvite: missing field role': 'the invite names its role by uid (role_uid)',
+  'chainguard.platform.iam.v2.ExternalGroupRoleMapping: missing field identity_provider_uid':
+    'a mapping lives under its identity provider: the parent is the provider',
+  'chainguard.platform.registry.v2.SyncConfig: missing field apko_overlay': 'not in the spec',
+  'chainguard.platform.registry.v2.Repo: missing field custom_overlay': 'custom overlays are not in the spec',
+  'chainguard.platform.vulnerabilities.v2.AdvisoryEvent: missing field findings': 'not in the spec',
+  'chainguard.platform.registry.v2.CatalogTier: value 6 CATALOG_TIER_COMMERCIAL is CATALOG_TIER_AI_GPU':
+    'the spec names tier 6 AI_GPU',
+  'chainguard.platform.advisory.v2.ListResolvedVulnsReportsRequest: missing field image_refs':
+    'reports are kept per date, not per image: the field is reserved',
+  'chainguard.platform.advisory.v2.ListResolvedVulnsReportsRequest: reserved 1,image_refs vs -': 'as image_refs',
+  'chainguard.platform.vulnerabilities.v2.AdvisoryEvent: missing field uid':
+    'events have no uid of their own in the spec',
+};
+
+const ref = JSON.parse(readFileSync('../shared/reference/grpc-v2.json', 'utf8'));
+const messages = ref.messages as Record<string, RefMessage>;
+const enums = ref.enums as Record<string, { values: { name: string; number: number }[] }>;
+
+function kindOf(t: protobuf.ReflectionObject | null): string {
+  if (!t) return 'scalar';
+  return t.constructor.name === 'Enum' ? 'enum' : 'message';
+}
+
+function describeField(f: protobuf.Field | protobuf.MapField): string {
+  const map = f instanceof protobuf.MapField ? `map<${f.keyType},${typeName(f)}>` : '';
+  const label = map || (f.repeated ? 'repeated' : f.options?.proto3_optional ? 'optional' : '');
+  const json = f.options?.json_name ? ` json=${f.options.json_name}` : '';
+  const oneof = f.partOf && !f.partOf.name.startsWith('_') ? ` oneof=${f.partOf.name}` : '';
+  return `${f.id} ${typeName(f)} ${label}${json}${oneof}`.replace(/ +/g, ' ').trim();
+}
+
+function describeRef(f: RefField): string {
+  const json = f.jsonName ? ` json=${f.jsonName}` : '';
+  const oneof = f.oneof ? ` oneof=${f.oneof}` : '';
+  return `${f.number} ${f.type} ${f.label ?? ''}${json}${oneof}`.replace(/ +/g, ' ').trim();
+}
+
+function typeName(f: protobuf.Field | protobuf.MapField): string {
+  f.resolve();
+  return f.resolvedType ? f.resolvedType.fullName.slice(1) : f.type;
+}
+
+function compareEnum(name: string, ours: protobuf.ReflectionObject | null, out: string[]): void {
+  if (!(ours instanceof protobuf.Enum)) return void out.push(`${name}: not an enum of ours`);
+  const theirs = new Map(enums[name].values.map((v) => [v.number, v.name]));
+  for (const [number, vname] of theirs) {
+    const mine = Object.entries(ours.values).find(([, n]) => n === number)?.[0];
+    if (!mine) out.push(`${name}: missing value ${number} ${vname}`);
+    else if (mine !== vname) out.push(`${name}: value ${number} ${vname} is ${mine}`);
+  }
+  for (const [vname, number] of Object.entries(ours.values))
+    if (!theirs.has(number)) out.push(`${name}: extra value ${number} ${vname}`);
+}
+
+function compareReserved(name: string, ours: protobuf.Type, m: RefMessage, out: string[]): void {
+  const reserved = (ours.reserved ?? []).flatMap((r) => (typeof r === 'string' ? [r] : [`${r[0]}`]));
+  const theirs = [...(m.reserved?.numbers ?? []).map(String), ...(m.reserved?.names ?? [])];
+  if (reserved.sort().join(',') !== theirs.sort().join(','))
+    out.push(`${name}: reserved ${reserved.join(',') || '-'} vs ${theirs.join(',') || '-'}`);
+}
+
+/** Every difference between our message or enum `name` and the reference's, following the types they use. */
+function compare(root: protobuf.Root, name: string, seen: Set<string>, out: string[]): void {
+  if (seen.has(name) || messages[name]?.wellKnown) return;
+  seen.add(name);
+  const ours = root.lookup(name);
+  if (enums[name]) return compareEnum(name, ours, out);
+  const m = messages[name];
+  if (!m) return void out.push(`${name}: not in the reference`);
+  if (!(ours instanceof protobuf.Type)) return void out.push(`${name}: missing message`);
+  const mine = new Map(ours.fieldsArray.map((f) => [f.name, f]));
+  for (const f of m.fields ?? []) {
+    const o = mine.get(f.name);
+    if (!o) {
+      out.push(`${name}: missing field ${f.name}`);
+      continue;
+    }
+    if (describeField(o) !== describeRef(f)) out.push(`${name}.${f.name}: ${describeField(o)} vs ${describeRef(f)}`);
+    if (f.kind !== 'scalar') compare(root, f.type, seen, out);
+    else if (kindOf(o.resolvedType) !== 'scalar') out.push(`${name}.${f.name}: ours is not a scalar`);
+  }
+  for (const f of ours.fieldsArray)
+    if (!(m.fields ?? []).some((x) => x.name === f.name))
+      out.push(`${name}: extra field ${f.name} ${describeField(f)}`);
+  compareReserved(name, ours, m, out);
+}
+
+test('every rpc we serve matches the reference protos, but for the listed departures', () => {
+  const root = loadProtoRoot();
+  const out: string[] = [];
+  const seen = new Set<string>();
+  let served = 0;
+  let total = 0;
+  for (const d of Object.values(ref.domains) as {
+    services: { name: string; rpcs: { name: string; request: string; response: string }[] }[];
+  }[])
+    for (const s of d.services)
+      for (const rpc of s.rpcs) {
+        total++;
+        const service = root.lookup(s.name);
+        const method = service instanceof protobuf.Service ? service.methods[rpc.name] : undefined;
+        if (!method) continue;
+        served++;
+        method.resolve();
+        if (method.resolvedRequestType!.fullName.slice(1) !== rpc.request) out.push(`${s.name}/${rpc.name}: request`);
+        if (method.resolvedResponseType!.fullName.slice(1) !== rpc.response)
+          out.push(`${s.name}/${rpc.name}: response`);
+        compare(root, rpc.request, seen, out);
+        compare(root, rpc.response, seen, out);
+      }
+  const unexplained = out.filter((d) => !departures[d]);
+  const stale = Object.keys(departures).filter((d) => !out.includes(d));
+  console.log(
+    `  proto contract: ${served}/${total} reference rpcs served, ${seen.size} messages and enums compared, ` +
+      `${out.length} documented departures`,
+  );
+  assert.equal(unexplained, [], `undocumented differences:\n${unexplained.join('\n')}`);
+  assert.equal(stale, [], 'departures listed that no longer differ: remove them');
+  assert.ok(served >= 67, `served ${served}`);
+});
+
+test('every service we declare is one the reference has, under the same package', () => {
+  const root = loadProtoRoot();
+  const theirs = new Set(
+    Object.values(ref.domains).flatMap((d) => (d as { services: { name: string }[] }).services.map((s) => s.name)),
+  );
+  const ours: string[] = [];
+  const walk = (ns: protobuf.NamespaceBase) => {
+    for (const o of ns.nestedArray) {
+      if (o instanceof protobuf.Service) ours.push(o.fullName.slice(1));
+      else if (o instanceof protobuf.Namespace && !(o instanceof protobuf.Type)) walk(o);
+    }
+  };
+  walk(root);
+  assert.ok(ours.length >= 17, `${ours.length} services`);
+  assert.equal(
+    ours.filter((s) => !theirs.has(s)),
+    [],
+  );
+});
+
+test.run();
