@@ -7,6 +7,7 @@ import * as assert from 'uvu/assert';
 import { readConfig } from '../runtime/config.js';
 import { startServer } from '../server/server.js';
 import { grpcClient, loadDefinitions, type GrpcReply, type GrpcTestClient } from './support/grpc-client.js';
+import { query } from './support/db.js';
 import { runScript } from './support/process.js';
 import { startTestServer, type TestServer } from './support/server.js';
 
@@ -90,6 +91,17 @@ test('registry: repos (with the readme sub-resource) and tags, the same records 
   await rpc(T, 'GetTag', { uid: tag.uid }, grpc.status.NOT_FOUND);
   const scratch = await rpc(R, 'CreateRepo', { parent: org, repo: { name: 'scratch' } });
   assert.equal(await rpc(R, 'DeleteRepo', { uid: scratch.uid }), {});
+  const events = await query(s.dataDir, 'select type, actor from event_outbox where subject = ? order by seq', [
+    scratch.uid,
+  ]);
+  assert.equal(
+    events.map((e) => [e.type, e.actor]),
+    [
+      ['dev.chainguard.api.platform.registry.repo.created.v1', s.bootstrap.owner],
+      ['dev.chainguard.api.platform.registry.repo.deleted.v1', s.bootstrap.owner],
+    ],
+    'writes over gRPC record their events as HTTP writes do',
+  );
 });
 
 test('imported data: images, advisories, documents, metadata, resolved reports, artifacts', async () => {
