@@ -7,8 +7,9 @@ parseCommandLine({
   usage: `
 usage: npm start
 Serves the API until SIGTERM or SIGINT. Installs and generates first as needed. Takes no arguments; configured by
-the environment: PORT (8080; 0 picks a free port), HOST (127.0.0.1), DATA_DIR (./data), DATABASE_URL,
-ISSUER_URL, TOKEN_AUDIENCE, LOG (on|off). See README.md, "Configuration".`,
+the environment: PORT (8080; 0 picks a free port; HTTP and gRPC), GRPC_PORT (gRPC alone as well), HOST
+(127.0.0.1), DATA_DIR (./data), DATABASE_URL, ISSUER_URL, TOKEN_AUDIENCE, LOG (on|off). See README.md,
+"Configuration".`,
 });
 
 try {
@@ -17,7 +18,8 @@ try {
   // Loaded only now: --help and configuration errors answer without loading the generated server.
   const { startServer } = await import('./server.js');
   const server = await startServer(config);
-  console.log(`platform-api listening on ${server.url} (data in ${config.dataDir})`);
+  const grpc = server.grpcPort === undefined ? '' : `, gRPC alone on port ${server.grpcPort}`;
+  console.log(`platform-api listening on ${server.url} (HTTP and gRPC${grpc}; data in ${config.dataDir})`);
   let stopping = false;
   const stop = async (signal: string) => {
     if (stopping) return;
