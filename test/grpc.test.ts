@@ -2,6 +2,7 @@
 // the same answers as HTTP (one pipeline), errors with their google.rpc.Status details, tokens, reflection, limits.
 import * as grpc from '@grpc/grpc-js';
 import * as protoLoader from '@grpc/proto-loader';
+import descriptor from 'protobufjs/ext/descriptor/index.js';
 import { test } from 'uvu';
 import * as assert from 'uvu/assert';
 import { readConfig } from '../runtime/config.js';
@@ -404,14 +405,24 @@ test('server reflection (v1 and v1alpha) lists every service, so grpcurl list wo
     const loaded = grpc.loadPackageDefinition(protoLoader.loadSync(file, { keepCase: true })) as any;
     const Reflection = loaded.grpc.reflection[version].ServerReflection;
     const client = new Reflection(new URL(s.url).host, grpc.credentials.createInsecure());
-    const names = await new Promise<string[]>((resolve, reject) => {
-      const stream = client.ServerReflectionInfo();
-      stream.on('data', (m: any) => resolve(m.list_services_response.service.map((x: any) => x.name)));
-      stream.on('error', reject);
-      stream.write({ list_services: '' });
-      stream.end();
-    });
+    const ask = (request: object) =>
+      new Promise<any>((resolve, reject) => {
+        const stream = client.ServerReflectionInfo();
+        stream.on('data', resolve);
+        stream.on('error', reject);
+        stream.write(request);
+        stream.end();
+      });
+    const names: string[] = (await ask({ list_services: '' })).list_services_response.service.map((x: any) => x.name);
+    // describe: the file declaring a service, with the files it imports, as grpcurl describe reads them
+    const files = (await ask({ file_containing_symbol: 'chainguard.platform.registry.v2.ReposService' }))
+      .file_descriptor_response.file_descriptor_proto;
     client.close();
+    const described = files.map((bytes: Buffer) => descriptor.FileDescriptorProto.decode(bytes) as any);
+    const registry = described.find((f: any) => f.package === 'chainguard.platform.registry.v2');
+    assert.ok(registry, version);
+    assert.ok(registry.service.some((x: any) => x.name === 'ReposService'));
+    assert.ok(registry.messageType.some((m: any) => m.name === 'Repo'));
     assert.ok(names.includes('chainguard.platform.registry.v2.ReposService'), names.join(' '));
     assert.ok(names.includes('chainguard.platform.iam.v2.RoleBindingsService'));
     assert.ok(names.filter((n) => n.startsWith('chainguard.platform.')).length >= 17, version);
