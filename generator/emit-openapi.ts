@@ -54,7 +54,10 @@ function capabilityNote(c: Capability): string {
 }
 
 function resourceSchema(r: ResourceModel): JsonSchema {
-  return objectSchema({ ...standardFields, ...r.fields }, 'output', false);
+  const presented = Object.fromEntries(
+    Object.entries(r.presents ?? {}).map(([k, f]) => [k, { ...f, outputOnly: true }]),
+  );
+  return objectSchema({ ...standardFields, ...r.fields, ...presented }, 'output', false);
 }
 
 /** The component schemas: every resource's forms, its list answer, sub-resources and endpoint answers. */

@@ -182,7 +182,7 @@ class SurfaceBuilder {
     const message = this.message(
       pkg,
       resolve(pkg, r.proto.message ?? r.type),
-      r.fields,
+      { ...r.fields, ...r.presents },
       r.proto.numbers,
       r.proto.reserved,
     );

@@ -44,6 +44,7 @@ interface RawResource {
   publicRootRecords?: boolean;
   creatorRole?: string;
   presenter?: string;
+  presents?: Record<string, FieldModel>;
   onCreate?: string;
   upsertOn?: string;
   exclusive?: string[][];
@@ -387,6 +388,7 @@ function checkCapabilitiesUsed({ model, problems }: Loading): void {
 const notScalar = (f: FieldModel) => !!f.repeated || f.type === 'object' || f.type === 'map';
 
 function checkFields(r: RawResource, at: string, problems: string[]): void {
+  if (r.presents && !r.presenter) problems.push(`${at}/presents: only a resource with a presenter presents fields`);
   for (const [name, f] of Object.entries(r.fields)) {
     if (name in standardFields) problems.push(`${at}/fields/${name}: is a standard field, declared by the server`);
     if (f.setOnCreate && (f.type !== 'timestamp' || !f.outputOnly || f.repeated))
@@ -508,6 +510,7 @@ function toResource(domain: string, r: RawResource, at: string, problems: string
     publicRootRecords: given.publicRootRecords,
     creatorRole: r.creatorRole,
     presenter: r.presenter,
+    ...(r.presents ? { presents: normalizeFields(r.presents) } : {}),
     onCreate: r.onCreate,
     upsertOn: r.upsertOn,
     exclusive: given.exclusive,

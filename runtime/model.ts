@@ -136,6 +136,8 @@ export interface ResourceModel {
   onCreate?: string;
   /** hand-written handler of the domain that shapes records for responses */
   presenter?: string;
+  /** what the presenter adds to every response (output only, not stored) */
+  presents?: Record<string, FieldModel>;
   /** built-in role the creator of a root record is bound to in it */
   creatorRole?: string;
   /** Declared fields, without uid/createTime/updateTime. */

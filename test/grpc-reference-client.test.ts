@@ -163,8 +163,9 @@ test('a client of the reference protos manages identities (oneofs), roles (Capab
     role: role.value.uid,
   });
   assert.equal(
-    bindings.value.role_bindings.map((b: any) => b.identity_uid),
-    [identity.value.uid],
+    bindings.value.role_bindings.map((b: any) => [b.identity_uid, b.identity.name, b.role.name]),
+    [[identity.value.uid, 'ci', 'puller']],
+    'role bindings come hydrated, as the reference answers them',
   );
 });
 

@@ -209,7 +209,9 @@ test('iam: groups, identities, roles and role bindings', async () => {
     role_binding: { identity_uid: robot.uid, role_uid: role.uid },
   });
   assert.is(binding.role_uid, role.uid);
-  assert.is((await rpc(B, 'GetRoleBinding', { uid: binding.uid })).identity_uid, robot.uid);
+  const hydrated = await rpc(B, 'GetRoleBinding', { uid: binding.uid });
+  assert.is(hydrated.identity_uid, robot.uid);
+  assert.equal([hydrated.identity.name, hydrated.role.name, hydrated.group.name], ['robot', 'reader', 'crew']);
   assert.is(
     (await rpc(B, 'ListRoleBindings', { uidp: { children_of: team.uid }, identity: robot.uid })).role_bindings.length,
     1,
