@@ -31,7 +31,6 @@ const departures: Record<string, string> = {
   'chainguard.platform.iam.v2.GroupInvite: missing field role': 'the invite names its role by uid (role_uid)',
   'chainguard.platform.iam.v2.ExternalGroupRoleMapping: missing field identity_provider_uid':
     'a mapping lives under its identity provider: the parent is the provider',
-  'chainguard.platform.registry.v2.SyncConfig: missing field apko_overlay': 'not in the spec',
   'chainguard.platform.registry.v2.Repo: missing field custom_overlay': 'custom overlays are not in the spec',
   'chainguard.platform.vulnerabilities.v2.AdvisoryEvent: missing field findings': 'not in the spec',
   'chainguard.platform.registry.v2.CatalogTier: value 6 CATALOG_TIER_COMMERCIAL is CATALOG_TIER_AI_GPU':
