@@ -3,6 +3,8 @@
 export interface Exchange {
   method: string;
   path: string;
+  /** the gRPC :path the call went to, when the suite runs over gRPC */
+  rpc?: string;
   requestBody?: unknown;
   status: number;
   body: any;
@@ -21,7 +23,14 @@ export class ConformanceFailure extends Error {
 /** A rule that cannot run against this target (no data, a missing prerequisite). */
 export class Skip extends Error {}
 
-export class Client {
+/** What the rules call the target through: HTTP, or gRPC addressed by the same method and path. */
+export interface ApiClient {
+  call(method: string, path: string, body?: unknown, headers?: Record<string, string>): Promise<Exchange>;
+  /** a token of an identity without capabilities under the suite's group, for the 403 rules */
+  readonly lowPrivilegeToken?: string;
+}
+
+export class Client implements ApiClient {
   constructor(
     readonly baseUrl: string,
     private readonly token?: () => Promise<string | undefined>,
@@ -76,7 +85,19 @@ export function expectOk(x: Exchange, what: string): any {
 }
 
 const typeUrl = (t: string) => `type.googleapis.com/google.rpc.${t}`;
-const statusOf: Record<number, number> = { 3: 400, 5: 404, 6: 409, 7: 403, 9: 400, 16: 401, 8: 429, 13: 500, 14: 503 };
+/** The HTTP status of each gRPC code our errors use. */
+export const statusOf: Record<number, number> = {
+  3: 400,
+  5: 404,
+  6: 409,
+  7: 403,
+  9: 400,
+  16: 401,
+  8: 429,
+  12: 501,
+  13: 500,
+  14: 503,
+};
 
 /** An AIP-193 error with this code, its HTTP status, typed details and exactly one ErrorInfo. */
 export function expectError(x: Exchange, code: number, reason: string, detail?: string): any {

@@ -1,4 +1,5 @@
 // The conformance plan: what npm run generate derives from spec/ for the suite to run, per resource and rule.
+import type { RpcRoute } from '../runtime/grpc/rpc.js';
 
 export interface ResourcePlan {
   /** <domain>.<collection>, the prefix of every rule name of this resource */
@@ -46,8 +47,22 @@ export interface PlannedRule {
   rule: string;
 }
 
+/** An HTTP route and the rpc serving the same operation, for running the rules over gRPC. */
+export interface PlannedRpc extends Omit<RpcRoute, 'path'> {
+  method: string;
+  /** the HTTP path template, e.g. /registry/v2/repos/{uid} */
+  path: string;
+  /** anchored regular expression source matching the raw HTTP path, capturing the parameters in order */
+  pattern: string;
+  params: string[];
+  /** the gRPC :path, /<package>.<Service>/<Rpc> */
+  grpc: string;
+}
+
 export interface ConformancePlan {
   version: string;
   resources: ResourcePlan[];
   rules: PlannedRule[];
+  /** in the routes' match order; an rpc may serve two routes (a create with and without its parent) */
+  rpcs: PlannedRpc[];
 }

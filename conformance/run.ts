@@ -1,6 +1,6 @@
 // Runs the plan's rules against a target and collects one result per rule.
 import type { ConformancePlan } from './plan.js';
-import { Client, ConformanceFailure, Skip, type Exchange } from './client.js';
+import { ConformanceFailure, Skip, type ApiClient, type Exchange } from './client.js';
 import { apiRuleChecks, Fixture, ruleFor } from './rules.js';
 
 export interface RuleResult {
@@ -13,7 +13,7 @@ export interface RuleResult {
 }
 
 export interface RunOptions {
-  client: Client;
+  client: ApiClient;
   plan: ConformancePlan;
   /** Work under this group; without one the suite creates a root group and deletes it at the end. */
   parent?: string;
@@ -39,7 +39,8 @@ function describeRequest(x?: Exchange): string | undefined {
     x.requestBody === undefined
       ? ''
       : ` ${typeof x.requestBody === 'string' ? x.requestBody : JSON.stringify(x.requestBody)}`;
-  return `${x.method} ${x.path}${body.length > 300 ? `${body.slice(0, 300)}...` : body}`;
+  const rpc = x.rpc ? ` as ${x.rpc}` : '';
+  return `${x.method} ${x.path}${rpc}${body.length > 300 ? `${body.slice(0, 300)}...` : body}`;
 }
 
 export async function runConformance(o: RunOptions): Promise<RuleResult[]> {

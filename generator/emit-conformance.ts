@@ -1,7 +1,9 @@
 // The conformance plan: for each resource, valid and invalid inputs derived from its fields and the rules
 // that apply to it, named stably so that results can be compared across runs and implementations.
-import type { ConformancePlan, PlannedRule, ResourcePlan } from '../conformance/plan.js';
+import type { ConformancePlan, PlannedRpc, PlannedRule, ResourcePlan } from '../conformance/plan.js';
 import type { ApiModel, FieldModel, ResourceModel } from '../runtime/model.js';
+import type { RpcDecl } from './proto-model.js';
+import { v2Routes, type Route } from './routes-table.js';
 import { SpecError } from './spec.js';
 
 const candidates = [
@@ -211,12 +213,26 @@ export const apiRules = [
   'api/low-privilege-permission-denied',
 ];
 
-export function emitConformancePlan(model: ApiModel): ConformancePlan {
+/** Each v2 route with the rpc of the same operation; routes without one (HTTP only) are left out. */
+function plannedRpcs(routes: Route[], rpcs: RpcDecl[]): PlannedRpc[] {
+  return v2Routes(routes).flatMap(({ method, path, pattern, params, ...op }) => {
+    const rpc = rpcs.find((r) =>
+      op.endpoint
+        ? r.endpoint === op.endpoint
+        : r.kind === op.kind && r.resource === op.resource && r.subresource === op.subresource,
+    );
+    if (!rpc) return [];
+    const { request, response, fields, bodyMessage } = rpc;
+    return [{ method, path, pattern, params, grpc: rpc.path, request, response, fields, bodyMessage }];
+  });
+}
+
+export function emitConformancePlan(model: ApiModel, routes: Route[], rpcs: RpcDecl[]): ConformancePlan {
   const problems: string[] = [];
   const resources = Object.values(model.resources).map((r) => plan(r, model, problems));
   if (problems.length > 0) throw new SpecError(problems);
   const rules: PlannedRule[] = apiRules.map((rule) => ({ name: rule, rule }));
   for (const p of resources)
     for (const rule of rulesOf(p)) rules.push({ name: `${p.id}/${rule}`, resource: p.collection, rule });
-  return { version: model.version, resources, rules };
+  return { version: model.version, resources, rules, rpcs: plannedRpcs(routes, rpcs) };
 }

@@ -44,7 +44,7 @@ try {
     'openapi.json': `${JSON.stringify({ 'x-generated': banner.slice(3), ...openapi }, null, 2)}\n`,
     'validators/bodies.cjs': `${banner}\n${validators.bodies}\n`,
     'validators/queries.cjs': `${banner}\n${validators.queries}\n`,
-    'conformance/plan.json': `${JSON.stringify({ $comment: banner.slice(3), ...emitConformancePlan(model) }, null, 2)}\n`,
+    'conformance/plan.json': `${JSON.stringify({ $comment: banner.slice(3), ...emitConformancePlan(model, routes, surface.rpcs) }, null, 2)}\n`,
     [sourceRecordFile]: `${JSON.stringify({ $comment: banner.slice(3), ...sources }, null, 2)}\n`,
   };
   const out = values.out!;

@@ -1,9 +1,11 @@
 // npm run conformance -- --base-url URL [--token T | --token-command CMD] [--low-privilege-token T] [--parent GROUP_UID]
-//   [--filter GLOB]... [--skip-file FILE] [--json FILE] [--plan FILE] [--wait SECONDS]
+//   [--filter GLOB]... [--skip-file FILE] [--json FILE] [--plan FILE] [--wait SECONDS] [--protocol http|grpc]
+//   [--proto-dir DIR]
 // Checks any implementation of the API against the rules generated from spec/.
 import { execSync } from 'node:child_process';
 import { readFileSync, writeFileSync } from 'node:fs';
-import { Client } from '../conformance/client.js';
+import { Client, type ApiClient } from '../conformance/client.js';
+import { GrpcClient } from '../conformance/grpc-client.js';
 import type { ConformancePlan } from '../conformance/plan.js';
 import { runConformance } from '../conformance/run.js';
 import { parseCommandLine } from './cli-args.js';
@@ -40,6 +42,8 @@ Runs the rules generated from spec/ (generated/conformance/plan.json) against an
   --json FILE                  also write the results as JSON
   --plan FILE                  the plan (default generated/conformance/plan.json)
   --wait SECONDS               how long to wait for the target to answer (default 30)
+  --protocol http|grpc         call the target over HTTP/JSON (default) or its gRPC surface, by the same rules
+  --proto-dir DIR              the .proto files of the gRPC surface (default generated/proto)
 Prints failures first, then "N passed, N failed, N skipped"; exits 1 on any failure.`,
   options: {
     'base-url': { type: 'string' },
@@ -52,14 +56,44 @@ Prints failures first, then "N passed, N failed, N skipped"; exits 1 on any fail
     json: { type: 'string' },
     plan: { type: 'string', default: 'generated/conformance/plan.json' },
     wait: { type: 'string', default: '30' },
+    protocol: { type: 'string', default: 'http' },
+    'proto-dir': { type: 'string', default: 'generated/proto' },
   },
 });
+
+/** The client of the chosen protocol, once the target answers. */
+async function connect(
+  baseUrl: string,
+  plan: ConformancePlan,
+  token: () => Promise<string | undefined>,
+): Promise<ApiClient & { close?(): void }> {
+  const seconds = Number(values.wait);
+  console.log(`waiting for ${baseUrl}`);
+  if (values.protocol === 'http') {
+    await waitForTarget(baseUrl, seconds);
+    return new Client(baseUrl, token, values['low-privilege-token']);
+  }
+  if (!plan.rpcs) throw new UsageError(`the plan ${values.plan} has no rpcs; run npm run generate`);
+  let client: GrpcClient;
+  try {
+    client = new GrpcClient(baseUrl, values['proto-dir']!, plan, token, values['low-privilege-token']);
+  } catch (e) {
+    throw new UsageError(`cannot read the protos in ${values['proto-dir']}: ${(e as Error).message}`);
+  }
+  await client.ready(seconds).catch((e: Error) => {
+    client.close();
+    throw new UsageError(`${baseUrl} did not answer gRPC within ${seconds} s (${e.message}); is the server running?`);
+  });
+  return client;
+}
 
 async function main(): Promise<number> {
   const baseUrl = values['base-url']?.replace(/\/+$/, '');
   if (!baseUrl)
     throw new UsageError('--base-url URL is required, e.g. npm run conformance -- --base-url http://127.0.0.1:8080');
   if (values.token && values['token-command']) throw new UsageError('give --token or --token-command, not both');
+  if (values.protocol !== 'http' && values.protocol !== 'grpc')
+    throw new UsageError(`--protocol is http or grpc, not ${JSON.stringify(values.protocol)}`);
   let plan: ConformancePlan;
   try {
     plan = JSON.parse(readFileSync(values.plan!, 'utf8'));
@@ -77,17 +111,16 @@ async function main(): Promise<number> {
     ? async () => (token ??= execSync(values['token-command']!, { encoding: 'utf8' }).trim())
     : async () => token;
 
-  console.log(`waiting for ${baseUrl}`);
-  await waitForTarget(baseUrl, Number(values.wait));
+  const client = await connect(baseUrl, plan, tokenSource);
   const started = Date.now();
   const results = await runConformance({
-    client: new Client(baseUrl, tokenSource, values['low-privilege-token']),
+    client,
     plan,
     parent: values.parent,
     only: values.filter ?? [],
     known,
     progress: (line) => console.log(line),
-  });
+  }).finally(() => client.close?.());
   const failed = results.filter((r) => r.status === 'failed');
   const passed = results.filter((r) => r.status === 'passed');
   const skipped = results.filter((r) => r.status === 'skipped');
@@ -101,7 +134,7 @@ async function main(): Promise<number> {
   if (values.json) {
     writeFileSync(
       values.json,
-      `${JSON.stringify({ target: baseUrl, durationMs: Date.now() - started, passed: passed.length, failed: failed.length, skipped: skipped.length, results }, null, 2)}\n`,
+      `${JSON.stringify({ target: baseUrl, protocol: values.protocol, durationMs: Date.now() - started, passed: passed.length, failed: failed.length, skipped: skipped.length, results }, null, 2)}\n`,
     );
   }
   console.log(`${passed.length} passed, ${failed.length} failed, ${skipped.length} skipped`);

@@ -18,7 +18,11 @@ export function protoFiles(dir: string): string[] {
 }
 
 export function loadProtoRoot(generatedDir = defaultGeneratedDir): protobuf.Root {
-  const dir = join(generatedDir, 'proto');
+  return loadProtoDir(join(generatedDir, 'proto'));
+}
+
+/** The .proto files below dir (generated/proto or a copy of it) as one Root. */
+export function loadProtoDir(dir: string): protobuf.Root {
   const root = new protobuf.Root();
   // Imports name files relative to generated/proto; google/protobuf/* are protobufjs's bundled copies.
   root.resolvePath = (_origin, target) => (target.startsWith('google/protobuf/') ? target : join(dir, target));
