@@ -36,8 +36,10 @@ export function callOf(route: RpcRoute, request: Row, principal: Principal): Cal
   for (const [key, value] of Object.entries(request)) {
     const to = route.fields[key];
     if (!to) continue;
-    if (to.to === 'param') call.params[to.name] = String(value);
-    else if (to.to === 'mask') call.mask = String(value) || undefined;
+    // proto3 has no unset string: an empty one is a parameter not given.
+    if (to.to === 'param') {
+      if (value !== '') call.params[to.name] = String(value);
+    } else if (to.to === 'mask') call.mask = String(value) || undefined;
     else if (to.to === 'body') {
       if (to.name) call.body[to.name] = value;
       else call.body = { ...(value as Row) };
@@ -47,6 +49,16 @@ export function callOf(route: RpcRoute, request: Row, principal: Principal): Cal
     } else call.query[to.name] = value;
   }
   return call;
+}
+
+/**
+ * Every path parameter of the rpc's HTTP route is given: HTTP cannot send an empty one (no route matches), a proto3
+ * message can. Only a create whose resource HTTP also creates at the root (groups, identities) may omit its parent.
+ */
+function requireParams(route: RpcRoute, call: Call, optional?: string): void {
+  for (const [key, to] of Object.entries(route.fields))
+    if (to.to === 'param' && to.name !== optional && call.params[to.name] === undefined)
+      throw invalidArgument([{ field: snakeCase(key), description: `${snakeCase(key)} is required` }]);
 }
 
 /** An update names its record by the uid inside the message (repo.uid), as the HTTP rule's path does. */
@@ -69,11 +81,13 @@ export function createRpcOperations(operations: Operations): RpcOperations {
     route: RpcRoute,
     run: (call: Call) => Promise<Row>,
     toCall: typeof callOf = callOf,
+    optionalParam?: string,
   ): RpcMethod => ({
     route,
     domain,
     run: async (request, principal) => {
       const call = toCall(route, request, principal);
+      requireParams(route, call, optionalParam);
       checkUidParams(call.params);
       return run(call);
     },
@@ -91,7 +105,13 @@ export function createRpcOperations(operations: Operations): RpcOperations {
       }),
     get: (r, route, present) => method(r.domain, route, (call) => operations.get(r, call, present)),
     create: (r, route, present, prepare) =>
-      method(r.domain, route, (call) => operations.create(r, call, { present, prepare })),
+      method(
+        r.domain,
+        route,
+        (call) => operations.create(r, call, { present, prepare }),
+        callOf,
+        r.parent && !r.parentOptional ? undefined : 'parent',
+      ),
     update: (r, route, present) => method(r.domain, route, (call) => operations.update(r, call, present), updateCall),
     delete: (r, route) =>
       method(r.domain, route, async (call) => {

@@ -46,7 +46,8 @@ function maskToJson(type: protobuf.Type, mask: string): string {
       return path
         .split('.')
         .map((segment) => {
-          const f = t?.fields[segment];
+          // Own fields only: a path of __proto__ or constructor names no field.
+          const f = t && Object.hasOwn(t.fields, segment) ? t.fields[segment] : undefined;
           t = f?.resolvedType && 'fieldsArray' in f.resolvedType ? (f.resolvedType as protobuf.Type) : undefined;
           return f ? jsonName(f) : segment;
         })
