@@ -144,6 +144,9 @@ export class Operations {
 
   async create(r: ResourceModel, call: Call, options: { present?: Present; prepare?: Prepare } = {}): Promise<Row> {
     const { parent } = call.params;
+    // A transport may leave the parent out (gRPC's parent = ''): only what may live at the root is made there.
+    if (parent === undefined && r.parent && !r.parentOptional)
+      throw invalidArgument([{ field: 'parent', description: `a ${r.type} is created under its parent` }]);
     await this.policy.requireCapability(call.principal, this.capability(r, 'create'), this.scope(r, parent));
     if (parent === undefined && isGroupScoped(this.model, r)) await this.policy.requireUnconfined(call.principal, r);
     this.validate('body', `${r.collection}.create`, call.body, call.untranslatable);
