@@ -288,16 +288,36 @@ export class Policy {
     r: ResourceModel,
     confinedTo?: string,
   ): Promise<Where[] | undefined> {
-    if (capability === 'none') return [];
+    const visible = await this.visibleScopes(principal, capability, r, confinedTo);
+    return visible && visibleWhere(visible);
+  }
+
+  /** What of r the caller may list: all of it, or the records in and below some groups; undefined: none. */
+  async visibleScopes(
+    principal: Principal,
+    capability: Capability,
+    r: ResourceModel,
+    confinedTo?: string,
+  ): Promise<Visible | undefined> {
+    if (capability === 'none') return { all: true };
     const grants = await this.grantsOf(principal);
-    if (capability === 'authenticated') return [];
+    if (capability === 'authenticated') return { all: true };
     const groups = grants.groupsHolding(capability);
     if (groups.length === 0) return undefined;
-    if (!isGroupScoped(this.model, r)) return [];
+    if (!isGroupScoped(this.model, r)) return { all: true };
     // A list already confined below a group where the capability is held needs no condition of ours.
-    if (confinedTo && groups.some((g) => within(confinedTo, g))) return [];
-    const anyOf: Where[] = groups.flatMap((g) => [{ uid: g }, { uid: descendantRange(g) }]);
-    if (r.publicRootRecords) anyOf.push({ parentUid: null });
-    return [{ $or: anyOf }];
+    if (confinedTo && groups.some((g) => within(confinedTo, g))) return { all: true };
+    return { all: false, groups, publicRootRecords: r.publicRootRecords };
   }
+}
+
+/** What a caller may list of a resource: everything, or the records at and below some groups (and root records). */
+export type Visible = { all: true } | { all: false; groups: string[]; publicRootRecords: boolean };
+
+/** The conditions that confine a query to what is visible. */
+export function visibleWhere(visible: Visible): Where[] {
+  if (visible.all) return [];
+  const anyOf: Where[] = visible.groups.flatMap((g) => [{ uid: g }, { uid: descendantRange(g) }]);
+  if (visible.publicRootRecords) anyOf.push({ parentUid: null });
+  return [{ $or: anyOf }];
 }

@@ -7,7 +7,7 @@
 //   4. the shared operation (Resources) or a hand-written handler, then the presenter.
 // Adapters translate a request into a Call and the answer back; they neither authorize nor validate.
 import { invalidArgument, type FieldViolation } from './errors.js';
-import { capabilityScope, isGroupScoped, type Policy, type Principal } from './authorization.js';
+import { capabilityScope, isGroupScoped, visibleWhere, type Policy, type Principal } from './authorization.js';
 import { parseListRequest } from './list-request.js';
 import { operationOf, type ApiModel, type EndpointModel, type ResourceModel, type StandardOperation } from './model.js';
 import type { Row } from './records.js';
@@ -119,17 +119,18 @@ export class Operations {
     }
     this.validate('query', `${r.collection}.list`, call.query);
     const req = parseListRequest(call.query, r);
-    const visible = await this.policy.visibility(
+    const visible = await this.policy.visibleScopes(
       call.principal,
       this.capability(r, 'list'),
       r,
       req.hierarchy.descendantsOf ?? req.hierarchy.childrenOf,
     );
     if (!visible) return { items: [], nextPageToken: '', totalCount: '0', skipped: req.skip };
-    const scope = [...visible, ...(call.params.parent !== undefined ? [{ parentUid: call.params.parent }] : [])];
+    const { parent } = call.params;
+    const scope = [...visibleWhere(visible), ...(parent !== undefined ? [{ parentUid: parent }] : [])];
     const page = options.whole
       ? { items: await this.resources.listAll(r, req, scope), nextPageToken: '', totalCount: '', skipped: req.skip }
-      : await this.resources.list(r, req, scope);
+      : await this.resources.list(r, req, scope, { visible, parent });
     return {
       ...page,
       items: options.present ? await options.present(page.items, this.context(call.principal)) : page.items,

@@ -23,6 +23,7 @@ import { containsPattern } from './sql-filter.js';
 import type { Store } from './store.js';
 import { Table, type Order } from './table.js';
 import { ancestorsOf, descendantRange, isUidPath, newChildUid, newRootUid, within } from './uid.js';
+import { scopeTotal, type ListScope } from './total-count.js';
 
 export type Where = Record<string, unknown>;
 
@@ -301,8 +302,11 @@ export class Resources {
     }
   }
 
-  /** Lists rows; `scope` adds conditions the caller cannot see past (a nested list's parent, visibility). */
-  async list(r: ResourceModel, req: ListRequest, scope: Where[] = []): Promise<ListResult> {
+  /**
+   * Lists rows; `scope` adds conditions the caller cannot see past (a nested list's parent, visibility), and
+   * `counting` says the same for the per-scope counts, which give totalCount where the list is a scope.
+   */
+  async list(r: ResourceModel, req: ListRequest, scope: Where[] = [], counting?: ListScope): Promise<ListResult> {
     const base: Where[] = [...scope, ...hierarchyWhere(req), ...filterWhere(req)];
     const digest = PageToken.queryDigest({
       resource: r.collection,
@@ -322,7 +326,7 @@ export class Resources {
     const where = { $and: cursor ? [...base, afterCursor(field, desc, cursor)] : base };
     const table = this.table(r.type);
     const rows = await table.find(where, sortOrder(req), req.pageSize + 1, req.skip > 0 ? req.skip : undefined);
-    const total = await table.count({ $and: base });
+    const total = (counting && (await scopeTotal(table, req, counting))) ?? (await table.count({ $and: base }));
     const page = rows.slice(0, req.pageSize);
     const last = page[page.length - 1];
     const more = rows.length > req.pageSize;

@@ -2,6 +2,8 @@
 import { MikroORM, type EntityManager } from '@mikro-orm/sqlite';
 import type { EntitySchema } from '@mikro-orm/core';
 import { outboxEntity } from './outbox.js';
+import { buildCounts, isCounted, scopeCountEntity } from './scope-counts.js';
+import { quoteIdentifier } from './sql-filter.js';
 import { GroupCommit } from './group-commit.js';
 import { finalizePrepared, openReadConnection, type ConnectionPool, type Sql } from './sql.js';
 
@@ -19,7 +21,7 @@ export interface Store {
 export async function openStore(databaseFile: string, entities: EntitySchema[]): Promise<Store> {
   const orm = await MikroORM.init({
     dbName: databaseFile,
-    entities: [...entities, outboxEntity as EntitySchema],
+    entities: [...entities, outboxEntity as EntitySchema, scopeCountEntity as EntitySchema],
     debug: false,
     allowGlobalContext: false,
     // Keep the default single connection: SQLite serializes writers anyway, and one connection means
@@ -35,6 +37,14 @@ export async function openStore(databaseFile: string, entities: EntitySchema[]):
   const pool = connection.getKnex().client as ConnectionPool;
   const read = await openReadConnection(databaseFile);
   const writes = new GroupCommit(pool);
+  const counted = Object.values(orm.getMetadata().getAll())
+    .filter(isCounted)
+    .map((m) => ({
+      collection: m.tableName,
+      table: quoteIdentifier(m.tableName),
+      parentColumn: quoteIdentifier(m.properties.parentUid.fieldNames[0]),
+    }));
+  await writes.transaction((sql) => buildCounts(sql, counted));
   return {
     orm,
     em: () => orm.em.fork(),

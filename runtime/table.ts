@@ -4,6 +4,7 @@
 // JSON parsed, booleans), from the ORM's own metadata, so the ORM still defines and migrates the tables.
 import { CountCache } from './count-cache.js';
 import type { Row } from './records.js';
+import { isCounted, noteRecord, readCounts } from './scope-counts.js';
 import type { Sql } from './sql.js';
 import { compileFilter, quoteIdentifier, type Column, type Filter } from './sql-filter.js';
 import type { Store } from './store.js';
@@ -19,6 +20,8 @@ export class Table<T = Row> {
   private readonly table: string;
   private readonly selectList: string;
   private readonly counts = new CountCache();
+  /** the name its per-scope counts are kept under (runtime/scope-counts.ts), when they are */
+  readonly counted?: string;
 
   constructor(
     private readonly store: Store,
@@ -27,6 +30,7 @@ export class Table<T = Row> {
     const meta = store.orm.getMetadata().find(entity);
     if (!meta) throw new Error(`no entity ${entity}`);
     this.table = quoteIdentifier(meta.tableName);
+    if (isCounted(meta)) this.counted = meta.tableName;
     for (const p of meta.props) {
       const type = p.customType?.constructor.name;
       const kind =
@@ -94,12 +98,18 @@ export class Table<T = Row> {
     );
   }
 
+  private get parentColumn(): string {
+    return quoteIdentifier(this.columns.get('parentUid')!.name);
+  }
+
   async insert(sql: Sql, record: T): Promise<void> {
     const pairs = Object.entries(record as Row).map(([prop, v]) => this.toColumn(prop, v));
     await sql.run(
       `insert into ${this.table} (${pairs.map(([c]) => quoteIdentifier(c)).join(', ')}) values (${pairs.map(() => '?').join(', ')})`,
       pairs.map(([, v]) => v),
     );
+    const { uid, parentUid } = record as Row;
+    if (this.counted) await noteRecord(sql, this.counted, uid as string, (parentUid ?? null) as string | null, 1);
   }
 
   /** Sets these properties of the row with this uid. */
@@ -112,6 +122,28 @@ export class Table<T = Row> {
   }
 
   async delete(sql: Sql, uid: string): Promise<void> {
-    await sql.run(`delete from ${this.table} where "uid" = ?`, [uid]);
+    if (!this.counted) {
+      await sql.run(`delete from ${this.table} where "uid" = ?`, [uid]);
+      return;
+    }
+    const [gone] = await sql.all(
+      `delete from ${this.table} where "uid" = ? returning ${this.parentColumn} as "parentUid"`,
+      [uid],
+    );
+    if (gone) await noteRecord(sql, this.counted, uid, (gone.parentUid ?? null) as string | null, -1);
+  }
+
+  /** The kept counts of these scopes (absent: no record there); only for a counted table. */
+  scopeCounts(scopes: string[]): Promise<Map<string, { below: number; children: number }>> {
+    return readCounts(this.store.read, this.counted!, scopes);
+  }
+
+  /** Whether a record with this uid exists, and its parent. */
+  async placeOf(uid: string): Promise<{ parentUid: string | null } | undefined> {
+    const [row] = await this.store.read.all(
+      `select ${this.parentColumn} as "parentUid" from ${this.table} where "uid" = ?`,
+      [uid],
+    );
+    return row ? { parentUid: (row.parentUid ?? null) as string | null } : undefined;
   }
 }

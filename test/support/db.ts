@@ -12,13 +12,14 @@ const sqlite3 = createRequire(import.meta.url)('sqlite3') as {
     close(cb: () => void): void;
   };
   OPEN_READONLY: number;
+  OPEN_READWRITE: number;
 };
 
-export async function query(dataDir: string, sql: string, params: unknown[] = []): Promise<any[]> {
+/** A statement on the database file; `write` opens it for writing (an operator's repair, an older version's data). */
+export async function query(dataDir: string, sql: string, params: unknown[] = [], write = false): Promise<any[]> {
+  const mode = write ? sqlite3.OPEN_READWRITE : sqlite3.OPEN_READONLY;
   const db = await new Promise<InstanceType<typeof sqlite3.Database>>((resolve, reject) => {
-    const d = new sqlite3.Database(join(dataDir, 'platform.sqlite'), sqlite3.OPEN_READONLY, (e) =>
-      e ? reject(e) : resolve(d),
-    );
+    const d = new sqlite3.Database(join(dataDir, 'platform.sqlite'), mode, (e) => (e ? reject(e) : resolve(d)));
   });
   try {
     return await new Promise((resolve, reject) => db.all(sql, params, (e, rows) => (e ? reject(e) : resolve(rows))));

@@ -1,0 +1,117 @@
+// Per-scope counts: for every table of records with a place in the hierarchy, how many records lie below each
+// scope (a uid) and how many have it as their parent, kept in the same transaction as the write that changes
+// them. A list's totalCount over a scope is then a few index reads at any size and any write rate, and exact
+// whichever process wrote (an import beside the server): there is nothing to invalidate.
+import { EntitySchema, type EntityMetadata } from '@mikro-orm/core';
+import type { Row } from './records.js';
+import type { Sql } from './sql.js';
+import { ancestorsOf } from './uid.js';
+
+export interface ScopeCount {
+  /** the table counted */
+  collection: string;
+  /** a uid, or '' for the whole table */
+  scope: string;
+  /** records whose uid lies strictly below the scope ('': every record) */
+  below: number;
+  /** records whose parent is the scope ('': root records) */
+  children: number;
+}
+
+export const scopeCountEntity = new EntitySchema<ScopeCount>({
+  name: 'ScopeCount',
+  tableName: 'scope_counts',
+  properties: {
+    collection: { type: 'string', primary: true },
+    scope: { type: 'string', primary: true },
+    below: { type: 'number', default: 0 },
+    children: { type: 'number', default: 0 },
+  },
+});
+
+/** A table is counted when its records have a place in the hierarchy: a uid and a parent. */
+export function isCounted(meta: EntityMetadata): boolean {
+  return meta.props.some((p) => p.name === 'uid') && meta.props.some((p) => p.name === 'parentUid');
+}
+
+/** What a table's counts are built from once: the marker row says they are kept from then on. */
+const builtMarker = { collection: '', scope: 'built' };
+
+const upsert = (rows: number) =>
+  `insert into scope_counts (collection, scope, below, children) values ${Array(rows).fill('(?, ?, ?, ?)').join(', ')} ` +
+  'on conflict (collection, scope) do update set below = below + excluded.below, children = children + excluded.children';
+
+/** One record added (+1) or removed (-1): every scope above its uid, and its parent's children. */
+export async function noteRecord(
+  sql: Sql,
+  collection: string,
+  uid: string,
+  parentUid: string | null,
+  delta: 1 | -1,
+): Promise<void> {
+  const changes = new Map<string, [number, number]>([['', [delta, parentUid === null ? delta : 0]]]);
+  for (const scope of ancestorsOf(uid)) changes.set(scope, [delta, 0]);
+  // A record whose uid is its parent's (one per parent) has that parent among no ancestors of its own.
+  if (parentUid !== null) changes.set(parentUid, [changes.get(parentUid)?.[0] ?? 0, delta]);
+  const params = [...changes].flatMap(([scope, [below, children]]) => [collection, scope, below, children]);
+  await sql.run(upsert(changes.size), params);
+}
+
+export async function readCounts(
+  sql: Sql,
+  collection: string,
+  scopes: string[],
+): Promise<Map<string, { below: number; children: number }>> {
+  const rows = await sql.all(
+    `select scope, below, children from scope_counts where collection = ? and scope in (${scopes.map(() => '?').join(', ')})`,
+    [collection, ...scopes],
+  );
+  return new Map(rows.map((r) => [r.scope as string, { below: Number(r.below), children: Number(r.children) }]));
+}
+
+/**
+ * Counts every table once, from its rows, when the database has none yet (made before counts were kept): in
+ * one write transaction that checks the marker first, so two processes opening at once count once.
+ */
+export async function buildCounts(
+  sql: Sql,
+  tables: { collection: string; table: string; parentColumn: string }[],
+): Promise<void> {
+  const [built] = await sql.all('select 1 from scope_counts where collection = ? and scope = ?', [
+    builtMarker.collection,
+    builtMarker.scope,
+  ]);
+  if (built) return;
+  for (const { collection, table, parentColumn } of tables) {
+    const [{ depth }] = await sql.all(`select max(length(uid)) as depth from ${table}`);
+    // uids are 40 hex characters, then "/" and 16 hex per level: a scope at level k is a uid's first 40 + 17k.
+    const levels = depth ? Math.round((Number(depth) - 40) / 17) : 0;
+    const below: Row[] = [...(await sql.all(`select '' as scope, count(*) as n from ${table}`))];
+    for (let k = 0; k < levels; k++) {
+      const n = 40 + 17 * k;
+      below.push(
+        ...(await sql.all(
+          `select substr(uid, 1, ${n}) as scope, count(*) as n from ${table} where length(uid) > ${n} group by 1`,
+        )),
+      );
+    }
+    const children = await sql.all(
+      `select coalesce(${parentColumn}, '') as scope, count(*) as n from ${table} group by 1`,
+    );
+    const rows = [
+      ...below.map((r): [string, number, number] => [r.scope as string, Number(r.n), 0]),
+      ...children.map((r): [string, number, number] => [r.scope as string, 0, Number(r.n)]),
+    ];
+    for (let i = 0; i < rows.length; i += 200) {
+      const batch = rows.slice(i, i + 200);
+      await sql.run(
+        upsert(batch.length),
+        batch.flatMap(([scope, b, c]) => [collection, scope, b, c]),
+      );
+    }
+  }
+  await sql.run('insert into scope_counts (collection, scope, below, children) values (?, ?, 1, 0)', [
+    builtMarker.collection,
+    builtMarker.scope,
+  ]);
+}
