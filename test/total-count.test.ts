@@ -124,7 +124,11 @@ test('a database whose counts were never kept gets them at start, once', async (
     const token = (await server.issuer.mint(readBootstrap(dataDir)!.owner)).token;
     const call = async (method: string, path: string, body?: unknown) => {
       const headers = { authorization: `Bearer ${token}`, 'content-type': 'application/json' };
-      const res = await fetch(server.url + path, { method, headers, body: body === undefined ? undefined : JSON.stringify(body) });
+      const res = await fetch(server.url + path, {
+        method,
+        headers,
+        body: body === undefined ? undefined : JSON.stringify(body),
+      });
       return { status: res.status, body: await res.json() };
     };
     return { server, call };
