@@ -1,5 +1,5 @@
 // The SQLite database behind every resource, through MikroORM; schema created or updated at open.
-import { MikroORM, type EntityManager } from '@mikro-orm/sqlite';
+import { MikroORM, type EntityManager } from '@mikro-orm/better-sqlite';
 import type { EntitySchema } from '@mikro-orm/core';
 import { outboxEntity } from './outbox.js';
 import { buildCounts, isCounted, scopeCountEntity } from './scope-counts.js';
