@@ -325,7 +325,9 @@ export class Resources {
     const { field, desc } = req.order;
     const where = { $and: cursor ? [...base, afterCursor(field, desc, cursor)] : base };
     const table = this.table(r.type);
-    const rows = await table.find(where, sortOrder(req), req.pageSize + 1, req.skip > 0 ? req.skip : undefined);
+    // A filter the order's index does not serve, or a long skip, may read a large range: off the main thread.
+    const reader = req.filters.length > 0 || req.skip >= 1000 ? this.store.slowRead : undefined;
+    const rows = await table.find(where, sortOrder(req), req.pageSize + 1, req.skip > 0 ? req.skip : undefined, reader);
     const total = (counting && (await scopeTotal(table, req, counting))) ?? (await table.count({ $and: base }));
     const page = rows.slice(0, req.pageSize);
     const last = page[page.length - 1];
@@ -344,7 +346,13 @@ export class Resources {
   /** Every record matching, in the request's order, without paging or a count: for answers that hold them all (v1). */
   async listAll(r: ResourceModel, req: ListRequest, scope: Where[] = []): Promise<Row[]> {
     const where = { $and: [...scope, ...hierarchyWhere(req), ...filterWhere(req)] };
-    const rows = await this.table(r.type).find(where, sortOrder(req), -1, req.skip > 0 ? req.skip : undefined);
+    const rows = await this.table(r.type).find(
+      where,
+      sortOrder(req),
+      -1,
+      req.skip > 0 ? req.skip : undefined,
+      this.store.slowRead,
+    );
     return rows.map((row) => toResource(row, r));
   }
 

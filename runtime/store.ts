@@ -3,6 +3,7 @@ import { MikroORM, type EntityManager } from '@mikro-orm/better-sqlite';
 import type { EntitySchema } from '@mikro-orm/core';
 import { outboxEntity } from './outbox.js';
 import { buildCounts, isCounted, scopeCountEntity } from './scope-counts.js';
+import { openSlowReads } from './slow-reads.js';
 import { quoteIdentifier } from './sql-filter.js';
 import { GroupCommit } from './group-commit.js';
 import { finalizePrepared, openReadConnection, type ConnectionPool, type Sql } from './sql.js';
@@ -13,6 +14,8 @@ export interface Store {
   em(): EntityManager;
   /** Reads of our own, on the read-only connection (runtime/sql.ts). */
   read: Sql;
+  /** Reads that may take long (a count over a filter, a whole-result list), off the main thread. */
+  slowRead: Sql;
   /** Statements of our own in one transaction on the writing connection (committed in groups). */
   transaction<T>(fn: (sql: Sql) => Promise<T>): Promise<T>;
   close(): Promise<void>;
@@ -36,6 +39,7 @@ export async function openStore(databaseFile: string, entities: EntitySchema[]):
   await orm.getSchemaGenerator().updateSchema();
   const pool = connection.getKnex().client as ConnectionPool;
   const read = await openReadConnection(databaseFile);
+  const slowRead = openSlowReads(databaseFile);
   const writes = new GroupCommit(pool);
   const counted = Object.values(orm.getMetadata().getAll())
     .filter(isCounted)
@@ -49,9 +53,11 @@ export async function openStore(databaseFile: string, entities: EntitySchema[]):
     orm,
     em: () => orm.em.fork(),
     read,
+    slowRead,
     transaction: (fn) => writes.transaction(fn),
     close: async () => {
       await read.close();
+      await slowRead.close();
       await finalizePrepared(pool);
       await orm.close();
     },

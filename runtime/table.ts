@@ -93,8 +93,9 @@ export class Table<T = Row> {
     const query = `select count(*) as n from ${this.table} where ${compiled.sql}`;
     const countOn = async (q: Sql) => Number((await q.all(query, compiled.params))[0].n);
     if (sql) return countOn(sql);
-    return this.counts.count(this.store.read, `${compiled.sql} ${JSON.stringify(compiled.params)}`, () =>
-      countOn(this.store.read),
+    // A count over conditions may read a large range: off the main thread.
+    return this.counts.count(this.store.slowRead, `${compiled.sql} ${JSON.stringify(compiled.params)}`, () =>
+      countOn(this.store.slowRead),
     );
   }
 
