@@ -3,7 +3,8 @@
 // the writes one after the other, one COMMIT. A write that fails fails alone (see commit); every write of the
 // group is answered only after the COMMIT, so nobody is told of a write that is not stored. Nothing else runs
 // on the connection meanwhile (it is held from BEGIN to COMMIT), and BEGIN IMMEDIATE takes the file's write
-// lock up front, waiting for another process (an import) rather than failing half-way.
+// lock up front, waiting (without blocking the event loop) for another process (an import) rather than failing
+// half-way.
 import { together, withConnection, type ConnectionPool, type Sql } from './sql.js';
 
 interface Write {
@@ -67,7 +68,7 @@ export class GroupCommit {
     group: Write[],
     savepoints: boolean,
   ): Promise<{ outcomes: Outcome[] } | { failed: number; error: unknown }> {
-    await sql.run('begin immediate');
+    await begin(sql);
     const outcomes: Outcome[] = [];
     // Savepoints and releases are sent without waiting (the connection keeps their order); they are checked
     // before the commit.
@@ -104,6 +105,26 @@ export class GroupCommit {
 }
 
 type Outcome = { ok: true; value: unknown } | { ok: false; error: unknown };
+
+/** How long a write waits for another process's transaction (an import) before it fails. */
+const lockWaitMs = 10_000;
+
+/**
+ * BEGIN IMMEDIATE, waiting for another process that holds the write lock. The driver is synchronous, so SQLite's
+ * own busy wait would stall every request meanwhile: the connection has no busy timeout, and the wait is here.
+ */
+async function begin(sql: Sql): Promise<void> {
+  const started = Date.now();
+  for (let pause = 1; ; pause = Math.min(pause * 2, 50)) {
+    try {
+      await sql.run('begin immediate');
+      return;
+    } catch (e) {
+      if ((e as { code?: string }).code !== 'SQLITE_BUSY' || Date.now() - started > lockWaitMs) throw e;
+      await new Promise((resolve) => setTimeout(resolve, pause));
+    }
+  }
+}
 
 function answer(group: Write[], outcomes: Outcome[]): void {
   group.forEach((w, i) => {

@@ -33,10 +33,13 @@ export async function openStore(databaseFile: string, entities: EntitySchema[]):
   });
   const connection = orm.em.getConnection();
   await connection.execute('pragma journal_mode = WAL');
-  // Another process (an import while the server runs) waits for the lock instead of failing.
+  // At start, another process (an import) is waited for.
   await connection.execute('pragma busy_timeout = 10000');
   await connection.execute('pragma synchronous = NORMAL');
   await orm.getSchemaGenerator().updateSchema();
+  // Serving, no busy wait on the writing connection: it would hold the event loop. A transaction waits for
+  // another process's (an import's) at its BEGIN instead (runtime/group-commit.ts).
+  await connection.execute('pragma busy_timeout = 0');
   const pool = connection.getKnex().client as ConnectionPool;
   const read = await openReadConnection(databaseFile);
   const slowRead = openSlowReads(databaseFile);
