@@ -19,6 +19,8 @@ export class Table<T = Row> {
   private readonly columns = new Map<string, Column>();
   private readonly table: string;
   private readonly selectList: string;
+  /** every column but sub-resources (a repo's readme, up to 1 MiB): what lists and lookups by condition read */
+  private readonly findList: string;
   private readonly counts = new CountCache();
   /** the name its per-scope counts are kept under (runtime/scope-counts.ts), when they are */
   readonly counted?: string;
@@ -47,7 +49,10 @@ export class Table<T = Row> {
     // a JavaScript number, inexact beyond 2^53: they are read as their exact decimal text instead.
     const selected = (c: Column) =>
       c.kind === 'int64' ? `cast(${quoteIdentifier(c.name)} as text)` : quoteIdentifier(c.name);
-    this.selectList = [...this.columns].map(([prop, c]) => `${selected(c)} as ${quoteIdentifier(prop)}`).join(', ');
+    const select = (props: [string, Column][]) =>
+      props.map(([prop, c]) => `${selected(c)} as ${quoteIdentifier(prop)}`).join(', ');
+    this.selectList = select([...this.columns]);
+    this.findList = select([...this.columns].filter(([prop]) => !prop.startsWith('subresource_')));
   }
 
   private toRecord(raw: Row): T {
@@ -74,7 +79,10 @@ export class Table<T = Row> {
     return raw ? this.toRecord(raw) : null;
   }
 
-  /** Rows matching, in order; in the caller's transaction when given one, else on the read-only connection. */
+  /**
+   * Rows matching, in order, without their sub-resources (get reads those); in the caller's transaction when
+   * given one, else on the read-only connection.
+   */
   async find(where: Filter, order: Order[], limit: number, offset?: number, sql?: Sql): Promise<T[]> {
     const compiled = compileFilter(where, this.columns);
     // Qualified: in ORDER BY a bare name would mean the select list's alias, the text of an int64 column.
@@ -82,7 +90,7 @@ export class Table<T = Row> {
       .map((o) => `${this.table}.${quoteIdentifier(this.columns.get(o.property)!.name)} ${o.desc ? 'desc' : 'asc'}`)
       .join(', ');
     const rows = await (sql ?? this.store.read).all(
-      `select ${this.selectList} from ${this.table} where ${compiled.sql} order by ${orderBy} limit ? offset ?`,
+      `select ${this.findList} from ${this.table} where ${compiled.sql} order by ${orderBy} limit ? offset ?`,
       [...compiled.params, limit, offset ?? 0],
     );
     return rows.map((r) => this.toRecord(r));
