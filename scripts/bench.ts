@@ -1,19 +1,23 @@
-// npm run bench [-- --quick] [--json FILE]: our server against a hand-written baseline on the same SQLite file,
-// side by side in one run (absolute numbers drift on shared machines; ratios hold).
+// npm run bench [-- --quick] [--json FILE]: our server against two hand-written baselines on the same SQLite
+// file, side by side in one run (absolute numbers drift on shared machines; ratios hold): the floor (minimal Koa
+// and node-sqlite3) and the strong baseline (Fastify and better-sqlite3, what a strong engineer would write).
 import { spawn, spawnSync, type ChildProcess } from 'node:child_process';
 import { mkdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import autocannon from 'autocannon';
+import Database from 'better-sqlite3';
 import { readBootstrap } from '../runtime/bootstrap.js';
 import { TokenIssuer } from '../runtime/issuer.js';
+import { ancestorsOf } from '../runtime/uid.js';
 import { parseCommandLine } from './cli-args.js';
 
 const { values } = parseCommandLine({
   name: 'bench',
   usage: `
 usage: npm run bench [-- --quick] [--json FILE]
-Our server against a hand-written baseline on the same SQLite file, on a fresh data directory in .tmp/bench.
-  --quick       2,000 repos, 2 s per scenario (about a minute); default 10,000 then 100,000 repos, 8 s each
+Our server against two hand-written baselines (the Koa floor and the Fastify strong baseline) on the same
+SQLite file, on a fresh data directory in .tmp/bench: requests/s, latency and CPU microseconds per request.
+  --quick       2,000 repos, 2 s per scenario (a couple of minutes); default 10,000 then 100,000 repos, 8 s each
   --json FILE   where the results go (default .tmp/bench-results.json)`,
   options: { quick: { type: 'boolean', default: false }, json: { type: 'string', default: '.tmp/bench-results.json' } },
 });
@@ -105,7 +109,7 @@ async function load(url: string, s: Scenario, headers: Record<string, string>, o
   });
   if (r.non2xx > 0 || r.errors > 0)
     throw new Error(`${s.name} at ${url}: ${r.non2xx} non-2xx answers, ${r.errors} errors`);
-  return { rps: Math.round(r.requests.average), p50: r.latency.p50, p99: r.latency.p99 };
+  return { rps: Math.round(r.requests.average), p50: r.latency.p50, p99: r.latency.p99, requests: r.requests.total };
 }
 
 /** The five requests each server answers: page 1, a deep page, get, create and patch. */
@@ -141,25 +145,194 @@ async function mixed(url: string, list: string, create: Scenario, headers: Recor
   return { 'list under creates': lists, 'creates beside lists': creates };
 }
 
-/** The ratio of each row, and the table of every scenario, ours against the baseline. */
-function printTable(rows: Record<string, unknown>[]): void {
-  for (const row of rows) {
-    const o = row.ours as { rps: number };
-    const b = row.baseline as { rps: number };
-    row.ratio = Math.round((o.rps / b.rps) * 100) / 100;
-  }
-  const pad = (v: unknown, n: number) => String(v).padStart(n);
-  console.log('');
-  console.log(
-    `${'repos'.padEnd(8)}${'scenario'.padEnd(22)}${pad('ours r/s', 10)}${pad('base r/s', 10)}${pad('ratio', 7)}${pad('ours p50/p99 ms', 17)}${pad('base p50/p99 ms', 17)}`,
-  );
-  for (const r of rows as any[]) {
-    console.log(
-      `${String(r.size).padEnd(8)}${r.scenario.padEnd(22)}${pad(r.ours.rps, 10)}${pad(r.baseline.rps, 10)}${pad(r.ratio, 7)}${pad(`${r.ours.p50}/${r.ours.p99}`, 17)}${pad(`${r.baseline.p50}/${r.baseline.p99}`, 17)}`,
-    );
-  }
+// --- CPU per request, from the kernel's accounting: utime + stime of each server, in clock ticks
+const ticksPerSecond = Number(spawnSync('getconf', ['CLK_TCK'], { encoding: 'utf8' }).stdout.trim()) || 100;
+const usPerTick = 1e6 / ticksPerSecond;
+/** How much of one core others may take during a scenario before its CPU figures are flagged. */
+const othersAllowance = 0.1;
+
+function processTicks(child: ChildProcess): number {
+  const stat = readFileSync(`/proc/${child.pid}/stat`, 'utf8');
+  // Fields after the command name (which may hold spaces): state is field 3, utime 14 and stime 15.
+  const fields = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
+  return Number(fields[11]) + Number(fields[12]);
 }
 
+/** Busy ticks of the whole machine, every core: all but idle and iowait (guest time is inside user). */
+function machineBusyTicks(): number {
+  const [user, nice, system, , , irq, softirq, steal] = readFileSync('/proc/stat', 'utf8')
+    .split('\n')[0]
+    .trim()
+    .split(/\s+/)
+    .slice(1)
+    .map(Number);
+  return user + nice + system + irq + softirq + (steal ?? 0);
+}
+
+const benchUs = () => {
+  const u = process.cpuUsage();
+  return u.user + u.system;
+};
+
+/**
+ * Runs a scenario against one server and says how much CPU that server spent on it, and how much of a core
+ * processes other than the servers and this one (autocannon) took meanwhile: CPU they take is CPU the
+ * measured server could not have, so the figures of that scenario are suspect.
+ */
+async function measure<T>(servers: ChildProcess[], server: ChildProcess, run: () => Promise<T>) {
+  const allTicks = () => servers.reduce((n, c) => n + processTicks(c), 0);
+  const before = { server: processTicks(server), all: allTicks(), bench: benchUs(), machine: machineBusyTicks() };
+  const t0 = performance.now();
+  const result = await run();
+  const wallUs = (performance.now() - t0) * 1000;
+  const serverUs = (processTicks(server) - before.server) * usPerTick;
+  const accountedUs = (allTicks() - before.all) * usPerTick + (benchUs() - before.bench);
+  const othersCores = ((machineBusyTicks() - before.machine) * usPerTick - accountedUs) / wallUs;
+  return { result, serverUs, othersCores };
+}
+
+type Name = 'ours' | 'baseline' | 'strong';
+const labels: Record<Name, string> = { ours: 'ours', baseline: 'floor', strong: 'strong' };
+interface Server {
+  name: Name;
+  url: string;
+  child: ChildProcess;
+}
+interface Run {
+  list: string;
+  target: string;
+  folder: string;
+  auth: Record<string, string>;
+  size: number;
+  servers: Server[];
+  warnings: string[];
+}
+
+/** Every scenario against one server, each with the CPU it cost that server per request. */
+async function runServer(server: Server, deepPageToken: string, run: Run) {
+  const children = run.servers.map((s) => s.child);
+  const label = `${run.size} repos, ${labels[server.name]}`;
+  const note = (scenario: string, othersCores: number) => {
+    if (othersCores <= othersAllowance) return;
+    const line = `warning: ${label}, ${scenario}: other processes took ${othersCores.toFixed(2)} of a core; its figures are suspect`;
+    run.warnings.push(line);
+    say(line);
+  };
+  const scenarios = scenariosOf(run.list, deepPageToken, run.target, run.folder);
+  const results: Record<string, object> = {};
+  for (const s of scenarios) {
+    say(`${label}: ${s.name}`);
+    const m = await measure(children, server.child, () => load(server.url, s, run.auth));
+    results[s.name] = { ...m.result, cpuUs: Math.round(m.serverUs / m.result.requests) };
+    note(s.name, m.othersCores);
+  }
+  say(`${label}: lists under creates`);
+  const create = scenarios.find((s) => s.name === 'create')!;
+  const m = await measure(children, server.child, () => mixed(server.url, run.list, create, run.auth));
+  // The two loads share the server: its CPU is spread over the requests of both.
+  const served = Object.values(m.result).reduce((n, r) => n + r.requests, 0);
+  for (const [scenario, r] of Object.entries(m.result))
+    results[scenario] = { ...r, cpuUs: Math.round(m.serverUs / served) };
+  note('lists under creates', m.othersCores);
+  return results;
+}
+
+/**
+ * The floor's creates do not keep the per-scope counts (runtime/scope-counts.ts) that ours and the strong
+ * baseline keep and read: after the floor has run, the scopes its creates touched (parent and above) are
+ * counted again from the rows, so every server's totalCount stays exact on the shared file.
+ */
+function recountAfterFloor(databaseFile: string, parent: string): void {
+  const db = new Database(databaseFile);
+  db.pragma('busy_timeout = 10000');
+  const below = db.prepare<[string, string], { n: number }>(
+    'select count(*) as n from repos where uid > ? and uid < ?',
+  );
+  const set = db.prepare(
+    "insert into scope_counts (collection, scope, below, children) values ('repos', ?, ?, ?) " +
+      'on conflict (collection, scope) do update set below = excluded.below, children = excluded.children',
+  );
+  const children = db.prepare<[string], { n: number }>('select count(*) as n from repos where parent_uid = ?');
+  const roots = db.prepare<[], { n: number }>('select count(*) as n from repos where parent_uid is null');
+  const all = db.prepare<[], { n: number }>('select count(*) as n from repos');
+  db.transaction(() => {
+    set.run('', all.get()!.n, roots.get()!.n);
+    for (const scope of [parent, ...ancestorsOf(parent)])
+      set.run(scope, below.get(`${scope}/`, `${scope}0`)!.n, children.get(scope)!.n);
+  })();
+  db.close();
+}
+
+/** Where two JSON texts first differ, with some text around it on each side. */
+function firstDifference(a: string, b: string): string {
+  let i = 0;
+  while (i < a.length && a[i] === b[i]) i++;
+  const around = (t: string) => t.slice(Math.max(0, i - 60), i + 60);
+  return `at character ${i}:\n    ours:  …${around(a)}…\n    other: …${around(b)}…`;
+}
+
+/** The baselines must answer what ours answers, or the comparison means nothing. */
+async function checkSameAnswers(
+  call: (url: string, method: string, path: string) => Promise<any>,
+  run: Run,
+): Promise<void> {
+  const answers = async (url: string) => {
+    const page = await call(url, 'GET', run.list);
+    return {
+      get: JSON.stringify(await call(url, 'GET', `/registry/v2/repos/${run.target}`)),
+      'list page 1 (repos and totalCount)': JSON.stringify({ repos: page.repos, totalCount: page.totalCount }),
+    };
+  };
+  const [ours, ...others] = run.servers;
+  const want = await answers(ours.url);
+  for (const other of others) {
+    const got = await answers(other.url);
+    for (const [what, text] of Object.entries(want)) {
+      const theirs = got[what as keyof typeof got];
+      if (theirs !== text)
+        throw new Error(
+          `the ${labels[other.name]} baseline answers ${what} differently from ours ${firstDifference(text, theirs)}`,
+        );
+    }
+  }
+  say(`${run.size} repos: both baselines answer get and list page 1 with the same JSON as ours`);
+}
+
+const ratio = (a: number, b: number) => Math.round((a / b) * 100) / 100;
+
+/** The table of every scenario: requests/s, ours against each baseline, CPU per request and latency. */
+function printTable(rows: Record<string, any>[]): void {
+  for (const row of rows) {
+    row.ratio = ratio(row.ours.rps, row.baseline.rps);
+    row.ratioStrong = ratio(row.ours.rps, row.strong.rps);
+  }
+  const pad = (v: unknown, n: number) => String(v).padStart(n);
+  const names: Name[] = ['ours', 'baseline', 'strong'];
+  console.log('');
+  console.log(
+    'repos'.padEnd(7) +
+      'scenario'.padEnd(21) +
+      names.map((n) => pad(`${labels[n]} r/s`, 11)).join('') +
+      pad('o/floor', 8) +
+      pad('o/strong', 9) +
+      names.map((n) => pad(`${labels[n]} µs`, 10)).join('') +
+      names.map((n) => pad(`${labels[n]} p50/p99`, 16)).join(''),
+  );
+  for (const r of rows) {
+    console.log(
+      String(r.size).padEnd(7) +
+        r.scenario.padEnd(21) +
+        names.map((n) => pad(r[n].rps, 11)).join('') +
+        pad(r.ratio, 8) +
+        pad(r.ratioStrong, 9) +
+        names.map((n) => pad(r[n].cpuUs, 10)).join('') +
+        names.map((n) => pad(`${r[n].p50}/${r[n].p99}`, 16)).join(''),
+    );
+  }
+  console.log('r/s: requests per second; µs: CPU microseconds of the server per request (utime + stime)');
+}
+
+/** Groups, folders, repos and tags through our server and the import, then every server against them. */
 async function main(): Promise<void> {
   rmSync(work, { recursive: true, force: true });
   mkdirSync(work, { recursive: true });
@@ -191,9 +364,17 @@ async function main(): Promise<void> {
   };
   const folder = (await call(ours.url, 'POST', `/iam/v2/groups/${organization}`, { name: 'folder' })).uid;
   const leaf = (await call(ours.url, 'POST', `/iam/v2/groups/${folder}`, { name: 'leaf' })).uid;
-  const baseline = await start(['scripts/bench/baseline.ts'], { DATABASE_FILE: join(dataDir, 'platform.sqlite') });
+  const databaseFile = { DATABASE_FILE: join(dataDir, 'platform.sqlite') };
+  const baseline = await start(['scripts/bench/baseline.ts'], databaseFile);
+  const strong = await start(['scripts/bench/strong-baseline.ts'], { ...databaseFile, ...env });
+  const servers: Server[] = [
+    { name: 'ours', ...ours },
+    { name: 'baseline', ...baseline },
+    { name: 'strong', ...strong },
+  ];
 
   const rows: Record<string, unknown>[] = [];
+  const warnings: string[] = [];
   let loaded = 0;
   for (const size of sizes) {
     say(`loading ${size} repos under ${leaf} through npm run import`);
@@ -210,37 +391,29 @@ async function main(): Promise<void> {
     const deepToken = async (url: string) =>
       (await call(url, 'GET', `${list}&skip=${Math.floor(size / 2)}`)).nextPageToken as string;
     const target = (await call(ours.url, 'GET', `${list}&skip=${Math.floor(size / 3)}`)).repos[0].uid;
-    for (const [name, base] of [
-      ['ours', ours.url],
-      ['baseline', baseline.url],
-    ] as const) {
-      const scenarios = scenariosOf(list, await deepToken(base), target, folder);
-      const results: Record<string, unknown> = {};
-      for (const s of scenarios) {
-        say(`${size} repos, ${name}: ${s.name}`);
-        results[s.name] = await load(base, s, auth);
-      }
-      say(`${size} repos, ${name}: lists under creates`);
-      const create = scenarios.find((s) => s.name === 'create')!;
-      Object.assign(results, await mixed(base, list, create, auth));
+    const run: Run = { list, target, folder, auth, size, servers, warnings };
+    await checkSameAnswers(call, run);
+    for (const server of servers) {
+      const results = await runServer(server, await deepToken(server.url), run);
+      if (server.name === 'baseline') recountAfterFloor(databaseFile.DATABASE_FILE, folder);
       for (const [scenario, result] of Object.entries(results)) {
         const row =
           rows.find((x) => x.size === size && x.scenario === scenario) ?? rows[rows.push({ size, scenario }) - 1];
-        row[name] = result;
+        row[server.name] = result;
       }
     }
   }
-  const peak = { ours: peakRssMb(ours.child), baseline: peakRssMb(baseline.child) };
-  await stop(ours.child);
-  await stop(baseline.child);
+  const peak = Object.fromEntries(servers.map((s) => [s.name, peakRssMb(s.child)])) as Record<Name, number>;
+  for (const s of servers) await stop(s.child);
   const cold = await start(['server/main.ts'], env);
   const coldStartMs = Math.round(cold.startedMs);
   await stop(cold.child);
   say(`cold start with ${loaded} repos: ${coldStartMs} ms`);
 
   printTable(rows);
+  for (const line of warnings) console.log(line);
   console.log(
-    `generate ${generateMs} ms; cold start ${coldStartMs} ms; peak RSS ours ${peak.ours} MB, baseline ${peak.baseline} MB`,
+    `generate ${generateMs} ms; cold start ${coldStartMs} ms; peak RSS ours ${peak.ours} MB, floor ${peak.baseline} MB, strong ${peak.strong} MB`,
   );
   const report = {
     date: new Date().toISOString(),
@@ -251,6 +424,7 @@ async function main(): Promise<void> {
     generateMs,
     coldStartMs,
     peakRssMb: peak,
+    warnings,
     rows,
   };
   mkdirSync(join(values.json!, '..'), { recursive: true });

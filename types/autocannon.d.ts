@@ -12,6 +12,8 @@ declare module 'autocannon' {
     average: number;
     p50: number;
     p99: number;
+    /** of requests: how many completed */
+    total: number;
   }
   interface Result {
     requests: Histogram;
