@@ -255,11 +255,13 @@ function recountAfterFloor(databaseFile: string, parent: string): void {
   const children = db.prepare<[string], { n: number }>('select count(*) as n from repos where parent_uid = ?');
   const roots = db.prepare<[], { n: number }>('select count(*) as n from repos where parent_uid is null');
   const all = db.prepare<[], { n: number }>('select count(*) as n from repos');
+  // IMMEDIATE: the write lock first (waiting for the floor's last creates), so that no write can come between
+  // the counts read and the counts written.
   db.transaction(() => {
     set.run('', all.get()!.n, roots.get()!.n);
     for (const scope of [parent, ...ancestorsOf(parent)])
       set.run(scope, below.get(`${scope}/`, `${scope}0`)!.n, children.get(scope)!.n);
-  })();
+  }).immediate();
   db.close();
 }
 
