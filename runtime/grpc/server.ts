@@ -57,10 +57,11 @@ function maskToJson(type: protobuf.Type, mask: string): string {
 }
 
 async function principalOf(metadata: grpc.Metadata, authenticate: GrpcOptions['authenticate']): Promise<Principal> {
-  const values = metadata.get('authorization');
-  if (values.length === 0) return {};
-  const m = /^Bearer +([^\s]+) *$/i.exec(String(values[0]));
-  if (values.length > 1 || !m) throw unauthenticated('the authorization metadata must be one "Bearer <token>"');
+  // Node's HTTP/2 keeps the first of repeated values, as its HTTP/1.1 does: the same caller on both.
+  const [value] = metadata.get('authorization');
+  if (value === undefined) return {};
+  const m = /^Bearer +([^\s]+) *$/i.exec(String(value));
+  if (!m) throw unauthenticated('the authorization metadata must be "Bearer <token>"');
   return authenticate(m[1]);
 }
 
