@@ -2,7 +2,7 @@
 // file, side by side in one run (absolute numbers drift on shared machines; ratios hold): the floor (minimal Koa
 // and node-sqlite3) and the strong baseline (Fastify and better-sqlite3, what a strong engineer would write).
 import { spawn, spawnSync, type ChildProcess } from 'node:child_process';
-import { mkdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { mkdirSync, readFileSync, rmSync, statSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import autocannon from 'autocannon';
 import Database from 'better-sqlite3';
@@ -14,15 +14,30 @@ import { parseCommandLine } from './cli-args.js';
 const { values } = parseCommandLine({
   name: 'bench',
   usage: `
-usage: npm run bench [-- --quick] [--json FILE]
+usage: npm run bench [-- --quick] [--repos N,N...] [--json FILE]
 Our server against two hand-written baselines (the Koa floor and the Fastify strong baseline) on the same
 SQLite file, on a fresh data directory in .tmp/bench: requests/s, latency and CPU microseconds per request.
   --quick       2,000 repos, 2 s per scenario (a couple of minutes); default 10,000 then 100,000 repos, 8 s each
+  --repos N,... the sizes to load and measure, ascending (e.g. 1000000 for the scale run; loading takes minutes)
   --json FILE   where the results go (default .tmp/bench-results.json)`,
-  options: { quick: { type: 'boolean', default: false }, json: { type: 'string', default: '.tmp/bench-results.json' } },
+  options: {
+    quick: { type: 'boolean', default: false },
+    repos: { type: 'string' },
+    json: { type: 'string', default: '.tmp/bench-results.json' },
+  },
 });
 const quick = values.quick!;
-const sizes = quick ? [2000] : [10_000, 100_000];
+const sizes = values.repos
+  ? values.repos.split(',').map((n) => {
+      if (!/^\d+$/.test(n) || Number(n) < 100) {
+        console.error(`bench: --repos takes sizes of at least 100, comma-separated, ascending; got "${n}"`);
+        process.exit(2);
+      }
+      return Number(n);
+    })
+  : quick
+    ? [2000]
+    : [10_000, 100_000];
 const seconds = quick ? 2 : 8;
 const connections = 10;
 const work = join(process.cwd(), '.tmp', 'bench');
@@ -380,7 +395,13 @@ async function main(): Promise<void> {
   let loaded = 0;
   for (const size of sizes) {
     say(`loading ${size} repos under ${leaf} through npm run import`);
+    const loadStarted = performance.now();
     importRepos(leaf, loaded, size - loaded);
+    const loadSeconds = (performance.now() - loadStarted) / 1000;
+    const megabytes = (statSync(join(dataDir, 'platform.sqlite')).size / 1024 / 1024).toFixed(0);
+    say(
+      `loaded ${size - loaded} repos in ${loadSeconds.toFixed(1)} s (${Math.round((size - loaded) / loadSeconds)} repos/s); database ${megabytes} MB`,
+    );
     loaded = size;
     if (rows.length === 0) {
       const some = (await call(ours.url, 'GET', `/registry/v2/repos?uidp.children_of=${leaf}&page_size=100`)).repos;
