@@ -11,7 +11,8 @@ import type {
 } from '../runtime/model.js';
 import { filterField } from '../runtime/model.js';
 import type { RpcKind, RpcRoute } from '../runtime/grpc/rpc.js';
-import { parentField, snakeCase } from './spec-proto.js';
+import { lowerCamelCase as lowerCamel, snakeCase } from '../runtime/field-names.js';
+import { parentField } from './spec-proto.js';
 
 export interface ProtoFieldDecl {
   name: string;
@@ -60,7 +61,6 @@ const scalars: Partial<Record<FieldModel['type'], string>> = {
   duration: 'google.protobuf.Duration',
 };
 const pascal = (s: string) => s[0].toUpperCase() + s.slice(1);
-const lowerCamel = (s: string) => s.replace(/_([a-z0-9])/g, (_, c: string) => c.toUpperCase());
 
 /** The full name of a type the spec names: a full name as it is, else relative to the package. */
 function resolve(pkg: string, name: string): string {

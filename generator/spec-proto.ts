@@ -1,4 +1,5 @@
 // The gRPC declarations of the spec: `proto: 3` shorthands become ProtoFieldModels, and what they name is checked.
+import { snakeCase } from '../runtime/field-names.js';
 import type { ApiModel, FieldModel, ProtoFieldModel, ProtoOperationModel, ResourceModel } from '../runtime/model.js';
 
 export type RawProtoField = number | ProtoFieldModel;
@@ -29,8 +30,6 @@ export function normalizeOperation(p: ProtoOperationModel | undefined): ProtoOpe
   const response = normalizeRequest(p.response as Record<string, RawProtoField> | undefined);
   return { ...p, ...(request ? { request } : {}), ...(response ? { response } : {}) };
 }
-
-export const snakeCase = (name: string): string => name.replace(/[A-Z]/g, (c) => `_${c.toLowerCase()}`);
 
 /** The list parameters a list request message may carry, by proto name. */
 export function listParameters(r: ResourceModel): Set<string> {

@@ -5,6 +5,7 @@ import type { Principal } from '../authorization.js';
 import { invalidArgument } from '../errors.js';
 import type { EndpointModel, ResourceModel } from '../model.js';
 import type { Call, EndpointHandler, Operations, Present, Prepare } from '../operations.js';
+import { snakeCase } from '../field-names.js';
 import type { Row } from '../records.js';
 import { checkUidParams } from '../route-operations.js';
 import type { RpcRoute } from './rpc.js';
@@ -27,8 +28,6 @@ export interface RpcOperations {
   subresourceUpdate(r: ResourceModel, route: RpcRoute, name: string): RpcMethod;
   endpoint(e: EndpointModel, route: RpcRoute, handler: EndpointHandler): RpcMethod;
 }
-
-const snakeCase = (name: string) => name.replace(/[A-Z]/g, (c) => `_${c.toLowerCase()}`);
 
 /** The request as the pipeline takes it. */
 export function callOf(route: RpcRoute, request: Row, principal: Principal): Call {

@@ -2,9 +2,8 @@
 // JSON as HTTP's (JSON names, RFC 3339 timestamps, int64 as strings, enum names), so gRPC adds no second shape.
 import protobuf from 'protobufjs';
 import { invalidArgument } from '../errors.js';
+import { lowerCamelCase as lowerCamel } from '../field-names.js';
 import type { Row } from '../records.js';
-
-const lowerCamel = (s: string) => s.replace(/_([a-z0-9])/g, (_, c: string) => c.toUpperCase());
 
 /** The JSON name of a field: its json_name, else the lowerCamelCase of its name. */
 export function jsonName(f: protobuf.Field): string {
