@@ -13,6 +13,7 @@ import type {
   LookupIdentityResponse,
 } from '../generated/routes.js';
 import type { RoleBindingResource } from '../generated/types.js';
+import { and, equal, matching, oneOf, type Property } from '../runtime/condition.js';
 import { failedPrecondition, invalidArgument, notFound } from '../runtime/errors.js';
 import { parseListRequest } from '../runtime/list-request.js';
 import { now } from '../runtime/records.js';
@@ -29,7 +30,10 @@ async function byUid<C extends 'identities' | 'groups' | 'roles'>(
 ): Promise<Map<string, RecordTypes[C]>> {
   const unique = [...new Set(uids.filter(Boolean))];
   if (unique.length === 0) return new Map();
-  const records = await context.resources.tableOf(collection).find({ uid: { $in: unique } }, byUidOrder, -1);
+  // Every record has a uid; the compiler cannot see that through the generic collection.
+  const records = await context.resources
+    .tableOf(collection)
+    .find(oneOf('uid' as Property<RecordTypes[C]>, unique), byUidOrder, -1);
   return new Map(records.map((r) => [r.uid, r]));
 }
 
@@ -69,7 +73,7 @@ export const iam: Omit<IamHandlers, 'register'> = {
     const [keyId, secret] = request.body.code.split('.');
     const caller = context.principal.subject!;
     return context.write(async (writes) => {
-      const [invite] = keyId && secret ? await writes.find('groupInvites', { keyId }, 1) : [];
+      const [invite] = keyId && secret ? await writes.find('groupInvites', equal('keyId', keyId), 1) : [];
       const stored = invite?.codeHash ? Buffer.from(invite.codeHash, 'hex') : Buffer.alloc(0);
       const given = secret ? hashOf(secret) : Buffer.alloc(32);
       if (!invite || stored.length !== given.length || !timingSafeEqual(stored, given))
@@ -85,7 +89,11 @@ export const iam: Omit<IamHandlers, 'register'> = {
       }
       const group = invite.parentUid!;
       const { roleUid } = invite;
-      let [binding] = await writes.find('roleBindings', { parentUid: group, identityUid: caller, roleUid }, 1);
+      let [binding] = await writes.find(
+        'roleBindings',
+        matching({ parentUid: group, identityUid: caller, roleUid }),
+        1,
+      );
       if (!binding) {
         const time = now();
         binding = {
@@ -117,7 +125,10 @@ export const iam: Omit<IamHandlers, 'register'> = {
       if (!(await writes.get('groups', request.group))) throw notFound(groups.type, request.group);
       const time = now();
       for (const docId of documentIds) {
-        if ((await writes.find('termsAcceptances', { parentUid: request.group, docId, acceptedBy }, 1)).length > 0)
+        if (
+          (await writes.find('termsAcceptances', matching({ parentUid: request.group, docId, acceptedBy }), 1)).length >
+          0
+        )
           continue;
         await writes.insert('termsAcceptances', {
           uid: newChildUid(request.group),
@@ -139,7 +150,7 @@ export const iam: Omit<IamHandlers, 'register'> = {
     const r = context.model.resources.termsAcceptances;
     const page = await context.resources
       .readsOf('termsAcceptances')
-      .list(parseListRequest(request, r), [{ parentUid: { $in: [request.group, ...ancestorsOf(request.group)] } }]);
+      .list(parseListRequest(request, r), [oneOf('parentUid', [request.group, ...ancestorsOf(request.group)])]);
     return {
       termsAcceptances: page.items.map((a) => ({
         acceptedBy: a.acceptedBy,
@@ -158,7 +169,11 @@ export const iam: Omit<IamHandlers, 'register'> = {
     const identities = context.model.resources.identities;
     const [found] = await context.resources
       .tableOf('identities')
-      .find({ claimMatch: { issuer: request.issuer, subject: request.subject } }, byUidOrder, 1);
+      .find(
+        and(equal('claimMatch.issuer', request.issuer), equal('claimMatch.subject', request.subject)),
+        byUidOrder,
+        1,
+      );
     if (!found) throw notFound(identities.type, `${request.issuer} ${request.subject}`);
     return { uid: found.uid };
   },

@@ -1,4 +1,5 @@
 // Artifact counts per ecosystem.
+import { equal } from '../runtime/condition.js';
 import type { GetArtifactCountRequest, GetArtifactCountResponse, LibrariesHandlers } from '../generated/routes.js';
 
 export const libraries: LibrariesHandlers = {
@@ -6,7 +7,7 @@ export const libraries: LibrariesHandlers = {
     const artifacts = context.resources.tableOf('artifacts');
     const counts: GetArtifactCountResponse['counts'] = [];
     for (const ecosystem of [...new Set(request.ecosystems)].sort()) {
-      counts.push({ ecosystem, totalCount: String(await artifacts.count({ ecosystem })) });
+      counts.push({ ecosystem, totalCount: String(await artifacts.count(equal('ecosystem', ecosystem))) });
     }
     return { counts };
   },

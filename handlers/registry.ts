@@ -6,6 +6,7 @@ import type {
   GetSizeResponse,
   RegistryHandlers,
 } from '../generated/routes.js';
+import { matching } from '../runtime/condition.js';
 import { invalidArgument, notFound } from '../runtime/errors.js';
 import type { HandlerContext } from '../runtime/route-operations.js';
 import type { ImageRecord } from '../generated/types.js';
@@ -13,7 +14,7 @@ import type { ImageRecord } from '../generated/types.js';
 async function findImage(repoUid: string, digest: string, context: HandlerContext): Promise<ImageRecord> {
   const [image] = await context.resources
     .tableOf('images')
-    .find({ parentUid: repoUid, digest }, [{ property: 'uid', desc: false }], 1);
+    .find(matching({ parentUid: repoUid, digest }), [{ property: 'uid', desc: false }], 1);
   if (!image) throw notFound(context.model.resources.images.type, `${repoUid}@${digest}`);
   return image;
 }

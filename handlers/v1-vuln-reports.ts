@@ -14,7 +14,7 @@ import { invalidArgument, notFound, type FieldViolation } from '../runtime/error
 import { parseListRequest } from '../runtime/list-request.js';
 import type { HandlerContext } from '../runtime/operations.js';
 import { canonicalTimestamp, type Row } from '../runtime/records.js';
-import type { Where } from '../runtime/resources.js';
+import { equal, oneOf, range, type Condition } from '../runtime/condition.js';
 import { parentOf } from '../runtime/uid.js';
 
 const severities = ['CRITICAL', 'HIGH', 'MEDIUM', 'LOW', 'NEGLIGIBLE', 'UNKNOWN'] as const;
@@ -114,7 +114,7 @@ function countReport(report: Row, repoName: string): Row {
 }
 
 /** Every report matching, newest first, of those the caller may see. */
-async function allReports({ model, resources, visible }: HandlerContext, query: Row, scope: Where[]) {
+async function allReports({ model, resources, visible }: HandlerContext, query: Row, scope: Condition[]) {
   const req = parseListRequest({ ...query, order_by: 'created_at desc' }, model.resources.vulnReports);
   return resources.readsOf('vulnReports').listAll(req, [...visible, ...scope]);
 }
@@ -124,7 +124,7 @@ export const vulnReports: Pick<RegistryHandlers, 'getVulnReport' | 'listVulnRepo
   async getVulnReport({ uid: repo, digest }, { model, resources }) {
     const reports = model.resources.vulnReports;
     const req = parseListRequest({ digest, order_by: 'created_at desc', page_size: 1 }, reports);
-    const [latest] = (await resources.readsOf('vulnReports').list(req, [{ parentUid: repo }])).items;
+    const [latest] = (await resources.readsOf('vulnReports').list(req, [equal('parentUid', repo)])).items;
     if (!latest) throw notFound(reports.type, `${repo} ${digest}`);
     return tenantReport(latest) as GetVulnReportResponse;
   },
@@ -132,13 +132,13 @@ export const vulnReports: Pick<RegistryHandlers, 'getVulnReport' | 'listVulnRepo
   async listVulnReports(request, context) {
     const q = readTimestamps(request, ['scanner.dbBuildTime', 'createdSince']);
     if (!q.repoId && !q.digest) throw invalidArgument([{ field: 'repoId', description: 'give repoId or digest' }]);
-    const scanner = Object.fromEntries(
-      (['name', 'version', 'dbBuildTime'] as const).filter((k) => q[`scanner.${k}`]).map((k) => [k, q[`scanner.${k}`]]),
-    );
-    const scope: Where[] = [
+    const scanner = (['name', 'version', 'dbBuildTime'] as const)
+      .filter((k) => q[`scanner.${k}`])
+      .map((k) => equal(`scanner.${k}`, q[`scanner.${k}`]!));
+    const scope: Condition[] = [
       // A digest names one image wherever it is; it takes precedence over the repo, and the tag is then ignored.
-      ...(q.digest ? [] : [{ parentUid: q.repoId }]),
-      ...(Object.keys(scanner).length > 0 ? [{ scanner }] : []),
+      ...(q.digest ? [] : [equal('parentUid', q.repoId ?? null)]),
+      ...scanner,
     ];
     const query = q.digest
       ? { digest: q.digest, createdSince: q.createdSince }
@@ -149,16 +149,23 @@ export const vulnReports: Pick<RegistryHandlers, 'getVulnReport' | 'listVulnRepo
   async countVulnReports(request, context) {
     const q = readTimestamps(request, ['from', 'to']);
     const repos = context.resources.tableOf('repos');
-    const named = q.repo ? await repos.find({ name: q.repo }, [{ property: 'uid', desc: false }], -1) : undefined;
+    const named = q.repo ? await repos.find(equal('name', q.repo), [{ property: 'uid', desc: false }], -1) : undefined;
     if (named?.length === 0) return { items: [] };
-    const scope: Where[] = [
-      ...(named ? [{ parentUid: { $in: named.map((r) => r.uid) } }] : []),
-      ...(q.to ? [{ createTime: { $lte: q.to } }] : []),
+    const scope: Condition[] = [
+      ...(named
+        ? [
+            oneOf(
+              'parentUid',
+              named.map((r) => r.uid),
+            ),
+          ]
+        : []),
+      ...(q.to ? [range('createTime', { lte: q.to })] : []),
     ];
     const found = await allReports(context, { tag: q.tag, createdSince: q.from }, scope);
     const parents = [...new Set(found.map((r) => parentOf(r.uid)!))];
     const names = new Map(
-      (named ?? (await repos.find({ uid: { $in: parents } }, [{ property: 'uid', desc: false }], -1))).map((r) => [
+      (named ?? (await repos.find(oneOf('uid', parents), [{ property: 'uid', desc: false }], -1))).map((r) => [
         r.uid,
         r.name,
       ]),

@@ -1,5 +1,6 @@
 // Who is calling, and whether they hold an operation's capabilities at a scope. A role binding grants its
 // role's capabilities in its group and every group below, within the scope of the bound identity.
+import { equal, isNull, oneOf, or, range, type Condition } from './condition.js';
 import { failedPrecondition, invalidArgument, permissionDenied, unauthenticated } from './errors.js';
 import type { ApiModel, Capability, ResourceModel } from './model.js';
 import { groupOf } from './outbox.js';
@@ -12,8 +13,6 @@ export interface Principal {
   /** Identity uid from a verified token of an identity that exists; absent for an anonymous caller. */
   subject?: string;
 }
-
-type Where = Record<string, unknown>;
 
 /** Whether records of r live in the group tree (groups, and everything whose parent chain reaches a group). */
 export function isGroupScoped(model: ApiModel, r: ResourceModel): boolean {
@@ -110,14 +109,12 @@ export class Policy {
     const scope = (identity.parentUid as string | null) ?? undefined;
     const bindings = await this.resources
       .table(roleBindings.type)
-      .find({ identityUid: subject }, [{ property: 'uid', desc: false }], -1);
+      .find(equal('identityUid', subject), [{ property: 'uid', desc: false }], -1);
     const roleUids = [...new Set(bindings.map((b) => b.roleUid as string))];
     const roleRows =
       roleUids.length === 0
         ? []
-        : await this.resources
-            .table(roles.type)
-            .find({ uid: { $in: roleUids } }, [{ property: 'uid', desc: false }], -1);
+        : await this.resources.table(roles.type).find(oneOf('uid', roleUids), [{ property: 'uid', desc: false }], -1);
     const capsOf = new Map(roleRows.map((r) => [r.uid as string, (r.capabilities as string[] | null) ?? []]));
     const byGroup = new Map<string, Set<string>>();
     for (const b of bindings) {
@@ -246,7 +243,7 @@ export class Policy {
   private async requireIdentityGrants(principal: Principal, sql: Sql, identityUid: string): Promise<void> {
     const bindings = await this.resources
       .table(this.model.resources.roleBindings.type)
-      .find({ identityUid }, [{ property: 'uid', desc: false }], -1, 0, sql);
+      .find(equal('identityUid', identityUid), [{ property: 'uid', desc: false }], -1, 0, sql);
     for (const b of bindings) await this.requireRole(principal, sql, b.roleUid as string, b.parentUid as string);
   }
 
@@ -267,7 +264,7 @@ export class Policy {
         if (!f.grantsRole) continue;
         const rows = await this.resources
           .table(other.type)
-          .find({ [name]: roleUid }, [{ property: 'uid', desc: false }], -1, 0, sql);
+          .find(equal(name, roleUid), [{ property: 'uid', desc: false }], -1, 0, sql);
         for (const row of rows) {
           const g = this.appliesAt(other, row);
           if (g !== undefined) groups.add(g);
@@ -287,7 +284,7 @@ export class Policy {
     capability: Capability,
     r: ResourceModel,
     confinedTo?: string,
-  ): Promise<Where[] | undefined> {
+  ): Promise<Condition[] | undefined> {
     const visible = await this.visibleScopes(principal, capability, r, confinedTo);
     return visible && visibleWhere(visible);
   }
@@ -315,9 +312,9 @@ export class Policy {
 export type Visible = { all: true } | { all: false; groups: string[]; publicRootRecords: boolean };
 
 /** The conditions that confine a query to what is visible. */
-export function visibleWhere(visible: Visible): Where[] {
+export function visibleWhere(visible: Visible): Condition[] {
   if (visible.all) return [];
-  const anyOf: Where[] = visible.groups.flatMap((g) => [{ uid: g }, { uid: descendantRange(g) }]);
-  if (visible.publicRootRecords) anyOf.push({ parentUid: null });
-  return [{ $or: anyOf }];
+  const anyOf: Condition[] = visible.groups.flatMap((g) => [equal('uid', g), range('uid', descendantRange(g))]);
+  if (visible.publicRootRecords) anyOf.push(isNull('parentUid'));
+  return [or(...anyOf)];
 }

@@ -11,7 +11,8 @@ import { capabilityScope, isGroupScoped, visibleWhere, type Policy, type Princip
 import { parseListRequest } from './list-request.js';
 import { operationOf, type ApiModel, type EndpointModel, type ResourceModel, type StandardOperation } from './model.js';
 import type { Row } from './records.js';
-import type { Resources, Where } from './resources.js';
+import type { Resources } from './resources.js';
+import { equal, oneOf, type Condition } from './condition.js';
 import type { Writes } from './writes.js';
 import { check, type Validators } from './validation.js';
 
@@ -34,7 +35,7 @@ export interface Call {
 export interface HandlerContext {
   principal: Principal;
   /** An endpoint that lists a collection: conditions confining reads of it to what the caller may see. */
-  visible: Where[];
+  visible: Condition[];
   resources: Resources;
   model: ApiModel;
   /** Writes in one transaction; writes.recordEvent records the event the served operation declares. */
@@ -60,7 +61,7 @@ export interface ListAnswer {
 }
 
 /** A condition no record meets: what a caller without the capability sees of a listed collection. */
-const nothing: Where = { uid: { $in: [] } };
+const nothing = oneOf('uid', []);
 
 const pagingParameters = ['page_size', 'pageSize', 'page_token', 'pageToken'];
 
@@ -90,7 +91,7 @@ export class Operations {
   }
 
   /** The context of a hand-written step; `event` is the type the served operation declares. */
-  context(principal: Principal, event?: string, visible: Where[] = []): HandlerContext {
+  context(principal: Principal, event?: string, visible: Condition[] = []): HandlerContext {
     return {
       principal,
       visible,
@@ -127,7 +128,7 @@ export class Operations {
     );
     if (!visible) return { items: [], nextPageToken: '', totalCount: '0', skipped: req.skip };
     const { parent } = call.params;
-    const scope = [...visibleWhere(visible), ...(parent !== undefined ? [{ parentUid: parent }] : [])];
+    const scope = [...visibleWhere(visible), ...(parent !== undefined ? [equal('parentUid', parent)] : [])];
     const page = options.whole
       ? { items: await this.resources.listAll(r, req, scope), nextPageToken: '', totalCount: '', skipped: req.skip }
       : await this.resources.list(r, req, scope, { visible, parent });
@@ -196,7 +197,7 @@ export class Operations {
    */
   async endpoint(e: EndpointModel, call: Call, handler: EndpointHandler): Promise<unknown> {
     const listed = e.lists === undefined ? undefined : this.model.resources[e.lists];
-    let visible: Where[] = [];
+    let visible: Condition[] = [];
     if (listed) visible = (await this.policy.visibility(call.principal, e.capability, listed)) ?? [nothing];
     else await this.policy.requireCapability(call.principal, e.capability, e.scope ? call.params[e.scope] : undefined);
     this.validate('query', e.listQuery ? `${e.lists}.list` : `${e.domain}.${e.name}.query`, call.query);

@@ -19,13 +19,23 @@ import { groupOf, outboxEntity, outboxRow, type NewEvent } from './outbox.js';
 import type { WriteGuard } from './authorization.js';
 import { Writes, type DeclaredEvent } from './writes.js';
 import { together, type Sql } from './sql.js';
-import { containsPattern } from './sql-filter.js';
+import {
+  and,
+  contains,
+  equal,
+  everything,
+  isNull,
+  notNull,
+  oneOf,
+  or,
+  range,
+  type Condition,
+  type Value,
+} from './condition.js';
 import type { Store } from './store.js';
 import { Table, type Order } from './table.js';
 import { ancestorsOf, descendantRange, isUidPath, newChildUid, newRootUid, within } from './uid.js';
 import { scopeTotal, type ListScope } from './total-count.js';
-
-export type Where = Record<string, unknown>;
 
 /** Who writes, and the steps a create or update runs in its transaction. */
 export interface WriteOptions {
@@ -51,61 +61,62 @@ function checkUid(uid: string, field: string): void {
     ]);
 }
 
-function hierarchyWhere(req: ListRequest): Where[] {
+function hierarchyWhere(req: ListRequest): Condition[] {
   const h = req.hierarchy;
-  const where: Where[] = [];
+  const where: Condition[] = [];
   if (h.descendantsOf) {
     checkUid(h.descendantsOf, 'uidp.descendants_of');
-    where.push({ uid: descendantRange(h.descendantsOf) });
+    where.push(range('uid', descendantRange(h.descendantsOf)));
   }
   if (h.childrenOf) {
     checkUid(h.childrenOf, 'uidp.children_of');
-    where.push({ parentUid: h.childrenOf });
+    where.push(equal('parentUid', h.childrenOf));
   }
   if (h.ancestorsOf) {
     checkUid(h.ancestorsOf, 'uidp.ancestors_of');
-    where.push({ uid: { $in: ancestorsOf(h.ancestorsOf) } });
+    where.push(oneOf('uid', ancestorsOf(h.ancestorsOf)));
   }
-  if (h.inRoot) where.push({ parentUid: null });
-  if (h.ids) where.push({ uid: { $in: h.ids } });
+  if (h.inRoot) where.push(isNull('parentUid'));
+  if (h.ids) where.push(oneOf('uid', h.ids));
   return where;
 }
 
-function filterWhere(req: ListRequest): Where[] {
+/** A filter's value, as validated against its field's schema: scalars, or a list of them for anyOf. */
+const scalar = (value: unknown) => value as Value;
+
+function filterWhere(req: ListRequest): Condition[] {
   return req.filters.map(({ filter, value }) => {
     const property = filter.field === 'parent' ? 'parentUid' : filter.field!;
     switch (filter.match) {
       case 'exact':
-        return { [property]: value };
+        return equal(property, scalar(value));
       case 'anyOf':
-        return { [property]: { $in: value } };
+        return oneOf(property, value as Value[]);
       case 'contains':
-        return { [property]: { $like: containsPattern(String(value)) } };
+        return contains(property, String(value));
       case 'atLeast':
-        return { [property]: { $gte: value } };
+        return range(property, { gte: scalar(value) });
       case 'atMost':
-        return { [property]: { $lte: value } };
+        return range(property, { lte: scalar(value) });
       case 'set': {
         const field = filter.fields![String(value)];
-        return field ? { [field]: { $ne: null } } : {};
+        return field ? notNull(field) : everything();
       }
     }
   });
 }
 
 /** Rows strictly after the cursor in (field, uid) order; SQLite puts NULLs first ascending, last descending. */
-function afterCursor(field: string, desc: boolean, c: Cursor): Where {
-  const beyond = desc ? '$lt' : '$gt';
-  if (field === 'uid') return { uid: { [beyond]: c.uid } };
+function afterCursor(field: string, desc: boolean, c: Cursor): Condition {
+  const beyond = (property: string, value: Value) => range(property, desc ? { lt: value } : { gt: value });
+  if (field === 'uid') return beyond('uid', c.uid);
   if (c.key === null) {
     return desc
-      ? { [field]: null, uid: { $lt: c.uid } }
-      : { $or: [{ [field]: { $ne: null } }, { [field]: null, uid: { $gt: c.uid } }] };
+      ? and(isNull(field), range('uid', { lt: c.uid }))
+      : or(notNull(field), and(isNull(field), range('uid', { gt: c.uid })));
   }
-  const tie = { [field]: c.key, uid: { [beyond]: c.uid } };
-  return desc
-    ? { $or: [{ [field]: { $lt: c.key } }, { [field]: null }, tie] }
-    : { $or: [{ [field]: { $gt: c.key } }, tie] };
+  const tie = and(equal(field, c.key), beyond('uid', c.uid));
+  return desc ? or(range(field, { lt: c.key }), isNull(field), tie) : or(beyond(field, c.key), tie);
 }
 
 /** The request's order, with uid breaking ties. */
@@ -205,9 +216,9 @@ export class Resources {
     const r = this.model.resources[collection];
     // The one place an answer becomes typed: the generated type describes what toResource makes of the same model.
     return {
-      list: async (req: ListRequest, scope: Where[] = []) =>
+      list: async (req: ListRequest, scope: Condition[] = []) =>
         (await this.list(r, req, scope)) as ListResult<ResourceTypes[C]>,
-      listAll: async (req: ListRequest, scope: Where[] = []) =>
+      listAll: async (req: ListRequest, scope: Condition[] = []) =>
         (await this.listAll(r, req, scope)) as ResourceTypes[C][],
       get: async (uid: string) => (await this.get(r, uid)) as ResourceTypes[C],
     };
@@ -306,8 +317,8 @@ export class Resources {
    * Lists rows; `scope` adds conditions the caller cannot see past (a nested list's parent, visibility), and
    * `counting` says the same for the per-scope counts, which give totalCount where the list is a scope.
    */
-  async list(r: ResourceModel, req: ListRequest, scope: Where[] = [], counting?: ListScope): Promise<ListResult> {
-    const base: Where[] = [...scope, ...hierarchyWhere(req), ...filterWhere(req)];
+  async list(r: ResourceModel, req: ListRequest, scope: Condition[] = [], counting?: ListScope): Promise<ListResult> {
+    const base: Condition[] = [...scope, ...hierarchyWhere(req), ...filterWhere(req)];
     const digest = PageToken.queryDigest({
       resource: r.collection,
       order: `${req.order.field} ${req.order.desc ? 'desc' : 'asc'}`,
@@ -323,12 +334,12 @@ export class Resources {
       if (read.status === 'valid') cursor = read.cursor;
     }
     const { field, desc } = req.order;
-    const where = { $and: cursor ? [...base, afterCursor(field, desc, cursor)] : base };
+    const where = and(...base, ...(cursor ? [afterCursor(field, desc, cursor)] : []));
     const table = this.table(r.type);
     // A filter the order's index does not serve, or a long skip, may read a large range: off the main thread.
     const reader = req.filters.length > 0 || req.skip >= 1000 ? this.store.slowRead : undefined;
     const rows = await table.find(where, sortOrder(req), req.pageSize + 1, req.skip > 0 ? req.skip : undefined, reader);
-    const total = (counting && (await scopeTotal(table, req, counting))) ?? (await table.count({ $and: base }));
+    const total = (counting && (await scopeTotal(table, req, counting))) ?? (await table.count(and(...base)));
     const page = rows.slice(0, req.pageSize);
     const last = page[page.length - 1];
     const more = rows.length > req.pageSize;
@@ -344,8 +355,8 @@ export class Resources {
   }
 
   /** Every record matching, in the request's order, without paging or a count: for answers that hold them all (v1). */
-  async listAll(r: ResourceModel, req: ListRequest, scope: Where[] = []): Promise<Row[]> {
-    const where = { $and: [...scope, ...hierarchyWhere(req), ...filterWhere(req)] };
+  async listAll(r: ResourceModel, req: ListRequest, scope: Condition[] = []): Promise<Row[]> {
+    const where = and(...scope, ...hierarchyWhere(req), ...filterWhere(req));
     const rows = await this.table(r.type).find(
       where,
       sortOrder(req),
@@ -401,7 +412,7 @@ export class Resources {
   private async sameUpsertKey(sql: Sql, r: ResourceModel, data: Row): Promise<Row | undefined> {
     if (!r.upsertOn || data[r.upsertOn] === undefined) return undefined;
     const [existing] = await this.table(r.type).find(
-      { parentUid: data.parentUid, [r.upsertOn]: data[r.upsertOn] },
+      and(equal('parentUid', scalar(data.parentUid ?? null)), equal(r.upsertOn, scalar(data[r.upsertOn]))),
       [{ property: 'uid', desc: false }],
       1,
       0,
@@ -533,7 +544,7 @@ export class Resources {
             await this.find(this.model.resources[r.parent], parent, sql);
           }
           const rows = await table.find(
-            r.parent ? { parentUid: scope } : {},
+            r.parent ? equal('parentUid', scope) : everything(),
             [{ property: 'uid', desc: false }],
             -1,
             0,
@@ -616,7 +627,7 @@ export class Resources {
     for (const childName of r.children) {
       const child = this.model.resources[childName];
       if (child.onParentDelete !== 'restrict') continue;
-      const where = child.uid === 'parent' ? { uid } : { parentUid: uid };
+      const where = equal(child.uid === 'parent' ? 'uid' : 'parentUid', uid);
       if ((await this.table(child.type).count(where, sql)) > 0) {
         violations.push({
           type: 'RESOURCE_NOT_EMPTY',
@@ -627,7 +638,7 @@ export class Resources {
     }
     for (const other of Object.values(this.model.resources)) {
       for (const [name, f] of Object.entries(other.fields)) {
-        if (f.references === r.collection && (await this.table(other.type).count({ [name]: uid }, sql)) > 0) {
+        if (f.references === r.collection && (await this.table(other.type).count(equal(name, uid), sql)) > 0) {
           violations.push({
             type: 'RESOURCE_IN_USE',
             subject: uid,
@@ -641,7 +652,7 @@ export class Resources {
       const child = this.model.resources[childName];
       if (child.onParentDelete !== 'cascade') continue;
       const rows = await this.table(child.type).find(
-        { parentUid: uid },
+        equal('parentUid', uid),
         [{ property: 'uid', desc: false }],
         -1,
         0,

@@ -4,7 +4,7 @@ import type { EntitySchema } from '@mikro-orm/core';
 import { outboxEntity } from './outbox.js';
 import { buildCounts, isCounted, scopeCountEntity } from './scope-counts.js';
 import { openSlowReads } from './slow-reads.js';
-import { quoteIdentifier } from './sql-filter.js';
+import { quoteIdentifier } from './dialect.js';
 import { GroupCommit } from './group-commit.js';
 import { finalizePrepared, openReadConnection, type ConnectionPool, type Sql } from './sql.js';
 

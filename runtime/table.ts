@@ -6,7 +6,9 @@ import { CountCache } from './count-cache.js';
 import type { Row } from './records.js';
 import { isCounted, noteRecord, readCounts } from './scope-counts.js';
 import type { Sql } from './sql.js';
-import { compileFilter, quoteIdentifier, type Column, type Filter } from './sql-filter.js';
+import type { Condition } from './condition.js';
+import { quoteIdentifier, sqlite, type Column } from './dialect.js';
+import { ConditionCompiler } from './sql-condition.js';
 import type { Store } from './store.js';
 
 export interface Order {
@@ -22,6 +24,8 @@ export class Table<T = Row> {
   /** every column but sub-resources (a repo's readme, up to 1 MiB): what lists and lookups by condition read */
   private readonly findList: string;
   private readonly counts = new CountCache();
+  private readonly dialect = sqlite;
+  private readonly conditions: ConditionCompiler;
   /** the name its per-scope counts are kept under (runtime/scope-counts.ts), when they are */
   readonly counted?: string;
 
@@ -45,12 +49,9 @@ export class Table<T = Row> {
               : 'plain';
       this.columns.set(p.name, { name: p.fieldNames[0], kind });
     }
-    // int64 columns are INTEGER so that SQLite orders and compares them as numbers, but the driver would return
-    // a JavaScript number, inexact beyond 2^53: they are read as their exact decimal text instead.
-    const selected = (c: Column) =>
-      c.kind === 'int64' ? `cast(${quoteIdentifier(c.name)} as text)` : quoteIdentifier(c.name);
+    this.conditions = new ConditionCompiler(this.columns, this.dialect);
     const select = (props: [string, Column][]) =>
-      props.map(([prop, c]) => `${selected(c)} as ${quoteIdentifier(prop)}`).join(', ');
+      props.map(([prop, c]) => `${this.dialect.selected(c)} as ${quoteIdentifier(prop)}`).join(', ');
     this.selectList = select([...this.columns]);
     this.findList = select([...this.columns].filter(([prop]) => !prop.startsWith('subresource_')));
   }
@@ -68,8 +69,7 @@ export class Table<T = Row> {
   private toColumn(prop: string, v: unknown): [string, unknown] {
     const c = this.columns.get(prop);
     if (!c) throw new Error(`${this.entity} has no property ${prop}`);
-    if (v === undefined || v === null) return [c.name, null];
-    return [c.name, c.kind === 'json' ? JSON.stringify(v) : c.kind === 'boolean' ? (v ? 1 : 0) : v];
+    return [c.name, this.dialect.parameter(c.kind, v)];
   }
 
   async get(uid: string, sql?: Sql): Promise<T | null> {
@@ -83,21 +83,22 @@ export class Table<T = Row> {
    * Rows matching, in order, without their sub-resources (get reads those); in the caller's transaction when
    * given one, else on the read-only connection.
    */
-  async find(where: Filter, order: Order[], limit: number, offset?: number, sql?: Sql): Promise<T[]> {
-    const compiled = compileFilter(where, this.columns);
+  async find(where: Condition<T>, order: Order[], limit: number, offset?: number, sql?: Sql): Promise<T[]> {
+    const compiled = this.conditions.compile(where);
     // Qualified: in ORDER BY a bare name would mean the select list's alias, the text of an int64 column.
     const orderBy = order
       .map((o) => `${this.table}.${quoteIdentifier(this.columns.get(o.property)!.name)} ${o.desc ? 'desc' : 'asc'}`)
       .join(', ');
+    const page = this.dialect.limit(limit, offset ?? 0);
     const rows = await (sql ?? this.store.read).all(
-      `select ${this.findList} from ${this.table} where ${compiled.sql} order by ${orderBy} limit ? offset ?`,
-      [...compiled.params, limit, offset ?? 0],
+      `select ${this.findList} from ${this.table} where ${compiled.sql} order by ${orderBy} ${page.sql}`,
+      [...compiled.params, ...page.params],
     );
     return rows.map((r) => this.toRecord(r));
   }
 
-  async count(where: Filter, sql?: Sql): Promise<number> {
-    const compiled = compileFilter(where, this.columns);
+  async count(where: Condition<T>, sql?: Sql): Promise<number> {
+    const compiled = this.conditions.compile(where);
     const query = `select count(*) as n from ${this.table} where ${compiled.sql}`;
     const countOn = async (q: Sql) => Number((await q.all(query, compiled.params))[0].n);
     if (sql) return countOn(sql);

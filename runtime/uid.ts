@@ -25,8 +25,8 @@ export function isUidPath(uid: string): boolean {
  * The uids strictly below uid, as a range on the uid index: every "uid/..." sorts after "uid/" and before
  * "uid0" ('0' follows '/'), so SQLite walks the index instead of scanning the table as LIKE would.
  */
-export function descendantRange(uid: string): { $gt: string; $lt: string } {
-  return { $gt: `${uid}/`, $lt: `${uid}0` };
+export function descendantRange(uid: string): { gt: string; lt: string } {
+  return { gt: `${uid}/`, lt: `${uid}0` };
 }
 
 /** Whether uid is scope itself or lies below it. */

@@ -1,6 +1,7 @@
 // Writes of hand-written behaviour: statements on declared resources inside one transaction, the event the
 // served operation declares recorded with them, and the access caches told of what changed after the commit.
 // A handler cannot forget the event or the cache, and never reaches the store behind them.
+import type { Condition } from './condition.js';
 import type { ResourceModel } from './model.js';
 import type { RecordTypes, Row } from './records.js';
 import type { Resources } from './resources.js';
@@ -40,7 +41,7 @@ export class Writes {
   /** Reads inside the transaction: they see its own writes. */
   async find<C extends Collection>(
     collection: C,
-    where: Record<string, unknown>,
+    where: Condition<RecordTypes[C]>,
     limit = -1,
   ): Promise<RecordTypes[C][]> {
     return this.tableOf(collection).find(where, byUid, limit, 0, this.sql);

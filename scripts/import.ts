@@ -6,6 +6,7 @@
 // under --parent.
 import { readFileSync } from 'node:fs';
 import { ConfigError, ensureDataDir, readConfig } from '../runtime/config.js';
+import { equal, isNull } from '../runtime/condition.js';
 import type { ResourceModel } from '../runtime/model.js';
 import type { Row } from '../runtime/records.js';
 import { loadDataParts, openResources } from '../runtime/open-resources.js';
@@ -111,7 +112,7 @@ async function main(): Promise<void> {
       if (text === '$ORG') {
         if (values.parent) uid = values.parent;
         else {
-          const orgs = await resources.table(model.resources.groups.type).find({ parentUid: null }, byUid, 2);
+          const orgs = await resources.table(model.resources.groups.type).find(isNull('parentUid'), byUid, 2);
           if (orgs.length !== 1)
             throw new ImportError(
               `record ${i + 1}: "$ORG" needs --parent UID (there are ${orgs.length === 0 ? 'no' : 'several'} organizations)`,
@@ -123,7 +124,7 @@ async function main(): Promise<void> {
         const target = m && Object.values(model.resources).find((x) => x.type.toLowerCase() === m[1].toLowerCase());
         if (!m || !target)
           throw new ImportError(`record ${i + 1}: parent "${text}" is not a uid, "$ORG" or "$<type>:<name>"`);
-        const found = await resources.table(target.type).find({ name: m[2] }, byUid, 2);
+        const found = await resources.table(target.type).find(equal('name', m[2]), byUid, 2);
         if (found.length !== 1)
           throw new ImportError(
             `record ${i + 1}: parent "${text}": ${found.length === 0 ? 'no' : 'more than one'} ${target.type} named "${m[2]}"`,

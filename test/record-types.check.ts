@@ -4,11 +4,20 @@
 import type { IamHandlers } from '../generated/routes.js';
 import type { HandlerContext } from '../runtime/route-operations.js';
 import type { Sql } from '../runtime/sql.js';
+import { equal, matching } from '../runtime/condition.js';
 
 export async function handlerShapedUses(context: HandlerContext, sql: Sql): Promise<string[]> {
   const [invite] = await context.resources
     .tableOf('groupInvites')
-    .find({ keyId: 'k' }, [{ property: 'uid', desc: false }], 1);
+    .find(equal('keyId', 'k'), [{ property: 'uid', desc: false }], 1);
+  // @ts-expect-error a condition names a property of the record
+  await context.resources.tableOf('images').find(equal('digst', 'd'), [{ property: 'uid', desc: false }], 1);
+  await context.write(async (writes) => {
+    // @ts-expect-error matching takes the record's properties, with values of their types
+    await writes.find('roleBindings', matching({ parentUid: 'p', identity: 'i' }), 1);
+    // @ts-expect-error a JSON path starts at a property of the record
+    return writes.find('identities', equal('claimMatsh.issuer', 'i'), 1);
+  });
   // @ts-expect-error a field the record does not have
   const misspelt = invite.roleId;
   // @ts-expect-error singleUse is a boolean, or unset
@@ -28,7 +37,7 @@ export async function handlerShapedUses(context: HandlerContext, sql: Sql): Prom
     await writes.delete('roleBinding', 'u');
     // @ts-expect-error a write's record is the collection's record type
     await writes.insert('termsAcceptances', { uid: 'u', parentUid: 'p', createTime: 't', updateTime: 't' });
-    const [binding] = await writes.find('roleBindings', { identityUid: 'i' }, 1);
+    const [binding] = await writes.find('roleBindings', equal('identityUid', 'i'), 1);
     return binding?.roleUid;
   });
   const acceptance = await context.resources.readsOf('termsAcceptances').get('u');

@@ -1,0 +1,46 @@
+// What differs between the SQL engines the runtime speaks, and nothing else: statements of our own are written
+// once, with `?` for each parameter, and take these pieces where engines disagree. SQLite is the one served
+// today; PostgreSQL plugs in here (and as a connection behind runtime/sql.ts's Sql).
+
+export type ColumnKind = 'json' | 'boolean' | 'int64' | 'plain';
+
+export interface Column {
+  /** SQL column name */
+  name: string;
+  /** int64: an integer column whose values the runtime holds as exact decimal text */
+  kind: ColumnKind;
+}
+
+export interface Dialect {
+  readonly name: 'sqlite' | 'postgresql';
+  /** The text at a path inside a JSON column, as an expression that compares with a parameter. */
+  jsonText(column: string, path: readonly string[]): string;
+  /** A column as the runtime reads it: an int64 as its decimal text (beyond 2^53 a number would be inexact). */
+  selected(column: Column): string;
+  /** A value as bound to a parameter compared with, or stored in, a column of this kind. */
+  parameter(kind: ColumnKind, value: unknown): unknown;
+  /** `limit ? offset ?` and its parameters; a limit below 0 is no limit. */
+  limit(limit: number, offset: number): { sql: string; params: unknown[] };
+}
+
+export const quoteIdentifier = (name: string) => `"${name.replace(/"/g, '""')}"`;
+
+/** Keys of a JSON path: names only, so a path can be written into the statement's text. */
+function checkedPath(path: readonly string[]): readonly string[] {
+  for (const key of path) if (!/^[A-Za-z_][A-Za-z0-9_]*$/.test(key)) throw new Error(`JSON key ${key}`);
+  return path;
+}
+
+export const sqlite: Dialect = {
+  name: 'sqlite',
+  jsonText: (column, path) => `json_extract(${column}, '$.${checkedPath(path).join('.')}')`,
+  selected: (c) => (c.kind === 'int64' ? `cast(${quoteIdentifier(c.name)} as text)` : quoteIdentifier(c.name)),
+  parameter: (kind, v) => {
+    if (v === undefined || v === null) return null;
+    if (kind === 'json' && typeof v === 'object') return JSON.stringify(v);
+    // SQLite has no boolean: 1 and 0, in a boolean column and inside JSON alike.
+    if (typeof v === 'boolean') return v ? 1 : 0;
+    return v;
+  },
+  limit: (limit, offset) => ({ sql: 'limit ? offset ?', params: [limit, offset] }),
+};
