@@ -1,6 +1,7 @@
 // The hand-written behaviour, one module per domain; tsc checks it against the generated interfaces. The calls only
 // v1 has are declared endpoints too (handlers/v1-*.ts); what v1 has beyond them is a V1Extension.
 import type { Handlers } from '../generated/routes.js';
+import { events } from './events.js';
 import { iam } from './iam.js';
 import { libraries } from './libraries.js';
 import { ping } from './ping.js';
@@ -12,6 +13,7 @@ import { vulnReports } from './v1-vuln-reports.js';
 import type { V1Extension } from '../runtime/v1/adapter.js';
 
 export const handlers: Handlers = {
+  events,
   iam: { ...iam, ...register },
   libraries,
   ping,

@@ -1,6 +1,7 @@
 // Configuration from the environment; a bad value stops start-up with one line saying what to fix.
 import { mkdirSync, rmSync, writeFileSync } from 'node:fs';
 import { join, resolve } from 'node:path';
+import type { DeliveryConfig } from './events/delivery-worker.js';
 
 export interface Config {
   host: string;
@@ -18,6 +19,8 @@ export interface Config {
   requestTimeoutMs: number;
   headersTimeoutMs: number;
   keepAliveTimeoutMs: number;
+  /** event delivery to subscriptions; undefined when EVENTS=off */
+  events?: DeliveryConfig;
 }
 
 export class ConfigError extends Error {}
@@ -34,6 +37,40 @@ function seconds(env: NodeJS.ProcessEnv, name: string, fallback: number): number
   if (!/^\d+$/.test(text) || Number(text) < 1 || Number(text) > 3600)
     throw new ConfigError(`${name} must be a whole number of seconds from 1 to 3600, got "${text}"`);
   return Number(text) * 1000;
+}
+
+/** A whole number within bounds from the environment. */
+function wholeNumber(env: NodeJS.ProcessEnv, name: string, fallback: number, min: number, max: number): number {
+  const text = env[name] ?? String(fallback);
+  if (!/^\d+$/.test(text) || Number(text) < min || Number(text) > max)
+    throw new ConfigError(`${name} must be a whole number from ${min} to ${max}, got "${text}"`);
+  return Number(text);
+}
+
+function onOff(env: NodeJS.ProcessEnv, name: string, fallback: 'on' | 'off'): boolean {
+  const text = env[name] ?? fallback;
+  if (!['on', 'off'].includes(text)) throw new ConfigError(`${name} must be on or off, got "${text}"`);
+  return text === 'on';
+}
+
+/** Event delivery: retries, limits and retention (README, "Events"). */
+function eventsConfig(env: NodeJS.ProcessEnv): DeliveryConfig | undefined {
+  if (!onOff(env, 'EVENTS', 'on')) return undefined;
+  const hour = 3_600_000;
+  return {
+    retry: {
+      baseMs: wholeNumber(env, 'EVENTS_RETRY_BASE_MS', 1000, 1, hour),
+      maxDelayMs: wholeNumber(env, 'EVENTS_RETRY_MAX_MS', 600_000, 1, 24 * hour),
+      maxAttempts: wholeNumber(env, 'EVENTS_MAX_ATTEMPTS', 12, 1, 1000),
+      maxAgeMs: wholeNumber(env, 'EVENTS_MAX_AGE_HOURS', 24, 1, 24 * 90) * hour,
+    },
+    timeoutMs: wholeNumber(env, 'EVENTS_TIMEOUT', 10, 1, 300) * 1000,
+    retentionMs: wholeNumber(env, 'EVENTS_RETENTION_HOURS', 168, 1, 24 * 365) * hour,
+    concurrency: wholeNumber(env, 'EVENTS_CONCURRENCY', 16, 1, 1000),
+    perSink: wholeNumber(env, 'EVENTS_PER_SINK', 4, 1, 1000),
+    pollMs: wholeNumber(env, 'EVENTS_POLL_MS', 200, 10, 60_000),
+    allowInternalSinks: onOff(env, 'EVENTS_ALLOW_PRIVATE_SINKS', 'off'),
+  };
 }
 
 function portOf(env: NodeJS.ProcessEnv, name: string, fallback?: string): number | undefined {
@@ -79,6 +116,7 @@ export function readConfig(env: NodeJS.ProcessEnv = process.env): Config {
     requestTimeoutMs,
     headersTimeoutMs,
     keepAliveTimeoutMs,
+    events: eventsConfig(env),
   };
 }
 

@@ -191,16 +191,18 @@ export class TokenIssuer {
     };
   }
 
+  /** A token of ours; claims are added to the standard ones (a webhook delivery's digest). */
   async mint(
     subject: string,
     ttlSeconds = maxTokenSeconds,
     audience = this.audience,
+    claims: Record<string, unknown> = {},
   ): Promise<{ token: string; expiry: string }> {
     this.reload();
     const key = this.keys[this.keys.length - 1];
     const now = Math.floor(Date.now() / 1000);
     const exp = now + Math.min(ttlSeconds, maxTokenSeconds);
-    const token = await new SignJWT({})
+    const token = await new SignJWT(claims)
       .setProtectedHeader({ alg: 'ES256', kid: key.kid, typ: 'JWT' })
       .setIssuer(this.issuer)
       .setSubject(subject)

@@ -1,5 +1,6 @@
 // The event outbox: every change records its event in the same transaction as the change, so an event is
-// stored if and only if the change is. Delivery to subscriptions reads the outbox in sequence order.
+// stored if and only if the change is. The delivery worker (runtime/events/) hands each event, in sequence order,
+// to a delivery per subscription, and marks it dispatched in the same transaction.
 import { EntitySchema } from '@mikro-orm/core';
 import type { ApiModel, ResourceModel } from './model.js';
 import { now, type Row } from './records.js';
@@ -16,7 +17,8 @@ export interface OutboxEvent {
   time: string;
   /** the resource after a create or update; {uid} for a delete */
   body: Row;
-  deliveredTime?: string | null;
+  /** when the event was handed to its subscriptions' deliveries; null until then */
+  dispatchedTime?: string | null;
 }
 
 export const outboxEntity = new EntitySchema<OutboxEvent>({
@@ -30,7 +32,7 @@ export const outboxEntity = new EntitySchema<OutboxEvent>({
     actor: { type: 'text', nullable: true },
     time: { type: 'text' },
     body: { type: 'json' },
-    deliveredTime: { type: 'text', nullable: true, index: true },
+    dispatchedTime: { type: 'text', nullable: true, index: true },
   },
 });
 
@@ -46,9 +48,9 @@ export function groupOf(model: ApiModel, r: ResourceModel, uid: string): string 
   return current && segments.length > 0 ? segments.join('/') : null;
 }
 
-export type NewEvent = Omit<OutboxEvent, 'seq' | 'time' | 'deliveredTime'>;
+export type NewEvent = Omit<OutboxEvent, 'seq' | 'time' | 'dispatchedTime'>;
 
 /** The stored row of a new event (Resources.recordEvent stores it). */
 export function outboxRow(e: NewEvent): OutboxEvent {
-  return { ...e, time: now(), deliveredTime: null };
+  return { ...e, time: now(), dispatchedTime: null };
 }

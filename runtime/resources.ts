@@ -15,7 +15,7 @@ import {
   type ResourceTypes,
   type Row,
 } from './records.js';
-import { groupOf, outboxEntity, outboxRow, type NewEvent } from './outbox.js';
+import { groupOf, outboxEntity, outboxRow, type NewEvent, type OutboxEvent } from './outbox.js';
 import type { WriteGuard } from './authorization.js';
 import { Writes, type DeclaredEvent } from './writes.js';
 import { together, type Sql } from './sql.js';
@@ -236,6 +236,16 @@ export class Resources {
     const result = await this.store.transaction((sql) => fn((writes = new Writes(sql, this, declared))));
     for (const r of writes!.written) this.noteWrite(r);
     return result;
+  }
+
+  /** The event outbox, for the delivery worker (runtime/events/). */
+  outbox(): Table<OutboxEvent> {
+    return this.table(outboxEntity.meta.className) as unknown as Table<OutboxEvent>;
+  }
+
+  /** Statements of the runtime's own bookkeeping (event deliveries) in one transaction, with no event of their own. */
+  transaction<T>(fn: (sql: Sql) => Promise<T>): Promise<T> {
+    return this.store.transaction(fn);
   }
 
   /** Records an event in the outbox, in the caller's transaction: stored if and only if the change is. */

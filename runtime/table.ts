@@ -131,6 +131,23 @@ export class Table<T = Row> {
     );
   }
 
+  /** Sets these properties on every row matching; resolves to how many rows changed. */
+  async updateWhere(sql: Sql, where: Condition<T>, changes: Partial<T>): Promise<number> {
+    const pairs = Object.entries(changes).map(([prop, v]) => this.toColumn(prop, v));
+    const compiled = this.conditions.compile(where);
+    return sql.run(
+      `update ${this.table} set ${pairs.map(([c]) => `${quoteIdentifier(c)} = ?`).join(', ')} where ${compiled.sql}`,
+      [...pairs.map(([, v]) => v), ...compiled.params],
+    );
+  }
+
+  /** Deletes every row matching; only for a table without per-scope counts (delete keeps those). */
+  async deleteWhere(sql: Sql, where: Condition<T>): Promise<number> {
+    if (this.counted) throw new Error(`${this.entity} keeps per-scope counts: delete its rows one by one`);
+    const compiled = this.conditions.compile(where);
+    return sql.run(`delete from ${this.table} where ${compiled.sql}`, compiled.params);
+  }
+
   async delete(sql: Sql, uid: string): Promise<void> {
     if (!this.counted) {
       await sql.run(`delete from ${this.table} where "uid" = ?`, [uid]);

@@ -21,6 +21,7 @@ import {
   type DataParts,
 } from '../runtime/open-resources.js';
 import { TokenIssuer } from '../runtime/issuer.js';
+import { DeliveryWorker } from '../runtime/events/delivery-worker.js';
 import { recordIssuer } from '../runtime/issuer-record.js';
 import { Operations } from '../runtime/operations.js';
 import { createRouteOperations } from '../runtime/route-operations.js';
@@ -108,11 +109,14 @@ export async function startServer(config: Config, generated?: GeneratedParts): P
   const iss = config.issuerUrl ?? url;
   issuer = await TokenIssuer.open(config.dataDir, iss, config.audience ?? iss);
   recordIssuer(config.dataDir, { issuer: iss, audience: config.audience ?? iss });
+  const deliveries = config.events && new DeliveryWorker(resources, () => issuer!, config.events, log);
+  deliveries?.start();
   return {
     url,
     ...(grpcPort !== undefined ? { grpcPort } : {}),
     issuer,
     close: async () => {
+      await deliveries?.stop();
       await Promise.all([
         grpc.close(),
         new Promise<void>((resolve) => {

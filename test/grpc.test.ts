@@ -307,6 +307,16 @@ test('events and ping', async () => {
   const sub = await rpc(E, 'CreateSubscription', { parent: org, subscription: { sink: 'https://hooks.example/in' } });
   assert.is((await rpc(E, 'GetSubscription', { uid: sub.uid })).sink, 'https://hooks.example/in');
   assert.is((await rpc(E, 'ListSubscriptions', { uidp: { children_of: org } })).subscriptions.length, 1);
+  // The subscription's own created event is on its way to the (unreachable) sink.
+  const D = 'events.v2.DeliveriesService';
+  let deliveries: { uid: string; event_type: string; state: string }[] = [];
+  for (let i = 0; i < 100 && deliveries.length === 0; i++) {
+    deliveries = (await rpc(D, 'ListDeliveries', { uidp: { children_of: sub.uid } })).deliveries ?? [];
+    if (deliveries.length === 0) await new Promise((r) => setTimeout(r, 50));
+  }
+  assert.is(deliveries[0].event_type, 'dev.chainguard.api.events.subscription.created.v1');
+  assert.is((await rpc(D, 'GetDelivery', { uid: deliveries[0].uid })).uid, deliveries[0].uid);
+  assert.equal(await rpc(E, 'RedriveDeliveries', { uid: sub.uid }), { redriven: 0 });
   await rpc(E, 'DeleteSubscription', { uid: sub.uid });
   assert.equal(await rpc('ping.v2.PingService', 'Ping', {}), { response: 'pong' });
 });

@@ -163,9 +163,11 @@ test('every service we declare is one the reference has, under the same package'
   };
   walk(root);
   assert.ok(ours.length >= 17, `${ours.length} services`);
+  // Ours alone, documented in the README: the reference shows nothing of its deliveries.
+  const extensions = ['chainguard.platform.events.v2.DeliveriesService'];
   assert.equal(
     ours.filter((s) => !theirs.has(s)),
-    [],
+    extensions,
   );
 });
 

@@ -25,10 +25,14 @@ export interface TestServer {
   stop(): Promise<void>;
 }
 
-export async function startTestServer(generated?: GeneratedParts): Promise<TestServer> {
+/** env: configuration beyond the defaults (EVENTS_RETRY_BASE_MS=...). */
+export async function startTestServer(
+  generated?: GeneratedParts,
+  env: Record<string, string> = {},
+): Promise<TestServer> {
   const dataDir = mkdtempSync(join(tmpdir(), 'platform-api-test-'));
   const server: RunningServer = await startServer(
-    readConfig({ PORT: '0', HOST: '127.0.0.1', DATA_DIR: dataDir, LOG: 'off' }),
+    readConfig({ PORT: '0', HOST: '127.0.0.1', DATA_DIR: dataDir, LOG: 'off', ...env }),
     generated,
   );
   const bootstrap = readBootstrap(dataDir)!;

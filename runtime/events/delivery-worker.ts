@@ -1,0 +1,342 @@
+// Delivers every committed event to every subscription at or above its group, at least once. Three steps, each
+// its own transaction, so a crash (kill -9) at any moment loses nothing:
+// 1. dispatch: events not yet dispatched, in outbox order, become one PENDING delivery per subscription made
+//    before them, and are marked dispatched in the same transaction;
+// 2. claim: due deliveries are leased (leaseUntil), the oldest first, at most one in flight per subscription and
+//    subject, and none while an earlier one for the same subject is still pending: a later change of a resource
+//    never overtakes an earlier one at a sink. A lease that runs out (a crashed worker) frees the delivery again.
+// 3. send and record: the POST, then DELIVERED, PENDING again with a backoff, or FAILED (runtime/events/retry.ts).
+// Every delivery keeps its Ce-Id, so a receiver can drop the duplicates at-least-once allows. Several processes on
+// one database share the work through the leases (a claim is one write transaction).
+import { request as httpRequest, type IncomingMessage } from 'node:http';
+import { request as httpsRequest } from 'node:https';
+import { isIP } from 'node:net';
+import { randomUUID } from 'node:crypto';
+import { and, equal, isNull, oneOf, or, range, type Condition } from '../condition.js';
+import type { TokenIssuer } from '../issuer.js';
+import type { OutboxEvent } from '../outbox.js';
+import type { RecordTypes } from '../records.js';
+import type { Resources } from '../resources.js';
+import type { Table } from '../table.js';
+import { ancestorsOf } from '../uid.js';
+import { digestOf, eventData, eventHeaders } from './cloud-event.js';
+import { nextAttemptAt, outcomeOfStatus, type Outcome, type RetryPolicy } from './retry.js';
+import { addressProblem, checkedLookup, RefusedSink } from './sink-address.js';
+
+type Delivery = RecordTypes['deliveries'];
+type Subscription = RecordTypes['subscriptions'];
+
+export interface DeliveryConfig {
+  retry: RetryPolicy;
+  /** a POST that has not answered by then is a failed attempt */
+  timeoutMs: number;
+  /** delivered and failed deliveries, and dispatched events, are deleted this long after */
+  retentionMs: number;
+  /** deliveries in flight at once, in all and to one sink (its origin) */
+  concurrency: number;
+  perSink: number;
+  /** how often the worker looks for work when it has none */
+  pollMs: number;
+  /** sinks on private, link-local and metadata addresses (off: refused at every delivery) */
+  allowInternalSinks: boolean;
+}
+
+export interface DeliveryCounts {
+  delivered: number;
+  retried: number;
+  failed: number;
+}
+
+const iso = (ms: number) => new Date(ms).toISOString();
+const bySeq = [{ property: 'seq', desc: false }];
+const byEventSeq = [{ property: 'eventSeq', desc: false }];
+const byUid = [{ property: 'uid', desc: false }];
+const batch = 200;
+
+export class DeliveryWorker {
+  private readonly deliveries: Table<Delivery>;
+  private readonly subscriptions: Table<Subscription>;
+  private readonly outbox: Table<OutboxEvent>;
+  /** deliveries being sent by this process, by uid, with their (subscription, subject) */
+  private readonly inFlight = new Map<string, { key: string; origin: string; done: Promise<void> }>();
+  private readonly aborts = new AbortController();
+  private timer?: NodeJS.Timeout;
+  private stopped = false;
+  private prunedAt = 0;
+  readonly counts: DeliveryCounts = { delivered: 0, retried: 0, failed: 0 };
+
+  constructor(
+    private readonly resources: Resources,
+    private readonly issuer: () => TokenIssuer,
+    private readonly config: DeliveryConfig,
+    private readonly log: (line: Record<string, unknown>) => void,
+  ) {
+    this.deliveries = resources.tableOf('deliveries');
+    this.subscriptions = resources.tableOf('subscriptions');
+    this.outbox = resources.outbox();
+  }
+
+  start(): void {
+    this.schedule(0);
+  }
+
+  /** Stops taking work; a POST still in flight is abandoned, and its lease lets it be sent again after a restart. */
+  async stop(): Promise<void> {
+    this.stopped = true;
+    clearTimeout(this.timer);
+    this.aborts.abort();
+    await Promise.allSettled([...this.inFlight.values()].map((f) => f.done));
+  }
+
+  private schedule(ms: number): void {
+    if (this.stopped) return;
+    this.timer = setTimeout(() => void this.tick(), ms);
+  }
+
+  private async tick(): Promise<void> {
+    let busy = false;
+    try {
+      busy = (await this.dispatch()) > 0;
+      busy = (await this.sendDue()) > 0 || busy;
+      if (Date.now() - this.prunedAt > 60_000) await this.prune();
+    } catch (e) {
+      if (!this.stopped)
+        this.log({ level: 'error', worker: 'events', error: e instanceof Error ? e.message : String(e) });
+    }
+    this.schedule(busy ? 0 : this.config.pollMs);
+  }
+
+  /** Step 1: one PENDING delivery per subscription at or above each new event's group. */
+  async dispatch(): Promise<number> {
+    return this.resources.transaction(async (sql) => {
+      const events = await this.outbox.find(isNull('dispatchedTime'), bySeq, batch, 0, sql);
+      if (events.length === 0) return 0;
+      const scopes = new Set(events.flatMap((e) => (e.groupUid ? [e.groupUid, ...ancestorsOf(e.groupUid)] : [])));
+      const subscriptions =
+        scopes.size > 0 ? await this.subscriptions.find(oneOf('parentUid', [...scopes]), byUid, -1, 0, sql) : [];
+      const now = new Date().toISOString();
+      for (const e of events) {
+        if (!e.groupUid) continue;
+        const above = new Set([e.groupUid, ...ancestorsOf(e.groupUid)]);
+        // A subscription receives what happens from its making on, not what was waiting to be dispatched.
+        for (const s of subscriptions.filter((s) => above.has(s.parentUid!) && s.createTime <= e.time)) {
+          await this.deliveries.insert(sql, {
+            uid: `${s.uid}/${randomUUID().replace(/-/g, '').slice(0, 16)}`,
+            parentUid: s.uid,
+            createTime: now,
+            updateTime: now,
+            eventId: randomUUID(),
+            eventType: e.type,
+            subject: e.subject,
+            eventTime: e.time,
+            state: 'PENDING',
+            attempts: 0,
+            nextAttemptTime: now,
+            eventSeq: String(e.seq),
+          });
+        }
+      }
+      await this.outbox.updateWhere(
+        sql,
+        oneOf(
+          'seq',
+          events.map((e) => e.seq!),
+        ),
+        { dispatchedTime: now },
+      );
+      return events.length;
+    });
+  }
+
+  private get inFlightKeys(): Set<string> {
+    return new Set([...this.inFlight.values()].map((f) => f.key));
+  }
+
+  /** Step 2: leases the deliveries that may go now, oldest first, keeping each subject's order at each sink. */
+  private async claim(limit: number): Promise<Delivery[]> {
+    const nowMs = Date.now();
+    const now = iso(nowMs);
+    return this.resources.transaction(async (sql) => {
+      const due = await this.deliveries.find(
+        and(
+          equal('state', 'PENDING'),
+          range('nextAttemptTime', { lte: now }),
+          or(isNull('leaseUntil'), range('leaseUntil', { lt: now })),
+        ),
+        byEventSeq,
+        limit * 4,
+        0,
+        sql,
+      );
+      const keys = this.inFlightKeys;
+      const taken: Delivery[] = [];
+      for (const d of due) {
+        const key = `${d.parentUid} ${d.subject}`;
+        if (taken.length >= limit || keys.has(key)) continue;
+        keys.add(key);
+        const [earlier] = await this.deliveries.find(
+          and(
+            equal('parentUid', d.parentUid!),
+            equal('subject', d.subject!),
+            equal('state', 'PENDING'),
+            range('eventSeq', { lt: d.eventSeq! }),
+          ),
+          byEventSeq,
+          1,
+          0,
+          sql,
+        );
+        if (earlier) continue;
+        const leaseUntil = iso(nowMs + this.config.timeoutMs * 2);
+        await this.deliveries.update(sql, d.uid, { leaseUntil });
+        taken.push({ ...d, leaseUntil });
+      }
+      return taken;
+    });
+  }
+
+  /** Steps 2 and 3 for as many deliveries as the limits allow; resolves to how many it started. */
+  private async sendDue(): Promise<number> {
+    const room = this.config.concurrency - this.inFlight.size;
+    if (room <= 0) return 0;
+    const claimed = await this.claim(room);
+    const perOrigin = new Map<string, number>();
+    for (const f of this.inFlight.values()) perOrigin.set(f.origin, (perOrigin.get(f.origin) ?? 0) + 1);
+    let started = 0;
+    for (const d of claimed) {
+      const subscription = await this.subscriptions.get(d.parentUid!);
+      const origin = subscription ? originOf(subscription.sink) : '';
+      if ((perOrigin.get(origin) ?? 0) >= this.config.perSink) {
+        // Too many to this sink already: its lease is given back, so it goes when the sink has room.
+        await this.resources.transaction((sql) => this.deliveries.update(sql, d.uid, { leaseUntil: null }));
+        continue;
+      }
+      perOrigin.set(origin, (perOrigin.get(origin) ?? 0) + 1);
+      const done = this.send(d, subscription).finally(() => this.inFlight.delete(d.uid));
+      this.inFlight.set(d.uid, { key: `${d.parentUid} ${d.subject}`, origin, done });
+      started++;
+    }
+    return started;
+  }
+
+  /** Step 3: one attempt, and what it means recorded. */
+  private async send(d: Delivery, subscription: Subscription | null): Promise<void> {
+    const [event] = await this.outbox.find(equal('seq', Number(d.eventSeq)), bySeq, 1);
+    let outcome: Outcome;
+    if (!subscription || !event) outcome = { kind: 'failed', error: 'the subscription or the event is gone' };
+    else {
+      const data = eventData(event);
+      const { token } = await this.issuer().mint(`webhook:${subscription.parentUid}`, 300, 'customer', {
+        webhook: { digest: digestOf(data) },
+      });
+      const headers = { ...eventHeaders(event, d.eventId!, this.issuer().issuer), authorization: `Bearer ${token}` };
+      outcome = await post(subscription.sink, headers, data, this.config, this.aborts.signal);
+    }
+    if (this.stopped) return;
+    await this.record(d, outcome);
+  }
+
+  private async record(d: Delivery, outcome: Outcome): Promise<void> {
+    const nowMs = Date.now();
+    const attempts = (d.attempts ?? 0) + 1;
+    const common = { attempts, leaseUntil: null, updateTime: iso(nowMs) };
+    let changes: Partial<Delivery>;
+    if (outcome.kind === 'delivered') {
+      changes = { ...common, state: 'DELIVERED', deliveredTime: iso(nowMs), nextAttemptTime: null };
+      this.counts.delivered++;
+    } else {
+      const at =
+        outcome.kind === 'retry'
+          ? nextAttemptAt(this.config.retry, attempts, Date.parse(d.createTime), nowMs, outcome.retryAfterMs)
+          : undefined;
+      if (at === undefined) {
+        const gaveUp = outcome.kind === 'retry' ? ` (given up after ${attempts} attempts)` : '';
+        changes = { ...common, state: 'FAILED', lastError: outcome.error + gaveUp, nextAttemptTime: null };
+        this.counts.failed++;
+      } else {
+        changes = { ...common, lastError: outcome.error, nextAttemptTime: iso(at) };
+        this.counts.retried++;
+      }
+    }
+    await this.resources.transaction((sql) => this.deliveries.update(sql, d.uid, changes));
+    this.log({
+      level: outcome.kind === 'delivered' ? 'info' : 'warn',
+      worker: 'events',
+      delivery: d.uid,
+      eventId: d.eventId,
+      type: d.eventType,
+      state: changes.state ?? 'PENDING',
+      attempts,
+      ...(outcome.kind === 'delivered' ? {} : { error: outcome.error }),
+      ...this.counts,
+    });
+  }
+
+  /** Deletes what the retention period has passed: settled deliveries, then events no delivery still needs. */
+  private async prune(): Promise<void> {
+    this.prunedAt = Date.now();
+    const cutoff = iso(Date.now() - this.config.retentionMs);
+    for (;;) {
+      const settled = await this.deliveries.find(
+        and(oneOf('state', ['DELIVERED', 'FAILED']), range('updateTime', { lt: cutoff })),
+        byUid,
+        500,
+      );
+      if (settled.length === 0) break;
+      await this.resources.transaction(async (sql) => {
+        for (const d of settled) await this.deliveries.delete(sql, d.uid);
+      });
+    }
+    const [oldestPending] = await this.deliveries.find(equal('state', 'PENDING'), byEventSeq, 1);
+    const gone: Condition<OutboxEvent>[] = [range('dispatchedTime', { lt: cutoff })];
+    if (oldestPending) gone.push(range('seq', { lt: Number(oldestPending.eventSeq) }));
+    await this.resources.transaction((sql) => this.outbox.deleteWhere(sql, and(...gone)));
+  }
+}
+
+function originOf(sink: string): string {
+  try {
+    return new URL(sink).origin;
+  } catch {
+    return sink;
+  }
+}
+
+/** One POST to the sink, on a connection to an address the rules allow; never follows a redirect. */
+function post(
+  sink: string,
+  headers: Record<string, string>,
+  data: Buffer,
+  config: DeliveryConfig,
+  signal: AbortSignal,
+): Promise<Outcome> {
+  const url = new URL(sink);
+  const host = url.hostname.replace(/^\[|\]$/g, '');
+  // An address in the URL is never looked up: it is checked as it is.
+  const refused = isIP(host) ? addressProblem(host, config.allowInternalSinks) : undefined;
+  if (refused) return Promise.resolve({ kind: 'failed', error: `sink refused: ${refused}` });
+  const send = url.protocol === 'https:' ? httpsRequest : httpRequest;
+  return new Promise((resolve) => {
+    const req = send(url, {
+      method: 'POST',
+      headers: { ...headers, 'content-length': String(data.length), 'user-agent': 'platform-api events' },
+      lookup: checkedLookup(config.allowInternalSinks),
+      timeout: config.timeoutMs,
+      signal,
+    });
+    req.on('response', (res: IncomingMessage) => {
+      res.resume();
+      const retryAfter = res.headers['retry-after'];
+      resolve(outcomeOfStatus(res.statusCode ?? 0, Array.isArray(retryAfter) ? retryAfter[0] : retryAfter, Date.now()));
+    });
+    req.on('timeout', () => req.destroy(new Error(`no answer within ${config.timeoutMs} ms`)));
+    req.on('error', (e: Error) =>
+      resolve(
+        e instanceof RefusedSink
+          ? { kind: 'failed', error: `sink refused: ${e.message}` }
+          : { kind: 'retry', error: e.message || (e as NodeJS.ErrnoException).code || 'connection failed' },
+      ),
+    );
+    req.end(data);
+  });
+}

@@ -1,0 +1,278 @@
+// Event delivery to subscriptions (runtime/events/): real sinks on loopback receive signed CloudEvents, retries
+// keep the Ce-Id, a sink that never accepts ends FAILED and visible, a kill -9 loses nothing, unsafe sinks are
+// refused.
+import { createServer, type IncomingMessage, type Server } from 'node:http';
+import type { AddressInfo } from 'node:net';
+import { createHash } from 'node:crypto';
+import { test } from 'uvu';
+import * as assert from 'uvu/assert';
+import { createRemoteJWKSet, jwtVerify } from 'jose';
+import { addressProblem, sinkUrlProblem } from '../runtime/events/sink-address.js';
+import { nextAttemptAt, outcomeOfStatus } from '../runtime/events/retry.js';
+import { startTestServer, type TestServer } from './support/server.js';
+import { exitOf, spawnServer } from './support/process.js';
+import { TokenIssuer } from '../runtime/issuer.js';
+import { readBootstrap } from '../runtime/bootstrap.js';
+
+interface Received {
+  headers: IncomingMessage['headers'];
+  body: string;
+}
+
+/**
+ * A webhook receiver on loopback: answers each request with the next status of `answers` (then 200), or with
+ * what a function of the request says.
+ */
+async function sink(
+  answers: number[] | ((r: Received) => number) = [],
+): Promise<{ url: string; got: Received[]; close: () => Promise<void> }> {
+  const got: Received[] = [];
+  const server: Server = createServer((req, res) => {
+    let body = '';
+    req.on('data', (d) => (body += d));
+    req.on('end', () => {
+      const received = { headers: req.headers, body };
+      got.push(received);
+      res.writeHead(typeof answers === 'function' ? answers(received) : (answers.shift() ?? 200)).end();
+    });
+  });
+  await new Promise<void>((r) => server.listen(0, '127.0.0.1', () => r()));
+  const { port } = server.address() as AddressInfo;
+  return {
+    url: `http://127.0.0.1:${port}/hook`,
+    got,
+    close: () => new Promise<void>((r) => server.close(() => r())),
+  };
+}
+
+async function until<T>(what: string, check: () => Promise<T | undefined> | T | undefined, ms = 10_000): Promise<T> {
+  const end = Date.now() + ms;
+  for (;;) {
+    const v = await check();
+    if (v) return v;
+    if (Date.now() > end) throw new Error(`timed out waiting for ${what}`);
+    await new Promise((r) => setTimeout(r, 50));
+  }
+}
+
+let s: TestServer;
+let org: string;
+const fast = { EVENTS_RETRY_BASE_MS: '20', EVENTS_RETRY_MAX_MS: '100', EVENTS_POLL_MS: '20', EVENTS_MAX_ATTEMPTS: '4' };
+
+test.before(async () => {
+  s = await startTestServer(undefined, fast);
+  org = s.bootstrap.organization;
+});
+test.after(async () => s.stop());
+
+const group = async (parent: string, name: string) =>
+  (await s.call('POST', `/iam/v2/groups/${parent}`, { name })).body.uid as string;
+const subscribe = async (parent: string, url: string) => {
+  const r = await s.call('POST', `/events/v2/subscriptions/${parent}`, { sink: url });
+  assert.is(r.status, 200, JSON.stringify(r.body));
+  return r.body.uid as string;
+};
+
+test('a change reaches the subscription as a signed CloudEvent in binary mode', async () => {
+  const hook = await sink();
+  const folder = await group(org, 'delivered');
+  const sub = await subscribe(folder, hook.url);
+  const repo = (await s.call('POST', `/registry/v2/repos/${folder}`, { name: 'hooked', description: 'a repo' })).body;
+  const got = await until('the repo event', () =>
+    hook.got.find((r) => r.headers['ce-type'] === 'dev.chainguard.api.platform.registry.repo.created.v1'),
+  );
+  const h = got.headers;
+  assert.is(h['ce-specversion'], '1.0');
+  assert.is(h['ce-subject'], repo.uid);
+  assert.is(h['ce-group'], folder);
+  assert.is(h['ce-audience'], 'customer');
+  assert.ok(h['ce-id'] && h['ce-source'] && !Number.isNaN(Date.parse(String(h['ce-time']))));
+  assert.is(h['content-type'], 'application/json');
+  const data = JSON.parse(got.body);
+  assert.is(data.actor.subject, s.bootstrap.owner);
+  assert.is(data.body.uid, repo.uid);
+  assert.is(data.body.description, 'a repo');
+  assert.ok('create_time' in data.body && !('createTime' in data.body), 'proto field names in the body');
+  // The token verifies with our published keys alone, and binds the body.
+  const token = String(h.authorization).replace(/^Bearer /, '');
+  const jwks = createRemoteJWKSet(new URL(`${s.url}/.well-known/jwks.json`));
+  const { payload } = await jwtVerify(token, jwks, { audience: 'customer', issuer: s.url });
+  assert.is(payload.sub, `webhook:${folder}`);
+  const digest = `sha256:${createHash('sha256').update(got.body).digest('hex')}`;
+  assert.equal(payload.webhook, { digest });
+  // The delivery is visible through the API.
+  const listed = await until('the delivery marked delivered', async () => {
+    const r = await s.call('GET', `/events/v2/deliveries?uidp.children_of=${sub}&state=DELIVERED`);
+    return r.body.deliveries?.find((d: any) => d.subject === repo.uid);
+  });
+  assert.is(listed.eventId, h['ce-id']);
+  assert.is(listed.attempts, 1);
+  assert.ok(!('eventSeq' in listed) && !('leaseUntil' in listed), 'internal fields stay inside');
+  await hook.close();
+});
+
+test("a parent group's subscription receives its descendants' events; a sibling's does not", async () => {
+  const [above, sibling] = [await sink(), await sink()];
+  const parent = await group(org, 'parent');
+  const child = await group(parent, 'child');
+  const other = await group(org, 'other');
+  await subscribe(parent, above.url);
+  await subscribe(other, sibling.url);
+  const repo = (await s.call('POST', `/registry/v2/repos/${child}`, { name: 'deep' })).body;
+  await until('the event at the parent', () => above.got.find((r) => r.headers['ce-subject'] === repo.uid));
+  await new Promise((r) => setTimeout(r, 300));
+  assert.not.ok(sibling.got.some((r) => r.headers['ce-subject'] === repo.uid));
+  await Promise.all([above.close(), sibling.close()]);
+});
+
+test('a sink that fails three times then accepts gets the event again with the same Ce-Id', async () => {
+  const hook = await sink([500, 503, 429]);
+  const folder = await group(org, 'flaky');
+  await subscribe(folder, hook.url);
+  // The subscription's own created event is the first to arrive: the four answers are spent on it.
+  const attempts = await until('a fourth attempt', () => (hook.got.length >= 4 ? hook.got : undefined));
+  const ids = new Set(attempts.slice(0, 4).map((r) => r.headers['ce-id']));
+  assert.is(ids.size, 1, 'every retry carries the same Ce-Id');
+  await hook.close();
+});
+
+test('a sink that always fails ends FAILED, visible with its last error, and can be redriven', async () => {
+  const hook = await sink(Array(50).fill(503));
+  const folder = await group(org, 'dead');
+  const sub = await subscribe(folder, hook.url);
+  const failed = await until('the delivery failed', async () => {
+    const r = await s.call('GET', `/events/v2/deliveries?uidp.children_of=${sub}&state=FAILED`);
+    return r.body.deliveries?.[0];
+  });
+  assert.is(failed.attempts, 4);
+  assert.match(failed.lastError, /503/);
+  assert.match(failed.lastError, /given up after 4 attempts/);
+  const redriven = await s.call('POST', `/events/v2/subscriptions/${sub}/deliveries:redrive`);
+  assert.is(redriven.status, 200, JSON.stringify(redriven.body));
+  assert.is(redriven.body.redriven, 1);
+  const before = hook.got.length;
+  await until('another attempt after the redrive', () => hook.got.length > before);
+  await hook.close();
+});
+
+test("a resource's changes arrive in order at a sink, though the first is retried", async () => {
+  let refusedOnce = false;
+  const hook = await sink((r) => {
+    if (r.headers['ce-type']?.toString().endsWith('repo.created.v1') && !refusedOnce) {
+      refusedOnce = true;
+      return 503;
+    }
+    return 200;
+  });
+  const folder = await group(org, 'ordered');
+  await subscribe(folder, hook.url);
+  const repo = (await s.call('POST', `/registry/v2/repos/${folder}`, { name: 'ordered' })).body;
+  await s.call('PATCH', `/registry/v2/repos/${repo.uid}`, { description: 'one' });
+  await s.call('PATCH', `/registry/v2/repos/${repo.uid}`, { description: 'two' });
+  await s.call('DELETE', `/registry/v2/repos/${repo.uid}`);
+  const forRepo = () => hook.got.filter((r) => r.headers['ce-subject'] === repo.uid);
+  const change = (r: Received) =>
+    `${String(r.headers['ce-type']).split('.').slice(-2)[0]}:${JSON.parse(r.body).body.description ?? ''}`;
+  await until('the refused create and all four changes', () => forRepo().length >= 5 || undefined);
+  assert.equal(forRepo().map(change), ['created:', 'created:', 'updated:one', 'updated:two', 'deleted:']);
+  await hook.close();
+});
+
+test('a 4xx other than 429 is not retried', async () => {
+  const hook = await sink([404]);
+  const folder = await group(org, 'gone');
+  const sub = await subscribe(folder, hook.url);
+  const failed = await until('the delivery failed', async () => {
+    const r = await s.call('GET', `/events/v2/deliveries?uidp.children_of=${sub}&state=FAILED`);
+    return r.body.deliveries?.[0];
+  });
+  assert.is(failed.attempts, 1);
+  assert.is(hook.got.length, 1);
+  await hook.close();
+});
+
+test('unsafe sinks: refused at create, and private addresses refused at delivery', async () => {
+  for (const sinkUrl of ['http://example.com/hook', 'ftp://127.0.0.1/x', 'https://user:pw@example.com/', 'nonsense']) {
+    const r = await s.call('POST', `/events/v2/subscriptions/${org}`, { sink: sinkUrl });
+    assert.is(r.status, 400, sinkUrl);
+    assert.is(r.body.code, 3);
+  }
+  assert.is(sinkUrlProblem('https://hooks.example.com/x'), undefined);
+  assert.is(sinkUrlProblem('http://localhost:9000/x'), undefined);
+  assert.is(sinkUrlProblem('http://[::1]:9000/x'), undefined);
+  for (const ip of [
+    '10.1.2.3',
+    '169.254.169.254',
+    '192.168.0.1',
+    '172.16.5.4',
+    'fd00::1',
+    'fe80::1',
+    '::ffff:10.0.0.1',
+  ])
+    assert.ok(addressProblem(ip, false), ip);
+  assert.is(addressProblem('10.1.2.3', true), undefined, 'the operator may allow private networks');
+  assert.ok(addressProblem('0.0.0.0', true), 'never the unspecified address');
+  assert.is(addressProblem('127.0.0.1', false), undefined);
+  assert.is(addressProblem('93.184.215.14', false), undefined);
+  // An https sink whose address is the metadata service: created (the URL is fine), refused when delivering.
+  const folder = await group(org, 'ssrf');
+  const sub = await subscribe(folder, 'https://169.254.169.254/latest/meta-data');
+  const failed = await until('the delivery refused', async () => {
+    const r = await s.call('GET', `/events/v2/deliveries?uidp.children_of=${sub}&state=FAILED`);
+    return r.body.deliveries?.[0];
+  });
+  assert.match(failed.lastError, /metadata|private/);
+});
+
+test('retry policy: 2xx delivered, 429 and 5xx retried (Retry-After honoured), other answers final', () => {
+  assert.is(outcomeOfStatus(204, undefined, 0).kind, 'delivered');
+  assert.is(outcomeOfStatus(400, undefined, 0).kind, 'failed');
+  const r = outcomeOfStatus(429, '7', 0);
+  assert.equal(r, { kind: 'retry', error: 'the sink answered 429', retryAfterMs: 7000 });
+  const policy = { baseMs: 1000, maxDelayMs: 60_000, maxAttempts: 5, maxAgeMs: 3_600_000 };
+  assert.is(
+    nextAttemptAt(policy, 1, 0, 0, undefined, () => 1),
+    1000,
+  );
+  assert.is(
+    nextAttemptAt(policy, 3, 0, 0, undefined, () => 1),
+    4000,
+  );
+  assert.is(
+    nextAttemptAt(policy, 3, 0, 0, 30_000, () => 0),
+    30_000,
+    'never sooner than Retry-After asks',
+  );
+  assert.is(nextAttemptAt(policy, 5, 0, 0), undefined, 'too many attempts');
+  assert.is(nextAttemptAt(policy, 1, 0, 3_600_000), undefined, 'too old');
+});
+
+test('killed with SIGKILL between commit and delivery, the server delivers after restart', async () => {
+  const hook = await sink();
+  const { mkdtempSync, rmSync } = await import('node:fs');
+  const { tmpdir } = await import('node:os');
+  const { join } = await import('node:path');
+  const dataDir = mkdtempSync(join(tmpdir(), 'platform-api-events-'));
+  // Delivery off: the events are committed and nothing is sent before the kill.
+  const env = { DATA_DIR: dataDir, PORT: '0', ...fast };
+  let server = await spawnServer({ ...env, EVENTS: 'off' });
+  const issuerUrl = server.url;
+  const issuer = await TokenIssuer.open(dataDir, issuerUrl, issuerUrl);
+  const { organization, owner } = readBootstrap(dataDir)!;
+  const auth = { authorization: `Bearer ${(await issuer.mint(owner)).token}`, 'content-type': 'application/json' };
+  const post = (path: string, body: unknown) =>
+    fetch(server.url + path, { method: 'POST', headers: auth, body: JSON.stringify(body) }).then((r) => r.json());
+  await post(`/events/v2/subscriptions/${organization}`, { sink: hook.url });
+  const repo = (await post(`/registry/v2/repos/${organization}`, { name: 'survivor' })) as { uid: string };
+  server.child.kill('SIGKILL');
+  await exitOf(server.child);
+  assert.is(hook.got.length, 0);
+  server = await spawnServer({ ...env, ISSUER_URL: issuerUrl });
+  await until('the event after the restart', () => hook.got.find((r) => r.headers['ce-subject'] === repo.uid));
+  server.child.kill('SIGTERM');
+  await exitOf(server.child);
+  rmSync(dataDir, { recursive: true, force: true });
+  await hook.close();
+});
+
+test.run();
