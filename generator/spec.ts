@@ -46,6 +46,7 @@ interface RawResource {
   presenter?: string;
   presents?: Record<string, FieldModel>;
   onCreate?: string;
+  eventFields?: string[];
   upsertOn?: string;
   exclusive?: string[][];
   fields: Record<string, FieldModel>;
@@ -394,6 +395,9 @@ function checkFields(r: RawResource, at: string, problems: string[]): void {
     if (f.setOnCreate && (f.type !== 'timestamp' || !f.outputOnly || f.repeated))
       problems.push(`${at}/fields/${name}/setOnCreate: only for an output-only timestamp`);
   }
+  for (const f of r.eventFields ?? [])
+    if (!r.fields[f] && !['uid', 'createTime', 'updateTime'].includes(f))
+      problems.push(`${at}: no field "${f}" (named by eventFields)`);
   for (const f of [...(r.upsertOn ? [r.upsertOn] : []), ...(r.exclusive ?? []).flat()]) {
     if (!r.fields[f]) problems.push(`${at}: no field "${f}" (named by upsertOn or exclusive)`);
   }
@@ -512,6 +516,7 @@ function toResource(domain: string, r: RawResource, at: string, problems: string
     presenter: r.presenter,
     ...(r.presents ? { presents: normalizeFields(r.presents) } : {}),
     onCreate: r.onCreate,
+    ...(r.eventFields ? { eventFields: r.eventFields } : {}),
     upsertOn: r.upsertOn,
     exclusive: given.exclusive,
     fields: normalizeFields(r.fields),

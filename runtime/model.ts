@@ -134,6 +134,8 @@ export interface ResourceModel {
   exclusive: string[][];
   /** hand-written handler of the domain that completes a record before it is stored */
   onCreate?: string;
+  /** the only fields its events carry: the rest is redacted (an invite's key id) */
+  eventFields?: string[];
   /** hand-written handler of the domain that shapes records for responses */
   presenter?: string;
   /** what the presenter adds to every response (output only, not stored) */

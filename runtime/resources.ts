@@ -262,14 +262,15 @@ export class Resources {
     body: Row,
     actor: string | undefined,
   ): Promise<void> {
-    if (type)
-      await this.recordEvent(sql, {
-        type,
-        subject: uid,
-        groupUid: groupOf(this.model, r, uid),
-        actor: actor ?? null,
-        body,
-      });
+    if (!type) return;
+    const shown = r.eventFields ? Object.fromEntries(r.eventFields.map((f) => [f, body[f]])) : body;
+    await this.recordEvent(sql, {
+      type,
+      subject: uid,
+      groupUid: groupOf(this.model, r, uid),
+      actor: actor ?? null,
+      body: shown,
+    });
   }
 
   private refuseManaged(r: ResourceModel, uid: string): void {

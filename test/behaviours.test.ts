@@ -198,6 +198,9 @@ test('group invites: code shown once, never listed; accepting binds the role; si
   const listed = await s.call('GET', `/iam/v2/groupInvites?uidp.children_of=${team}`);
   assert.not.match(JSON.stringify(listed.body), /"code"|codeHash/);
   assert.is((await s.call('GET', `/iam/v2/groupInvites/${invite.uid}`)).body.code, undefined);
+  // Its event shows when it expires and nothing else (no key id, email or role), as the reference's does.
+  const [event] = await events(invite.uid);
+  assert.equal(JSON.parse(event.body), { uid: invite.uid, expirationTime: invite.expirationTime });
 
   const newcomer = (await s.call('POST', `/iam/v2/identities/${org}`, { name: 'newcomer' })).body.uid;
   const as = { authorization: `Bearer ${await s.mint(newcomer)}` };

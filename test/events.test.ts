@@ -178,6 +178,26 @@ test("a resource's changes arrive in order at a sink, though the first is retrie
   await hook.close();
 });
 
+test('a sink that never answers holds up neither other sinks nor the API', async () => {
+  const hanging = createServer(() => {
+    // never answers
+  });
+  await new Promise<void>((r) => hanging.listen(0, '127.0.0.1', () => r()));
+  const slowUrl = `http://127.0.0.1:${(hanging.address() as AddressInfo).port}/hook`;
+  const quick = await sink();
+  const [slowGroup, quickGroup] = [await group(org, 'slow'), await group(org, 'quick')];
+  await subscribe(slowGroup, slowUrl);
+  await subscribe(quickGroup, quick.url);
+  for (let i = 0; i < 20; i++) await s.call('POST', `/registry/v2/repos/${slowGroup}`, { name: `slow-${i}` });
+  const started = Date.now();
+  const repo = (await s.call('POST', `/registry/v2/repos/${quickGroup}`, { name: 'quick' })).body;
+  assert.ok(Date.now() - started < 1000, 'the API answers at once');
+  await until('the quick sink served', () => quick.got.find((r) => r.headers['ce-subject'] === repo.uid), 3000);
+  hanging.closeAllConnections();
+  await new Promise<void>((r) => hanging.close(() => r()));
+  await quick.close();
+});
+
 test('a 4xx other than 429 is not retried', async () => {
   const hook = await sink([404]);
   const folder = await group(org, 'gone');

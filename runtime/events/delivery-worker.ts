@@ -12,7 +12,8 @@ import { request as httpRequest, type IncomingMessage } from 'node:http';
 import { request as httpsRequest } from 'node:https';
 import { isIP } from 'node:net';
 import { randomUUID } from 'node:crypto';
-import { and, equal, isNull, oneOf, or, range, type Condition } from '../condition.js';
+import { and, equal, everything, isNull, oneOf, or, range, type Condition } from '../condition.js';
+import type { Sql } from '../sql.js';
 import type { TokenIssuer } from '../issuer.js';
 import type { OutboxEvent } from '../outbox.js';
 import type { RecordTypes } from '../records.js';
@@ -25,6 +26,7 @@ import { addressProblem, checkedLookup, RefusedSink } from './sink-address.js';
 
 type Delivery = RecordTypes['deliveries'];
 type Subscription = RecordTypes['subscriptions'];
+type Claimed = { delivery: Delivery; subscription: Subscription; origin: string };
 
 export interface DeliveryConfig {
   retry: RetryPolicy;
@@ -63,6 +65,8 @@ export class DeliveryWorker {
   private timer?: NodeJS.Timeout;
   private stopped = false;
   private prunedAt = 0;
+  /** where the next claim starts among the subscriptions */
+  private rotation = 0;
   readonly counts: DeliveryCounts = { delivered: 0, retried: 0, failed: 0 };
 
   constructor(
@@ -152,78 +156,87 @@ export class DeliveryWorker {
     return new Set([...this.inFlight.values()].map((f) => f.key));
   }
 
-  /** Step 2: leases the deliveries that may go now, oldest first, keeping each subject's order at each sink. */
-  private async claim(limit: number): Promise<Delivery[]> {
+  /**
+   * Step 2: leases the deliveries that may go now. Subscription by subscription (starting at a different one each
+   * time), so a sink with a backlog cannot keep the others waiting; within one, the oldest first, as many as its
+   * sink has room for, and a subject only when no earlier delivery of it is pending.
+   */
+  private async claim(room: number, perOrigin: Map<string, number>): Promise<Claimed[]> {
     const nowMs = Date.now();
     const now = iso(nowMs);
+    const due = and<Delivery>(
+      equal('state', 'PENDING'),
+      range('nextAttemptTime', { lte: now }),
+      or(isNull('leaseUntil'), range('leaseUntil', { lt: now })),
+    );
     return this.resources.transaction(async (sql) => {
-      const due = await this.deliveries.find(
-        and(
-          equal('state', 'PENDING'),
-          range('nextAttemptTime', { lte: now }),
-          or(isNull('leaseUntil'), range('leaseUntil', { lt: now })),
-        ),
-        byEventSeq,
-        limit * 4,
-        0,
-        sql,
-      );
+      const subscriptions = await this.subscriptions.find(everything(), byUid, -1, 0, sql);
+      const first = this.rotation++ % Math.max(1, subscriptions.length);
       const keys = this.inFlightKeys;
-      const taken: Delivery[] = [];
-      for (const d of due) {
-        const key = `${d.parentUid} ${d.subject}`;
-        if (taken.length >= limit || keys.has(key)) continue;
-        keys.add(key);
-        const [earlier] = await this.deliveries.find(
-          and(
-            equal('parentUid', d.parentUid!),
-            equal('subject', d.subject!),
-            equal('state', 'PENDING'),
-            range('eventSeq', { lt: d.eventSeq! }),
-          ),
+      const taken: Claimed[] = [];
+      for (const subscription of [...subscriptions.slice(first), ...subscriptions.slice(0, first)]) {
+        const origin = originOf(subscription.sink);
+        const free = Math.min(room - taken.length, this.config.perSink - (perOrigin.get(origin) ?? 0));
+        if (free <= 0) continue;
+        const candidates = await this.deliveries.find(
+          and(equal('parentUid', subscription.uid), due),
           byEventSeq,
-          1,
+          free * 4,
           0,
           sql,
         );
-        if (earlier) continue;
-        const leaseUntil = iso(nowMs + this.config.timeoutMs * 2);
-        await this.deliveries.update(sql, d.uid, { leaseUntil });
-        taken.push({ ...d, leaseUntil });
+        for (const d of candidates) {
+          const key = `${d.parentUid} ${d.subject}`;
+          if ((perOrigin.get(origin) ?? 0) >= this.config.perSink || keys.has(key)) continue;
+          keys.add(key);
+          if (await this.waitsForEarlier(d, sql)) continue;
+          const leaseUntil = iso(nowMs + this.config.timeoutMs * 2);
+          await this.deliveries.update(sql, d.uid, { leaseUntil });
+          perOrigin.set(origin, (perOrigin.get(origin) ?? 0) + 1);
+          taken.push({ delivery: { ...d, leaseUntil }, subscription, origin });
+        }
+        if (taken.length >= room) break;
       }
       return taken;
     });
+  }
+
+  /** Whether an earlier delivery of the same subject to the same subscription is still pending. */
+  private async waitsForEarlier(d: Delivery, sql: Sql): Promise<boolean> {
+    const earlier = await this.deliveries.find(
+      and(
+        equal('parentUid', d.parentUid!),
+        equal('subject', d.subject!),
+        equal('state', 'PENDING'),
+        range('eventSeq', { lt: d.eventSeq! }),
+      ),
+      byEventSeq,
+      1,
+      0,
+      sql,
+    );
+    return earlier.length > 0;
   }
 
   /** Steps 2 and 3 for as many deliveries as the limits allow; resolves to how many it started. */
   private async sendDue(): Promise<number> {
     const room = this.config.concurrency - this.inFlight.size;
     if (room <= 0) return 0;
-    const claimed = await this.claim(room);
     const perOrigin = new Map<string, number>();
     for (const f of this.inFlight.values()) perOrigin.set(f.origin, (perOrigin.get(f.origin) ?? 0) + 1);
-    let started = 0;
-    for (const d of claimed) {
-      const subscription = await this.subscriptions.get(d.parentUid!);
-      const origin = subscription ? originOf(subscription.sink) : '';
-      if ((perOrigin.get(origin) ?? 0) >= this.config.perSink) {
-        // Too many to this sink already: its lease is given back, so it goes when the sink has room.
-        await this.resources.transaction((sql) => this.deliveries.update(sql, d.uid, { leaseUntil: null }));
-        continue;
-      }
-      perOrigin.set(origin, (perOrigin.get(origin) ?? 0) + 1);
+    const claimed = await this.claim(room, perOrigin);
+    for (const { delivery: d, subscription, origin } of claimed) {
       const done = this.send(d, subscription).finally(() => this.inFlight.delete(d.uid));
       this.inFlight.set(d.uid, { key: `${d.parentUid} ${d.subject}`, origin, done });
-      started++;
     }
-    return started;
+    return claimed.length;
   }
 
   /** Step 3: one attempt, and what it means recorded. */
-  private async send(d: Delivery, subscription: Subscription | null): Promise<void> {
+  private async send(d: Delivery, subscription: Subscription): Promise<void> {
     const [event] = await this.outbox.find(equal('seq', Number(d.eventSeq)), bySeq, 1);
     let outcome: Outcome;
-    if (!subscription || !event) outcome = { kind: 'failed', error: 'the subscription or the event is gone' };
+    if (!event) outcome = { kind: 'failed', error: 'the event is gone' };
     else {
       const data = eventData(event);
       const { token } = await this.issuer().mint(`webhook:${subscription.parentUid}`, 300, 'customer', {
