@@ -10,7 +10,7 @@ import { createRemoteJWKSet, jwtVerify } from 'jose';
 import { addressProblem, sinkUrlProblem } from '../runtime/events/sink-address.js';
 import { nextAttemptAt, outcomeOfStatus } from '../runtime/events/retry.js';
 import { startTestServer, type TestServer } from './support/server.js';
-import { exitOf, spawnServer } from './support/process.js';
+import { exitOf, runScript, spawnServer } from './support/process.js';
 import { TokenIssuer } from '../runtime/issuer.js';
 import { readBootstrap } from '../runtime/bootstrap.js';
 
@@ -289,6 +289,14 @@ test('killed with SIGKILL between commit and delivery, the server delivers after
   assert.is(hook.got.length, 0);
   server = await spawnServer({ ...env, ISSUER_URL: issuerUrl });
   await until('the event after the restart', () => hook.got.find((r) => r.headers['ce-subject'] === repo.uid));
+  // The operator's view, beside the running server.
+  const view = await until('both deliveries recorded', async () => {
+    const r = await runScript('scripts/events.ts', ['deliveries'], { DATA_DIR: dataDir });
+    return /delivered 2, failed 0; lag -/.test(r.stdout) ? r.stdout : undefined;
+  });
+  assert.match(view, hook.url);
+  const tail = await runScript('scripts/events.ts', ['tail', '--bogus'], { DATA_DIR: dataDir });
+  assert.is(tail.status, 2, tail.stderr);
   server.child.kill('SIGTERM');
   await exitOf(server.child);
   rmSync(dataDir, { recursive: true, force: true });

@@ -17,7 +17,7 @@ function bash(script: string, env: Record<string, string>, timeoutMs: number): P
 }
 
 test('the walk-through blocks are marked', () => {
-  assert.ok(blocks.length >= 3, 'the token, conformance and import blocks');
+  assert.ok(blocks.length >= 4, 'the token, events, conformance and import blocks');
   assert.not.match(blocks.join(''), /localhost:8080|127\.0\.0\.1:8080\//, 'no block assumes the default port');
 });
 
@@ -41,6 +41,11 @@ test('the README walk-through runs as written on a fresh server on another port'
       assert.match(r.stdout, new RegExp(`imported [1-9]\\d* ${collection}\\b`), r.stdout.slice(-3000));
     }
     assert.match(r.stdout, /"advisoryId":\s*"CGA-3f7q-m2xw-8hkd"/, 'the imported advisories are served');
+    assert.match(
+      r.stdout,
+      /^dev\.chainguard\.api\.platform\.registry\.repo\.created\.v1 \S+ from webhook:/m,
+      'delivered',
+    );
   } finally {
     server.child.kill('SIGTERM');
     await exitOf(server.child);

@@ -1,0 +1,85 @@
+// npm run events -- tail | deliveries: watch the events a server commits, and how their deliveries stand. Reads
+// the database read-only (a running server is not disturbed) through the same driver the server uses.
+import { existsSync } from 'node:fs';
+import Database from 'better-sqlite3';
+import { ConfigError, readConfig } from '../runtime/config.js';
+import { parseCommandLine } from './cli-args.js';
+
+const { values, positionals } = parseCommandLine({
+  name: 'events',
+  allowPositionals: true,
+  usage: `
+usage: npm run events -- tail [--from N] | deliveries
+  tail        prints each event as it is committed (seq, time, type, subject, group), until interrupted;
+              --from N starts after outbox sequence N (default: the last 10 events)
+  deliveries  prints, per subscription, how many deliveries are pending, delivered and failed, the oldest
+              pending one's age (the delivery lag) and the last error
+Reads DATA_DIR/platform.sqlite (or DATABASE_URL) read-only; the server may be running.`,
+  options: { from: { type: 'string' } },
+});
+
+interface EventRow {
+  seq: number;
+  time: string;
+  type: string;
+  subject: string;
+  group_uid: string | null;
+}
+
+function open(): Database.Database {
+  const { databaseFile } = readConfig();
+  if (!existsSync(databaseFile)) throw new ConfigError(`no database at ${databaseFile}: start the server once first`);
+  return new Database(databaseFile, { readonly: true, timeout: 5000 });
+}
+
+async function tail(db: Database.Database): Promise<void> {
+  const next = db.prepare<[number], EventRow>(
+    'select seq, time, type, subject, group_uid from event_outbox where seq > ? order by seq limit 500',
+  );
+  const [{ last }] = db.prepare('select coalesce(max(seq), 0) as last from event_outbox').all() as { last: number }[];
+  if (values.from !== undefined && !/^\d+$/.test(values.from)) throw new ConfigError('--from takes a sequence number');
+  let after = values.from !== undefined ? Number(values.from) : Math.max(0, last - 10);
+  console.error(`events: following ${db.name} from sequence ${after} (Ctrl-C stops)`);
+  for (;;) {
+    for (const e of next.all(after)) {
+      console.log(`${e.seq}\t${e.time}\t${e.type}\t${e.subject}\t${e.group_uid ?? '-'}`);
+      after = e.seq;
+    }
+    await new Promise((r) => setTimeout(r, 250));
+  }
+}
+
+function deliveries(db: Database.Database): void {
+  if (!db.prepare("select 1 from sqlite_master where name = 'deliveries'").get())
+    throw new ConfigError('this database has no deliveries yet: start the server on it once');
+  const rows = db
+    .prepare(
+      `select s.uid as subscription, s.sink as sink,
+         sum(d.state = 'PENDING') as pending, sum(d.state = 'DELIVERED') as delivered, sum(d.state = 'FAILED') as failed,
+         min(case when d.state = 'PENDING' then d.event_time end) as oldest_pending,
+         (select last_error from deliveries e where e.parent_uid = s.uid and e.last_error is not null
+          order by e.update_time desc limit 1) as last_error
+       from subscriptions s left join deliveries d on d.parent_uid = s.uid group by s.uid order by s.uid`,
+    )
+    .all() as Record<string, string | number | null>[];
+  if (rows.length === 0) console.log('no subscriptions');
+  for (const r of rows) {
+    const lag = r.oldest_pending ? `${Math.round((Date.now() - Date.parse(String(r.oldest_pending))) / 1000)} s` : '-';
+    console.log(
+      `${r.subscription} ${r.sink}\n  pending ${r.pending ?? 0}, delivered ${r.delivered ?? 0}, failed ${r.failed ?? 0}; lag ${lag}` +
+        (r.last_error ? `; last error: ${r.last_error}` : ''),
+    );
+  }
+}
+
+try {
+  const [command] = positionals;
+  if (command !== 'tail' && command !== 'deliveries')
+    throw new ConfigError(`say what to do: tail or deliveries (got ${command ?? 'nothing'}); --help explains`);
+  const db = open();
+  if (command === 'tail') await tail(db);
+  else deliveries(db);
+} catch (e) {
+  console.error(`events: ${e instanceof Error ? e.message : String(e)}`);
+  process.exit(1);
+}
