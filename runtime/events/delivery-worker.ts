@@ -112,6 +112,7 @@ export class DeliveryWorker {
 
   /** Step 1: one PENDING delivery per subscription at or above each new event's group. */
   async dispatch(): Promise<number> {
+    if ((await this.outbox.find(isNull('dispatchedTime'), bySeq, 1)).length === 0) return 0;
     return this.resources.transaction(async (sql) => {
       const events = await this.outbox.find(isNull('dispatchedTime'), bySeq, batch, 0, sql);
       if (events.length === 0) return 0;
@@ -119,6 +120,7 @@ export class DeliveryWorker {
       const subscriptions =
         scopes.size > 0 ? await this.subscriptions.find(oneOf('parentUid', [...scopes]), byUid, -1, 0, sql) : [];
       const now = new Date().toISOString();
+      let made = 0;
       for (const e of events) {
         if (!e.groupUid) continue;
         const above = new Set([e.groupUid, ...ancestorsOf(e.groupUid)]);
@@ -138,6 +140,7 @@ export class DeliveryWorker {
             nextAttemptTime: now,
             eventSeq: String(e.seq),
           });
+          made++;
         }
       }
       await this.outbox.updateWhere(
@@ -148,6 +151,9 @@ export class DeliveryWorker {
         ),
         { dispatchedTime: now },
       );
+      // The lag: how long the oldest of these waited in the outbox.
+      const lagMs = Date.parse(now) - Date.parse(events[0].time);
+      this.log({ level: 'info', worker: 'events', dispatched: events.length, deliveries: made, lagMs });
       return events.length;
     });
   }
@@ -169,6 +175,8 @@ export class DeliveryWorker {
       range('nextAttemptTime', { lte: now }),
       or(isNull('leaseUntil'), range('leaseUntil', { lt: now })),
     );
+    // Nothing due (the usual case): no write transaction at all.
+    if ((await this.deliveries.find(due, byEventSeq, 1)).length === 0) return [];
     return this.resources.transaction(async (sql) => {
       const subscriptions = await this.subscriptions.find(everything(), byUid, -1, 0, sql);
       const first = this.rotation++ % Math.max(1, subscriptions.length);
