@@ -2,6 +2,7 @@
 import { mkdirSync, rmSync, writeFileSync } from 'node:fs';
 import { join, resolve } from 'node:path';
 import type { DeliveryConfig } from './events/delivery-worker.js';
+import type { Database } from './store.js';
 
 export interface Config {
   host: string;
@@ -9,7 +10,10 @@ export interface Config {
   /** gRPC is served on port; grpcPort serves it alone as well (0: a free port) */
   grpcPort?: number;
   dataDir: string;
+  /** the SQLite file (DATA_DIR/platform.sqlite, or DATABASE_URL=sqlite:...) */
   databaseFile: string;
+  /** the database the server uses: that file, or PostgreSQL (DATABASE_URL=postgres://...) */
+  database: Database;
   log: boolean;
   /** iss of our tokens; undefined: the URL the server listens on */
   issuerUrl?: string;
@@ -73,6 +77,21 @@ function eventsConfig(env: NodeJS.ProcessEnv): DeliveryConfig | undefined {
   };
 }
 
+/** A PostgreSQL URL, checked for what a connection needs; an error never repeats the password. */
+function postgresUrl(text: string): Database {
+  let url: URL;
+  try {
+    url = new URL(text);
+  } catch {
+    throw new ConfigError('DATABASE_URL is not a URL: postgres://user:password@host:port/database');
+  }
+  if (!url.hostname || url.pathname.length <= 1)
+    throw new ConfigError(
+      `DATABASE_URL must name a host and a database (postgres://user:password@host:port/database), got host "${url.hostname}" and no database`,
+    );
+  return { engine: 'postgresql', url: text };
+}
+
 function portOf(env: NodeJS.ProcessEnv, name: string, fallback?: string): number | undefined {
   const text = env[name] ?? fallback;
   if (text === undefined) return undefined;
@@ -88,10 +107,16 @@ export function readConfig(env: NodeJS.ProcessEnv = process.env): Config {
   if (host.trim() === '') throw new ConfigError('HOST must not be empty');
   const dataDir = resolve(env.DATA_DIR ?? './data');
   let databaseFile = resolve(dataDir, 'platform.sqlite');
-  if (env.DATABASE_URL) {
+  let database: Database = { engine: 'sqlite', file: databaseFile };
+  if (env.DATABASE_URL && /^postgres(ql)?:/.test(env.DATABASE_URL)) database = postgresUrl(env.DATABASE_URL);
+  else if (env.DATABASE_URL) {
     const m = /^sqlite:(?:\/\/)?(.+)$/.exec(env.DATABASE_URL);
-    if (!m) throw new ConfigError(`DATABASE_URL must look like sqlite:/path/to/file.sqlite, got "${env.DATABASE_URL}"`);
+    if (!m)
+      throw new ConfigError(
+        'DATABASE_URL must look like sqlite:/path/to/file.sqlite or postgres://user:password@host:port/database',
+      );
     databaseFile = resolve(m[1]);
+    database = { engine: 'sqlite', file: databaseFile };
   }
   const logText = env.LOG ?? 'on';
   if (!['on', 'off'].includes(logText)) throw new ConfigError(`LOG must be on or off, got "${logText}"`);
@@ -110,6 +135,7 @@ export function readConfig(env: NodeJS.ProcessEnv = process.env): Config {
     ...(grpcPort !== undefined ? { grpcPort } : {}),
     dataDir,
     databaseFile,
+    database,
     log: logText === 'on',
     issuerUrl,
     audience: env.TOKEN_AUDIENCE || undefined,

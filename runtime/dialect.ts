@@ -3,6 +3,8 @@
 // today; PostgreSQL plugs in here (and as a connection behind runtime/sql.ts's Sql).
 
 export type ColumnKind = 'json' | 'boolean' | 'int64' | 'plain';
+/** What a parameter is compared with or stored in: a column of a kind, or a value inside a JSON column. */
+export type ParameterKind = ColumnKind | 'insideJson';
 
 export interface Column {
   /** SQL column name */
@@ -18,9 +20,11 @@ export interface Dialect {
   /** A column as the runtime reads it: an int64 as its decimal text (beyond 2^53 a number would be inexact). */
   selected(column: Column): string;
   /** A value as bound to a parameter compared with, or stored in, a column of this kind. */
-  parameter(kind: ColumnKind, value: unknown): unknown;
+  parameter(kind: ParameterKind, value: unknown): unknown;
   /** `limit ? offset ?` and its parameters; a limit below 0 is no limit. */
   limit(limit: number, offset: number): { sql: string; params: unknown[] };
+  /** One key of an ORDER BY; NULLs first ascending and last descending, as the page cursors expect. */
+  orderBy(expression: string, desc: boolean): string;
 }
 
 export const quoteIdentifier = (name: string) => `"${name.replace(/"/g, '""')}"`;
@@ -43,4 +47,28 @@ export const sqlite: Dialect = {
     return v;
   },
   limit: (limit, offset) => ({ sql: 'limit ? offset ?', params: [limit, offset] }),
+  // SQLite's own order of NULLs.
+  orderBy: (expression, desc) => `${expression} ${desc ? 'desc' : 'asc'}`,
+};
+
+/**
+ * PostgreSQL: JSON columns are jsonb, read with #>> as text; booleans are booleans; an int64 column is bigint and
+ * compares with its decimal text. Text compares byte by byte only in a database made with the C collation,
+ * which runtime/postgres-store.ts requires (uid ranges depend on it).
+ */
+export const postgresql: Dialect = {
+  name: 'postgresql',
+  jsonText: (column, path) => `(${column} #>> '{${checkedPath(path).join(',')}}')`,
+  selected: (c) => (c.kind === 'int64' ? `cast(${quoteIdentifier(c.name)} as text)` : quoteIdentifier(c.name)),
+  parameter: (kind, v) => {
+    if (v === undefined || v === null) return null;
+    if (kind === 'json') return JSON.stringify(v);
+    // Inside JSON everything is compared as the text #>> gives: true, 12, "text" without quotes.
+    if (kind === 'insideJson') return String(v);
+    if (kind === 'int64') return String(v);
+    return v;
+  },
+  // LIMIT NULL is no limit.
+  limit: (limit, offset) => ({ sql: 'limit ? offset ?', params: [limit < 0 ? null : limit, offset] }),
+  orderBy: (expression, desc) => `${expression} ${desc ? 'desc nulls last' : 'asc nulls first'}`,
 };

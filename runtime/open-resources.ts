@@ -46,6 +46,6 @@ function pageTokenSecret(dataDir: string): Buffer {
 
 export async function openResources(config: Config, parts: DataParts): Promise<{ store: Store; resources: Resources }> {
   mkdirSync(config.dataDir, { recursive: true });
-  const store = await openStore(config.databaseFile, parts.entities);
+  const store = await openStore(config.database, parts.entities);
   return { store, resources: new Resources(store, parts.model, new PageToken(pageTokenSecret(config.dataDir))) };
 }

@@ -193,6 +193,7 @@ export class Resources {
     readonly pageTokens: PageToken,
   ) {
     this.managed = new Set(model.roles.map((r) => r.uid));
+    store.accessChanges?.subscribe(() => this.accessVersion++);
   }
 
   /** One entity's table, for statements of our own (hand-written handlers use it too). */
@@ -226,8 +227,10 @@ export class Resources {
 
   /** Notes a committed write to r, for caches of access decisions. */
   noteWrite(r: ResourceModel): void {
-    if (['roleBindings', 'roles', 'identities'].includes(r.collection) || r.children.includes('roleBindings'))
+    if (['roleBindings', 'roles', 'identities'].includes(r.collection) || r.children.includes('roleBindings')) {
       this.accessVersion++;
+      this.store.accessChanges?.announce();
+    }
   }
 
   /** A hand-written write: fn's statements in one transaction, with the declared event; caches told after the commit. */

@@ -39,7 +39,7 @@ const builtMarker = { collection: '', scope: 'built' };
 
 const upsert = (rows: number) =>
   `insert into scope_counts (collection, scope, below, children) values ${Array(rows).fill('(?, ?, ?, ?)').join(', ')} ` +
-  'on conflict (collection, scope) do update set below = below + excluded.below, children = children + excluded.children';
+  'on conflict (collection, scope) do update set below = scope_counts.below + excluded.below, children = scope_counts.children + excluded.children';
 
 /** One record added (+1) or removed (-1): every scope above its uid, and its parent's children. */
 export async function noteRecord(

@@ -2,7 +2,7 @@
 // text of the statement; a property the table does not have throws UnsupportedCondition, a mistake in the
 // runtime or a handler rather than in a request.
 import type { Bound, Condition, Value } from './condition.js';
-import { quoteIdentifier, type Column, type Dialect } from './dialect.js';
+import { quoteIdentifier, type Column, type Dialect, type ParameterKind } from './dialect.js';
 
 export class UnsupportedCondition extends Error {}
 
@@ -12,13 +12,15 @@ export interface CompiledCondition {
 }
 
 type Range = Extract<Condition, { is: 'range' }>;
+/** What a condition compares: a column, or a value inside a JSON column. */
+type Target = { name: string; kind: ParameterKind };
 
 /**
  * How two bounds of one column compare, as the database will compare them: the decimal text of an int64 column
  * as the number it is ("9" < "10"). Undefined when they do not compare (text that is not an integer, or values
  * of different types): such ranges are not merged.
  */
-function order(column: Column, a: Value, b: Value): number | undefined {
+function order(column: Target, a: Value, b: Value): number | undefined {
   if (typeof a !== typeof b) return undefined;
   if (column.kind !== 'int64') return a < b ? -1 : a > b ? 1 : 0;
   try {
@@ -30,7 +32,7 @@ function order(column: Column, a: Value, b: Value): number | undefined {
 }
 
 /** The tighter of two lower (sign 1) or upper (sign -1) bounds; at equal values the exclusive one. */
-function tighter(column: Column, a: Bound | undefined, b: Bound | undefined, sign: 1 | -1): Bound | undefined | null {
+function tighter(column: Target, a: Bound | undefined, b: Bound | undefined, sign: 1 | -1): Bound | undefined | null {
   if (!a || !b) return a ?? b;
   const c = order(column, a.value, b.value);
   if (c === undefined) return null;
@@ -51,7 +53,7 @@ export class ConditionCompiler {
   }
 
   /** The column, and the expression a condition on the property compares. */
-  private target(property: string): { column: Column; sql: string } {
+  private target(property: string): { column: Target; sql: string } {
     const [name, ...path] = property.split('.');
     const column = this.columns.get(name);
     if (!column) throw new UnsupportedCondition(`no property ${name}`);
@@ -59,13 +61,13 @@ export class ConditionCompiler {
     if (column.kind !== 'json') throw new UnsupportedCondition(`${name} is not JSON: no ${property}`);
     // Inside JSON the values are plain: an int64's text would not compare as a number there.
     return {
-      column: { name: property, kind: 'plain' },
+      column: { name: property, kind: 'insideJson' },
       sql: this.dialect.jsonText(quoteIdentifier(column.name), path),
     };
   }
 
-  private bind(params: unknown[], column: Column, value: Value): string {
-    params.push(this.dialect.parameter(column.kind === 'json' ? 'plain' : column.kind, value));
+  private bind(params: unknown[], column: Target, value: Value): string {
+    params.push(this.dialect.parameter(column.kind, value));
     return '?';
   }
 
@@ -97,7 +99,7 @@ export class ConditionCompiler {
     }
   }
 
-  private range(sql: string, column: Column, c: Range, params: unknown[]): string {
+  private range(sql: string, column: Target, c: Range, params: unknown[]): string {
     const parts = [
       c.lower && `${sql} ${c.lower.inclusive ? '>=' : '>'} ${this.bind(params, column, c.lower.value)}`,
       c.upper && `${sql} ${c.upper.inclusive ? '<=' : '<'} ${this.bind(params, column, c.upper.value)}`,

@@ -1,68 +1,54 @@
-// The SQLite database behind every resource, through MikroORM; schema created or updated at open.
-import { MikroORM, type EntityManager } from '@mikro-orm/better-sqlite';
-import type { EntitySchema } from '@mikro-orm/core';
-import { outboxEntity } from './outbox.js';
-import { buildCounts, isCounted, scopeCountEntity } from './scope-counts.js';
-import { openSlowReads } from './slow-reads.js';
+// The database behind every resource: what the runtime needs of it, whichever engine serves it. MikroORM defines
+// and migrates the tables from the generated entities; everything else runs as SQL of our own (runtime/table.ts)
+// through a dialect. SQLite in the data directory is the default (runtime/sqlite-store.ts); DATABASE_URL=postgres://
+// selects PostgreSQL (runtime/postgres-store.ts), for several server processes on one database.
+import type { EntitySchema, MikroORM } from '@mikro-orm/core';
+import type { Dialect } from './dialect.js';
 import { quoteIdentifier } from './dialect.js';
-import { GroupCommit } from './group-commit.js';
-import { finalizePrepared, openReadConnection, type ConnectionPool, type Sql } from './sql.js';
+import { outboxEntity } from './outbox.js';
+import { isCounted, scopeCountEntity } from './scope-counts.js';
+import type { Sql } from './sql.js';
 
 export interface Store {
   orm: MikroORM;
-  /** A fresh entity manager for one unit of work. */
-  em(): EntityManager;
-  /** Reads of our own, on the read-only connection (runtime/sql.ts). */
+  dialect: Dialect;
+  /** Reads of our own outside a transaction. */
   read: Sql;
-  /** Reads that may take long (a count over a filter, a whole-result list), off the main thread. */
+  /** Reads that may take long (a count over a filter, a whole-result list), where they hold up no request. */
   slowRead: Sql;
-  /** Statements of our own in one transaction on the writing connection (committed in groups). */
+  /** Statements of our own in one transaction: all stored, or (when fn throws) none. */
   transaction<T>(fn: (sql: Sql) => Promise<T>): Promise<T>;
+  /**
+   * Where other processes write too (PostgreSQL): tells them that who-may-do-what changed, and hears when they
+   * do, so every process drops its cached grants (runtime/authorization.ts) within moments of the commit.
+   */
+  accessChanges?: { announce(): void; subscribe(heard: () => void): void };
   close(): Promise<void>;
 }
 
-export async function openStore(databaseFile: string, entities: EntitySchema[]): Promise<Store> {
-  const orm = await MikroORM.init({
-    dbName: databaseFile,
-    entities: [...entities, outboxEntity as EntitySchema, scopeCountEntity as EntitySchema],
-    debug: false,
-    allowGlobalContext: false,
-    // Keep the default single connection: SQLite serializes writers anyway, and one connection means
-    // transactions queue in-process instead of failing with SQLITE_BUSY.
-    pool: { min: 1, max: 1 },
-  });
-  const connection = orm.em.getConnection();
-  await connection.execute('pragma journal_mode = WAL');
-  // At start, another process (an import) is waited for.
-  await connection.execute('pragma busy_timeout = 10000');
-  await connection.execute('pragma synchronous = NORMAL');
-  await orm.getSchemaGenerator().updateSchema();
-  // Serving, no busy wait on the writing connection: it would hold the event loop. A transaction waits for
-  // another process's (an import's) at its BEGIN instead (runtime/group-commit.ts).
-  await connection.execute('pragma busy_timeout = 0');
-  const pool = connection.getKnex().client as ConnectionPool;
-  const read = await openReadConnection(databaseFile);
-  const slowRead = openSlowReads(databaseFile);
-  const writes = new GroupCommit(pool);
-  const counted = Object.values(orm.getMetadata().getAll())
+/** Where the data lives: a SQLite file, or a PostgreSQL database. */
+export type Database = { engine: 'sqlite'; file: string } | { engine: 'postgresql'; url: string };
+
+/** The generated entities and the runtime's own tables. */
+export const storedEntities = (entities: EntitySchema[]) => [
+  ...entities,
+  outboxEntity as EntitySchema,
+  scopeCountEntity as EntitySchema,
+];
+
+/** The tables whose per-scope counts are kept (runtime/scope-counts.ts). */
+export function countedTables(orm: MikroORM) {
+  return Object.values(orm.getMetadata().getAll())
     .filter(isCounted)
     .map((m) => ({
       collection: m.tableName,
       table: quoteIdentifier(m.tableName),
       parentColumn: quoteIdentifier(m.properties.parentUid.fieldNames[0]),
     }));
-  await writes.transaction((sql) => buildCounts(sql, counted));
-  return {
-    orm,
-    em: () => orm.em.fork(),
-    read,
-    slowRead,
-    transaction: (fn) => writes.transaction(fn),
-    close: async () => {
-      await read.close();
-      await slowRead.close();
-      await finalizePrepared(pool);
-      await orm.close();
-    },
-  };
+}
+
+export async function openStore(database: Database, entities: EntitySchema[]): Promise<Store> {
+  if (database.engine === 'postgresql')
+    return (await import('./postgres-store.js')).openPostgresStore(database.url, entities);
+  return (await import('./sqlite-store.js')).openSqliteStore(database.file, entities);
 }

@@ -7,7 +7,7 @@ import type { Row } from './records.js';
 import { isCounted, noteRecord, readCounts } from './scope-counts.js';
 import type { Sql } from './sql.js';
 import type { Condition } from './condition.js';
-import { quoteIdentifier, sqlite, type Column } from './dialect.js';
+import { quoteIdentifier, type Column, type Dialect } from './dialect.js';
 import { ConditionCompiler } from './sql-condition.js';
 import type { Store } from './store.js';
 
@@ -24,7 +24,7 @@ export class Table<T = Row> {
   /** every column but sub-resources (a repo's readme, up to 1 MiB): what lists and lookups by condition read */
   private readonly findList: string;
   private readonly counts = new CountCache();
-  private readonly dialect = sqlite;
+  private readonly dialect: Dialect;
   private readonly conditions: ConditionCompiler;
   /** the name its per-scope counts are kept under (runtime/scope-counts.ts), when they are */
   readonly counted?: string;
@@ -36,6 +36,7 @@ export class Table<T = Row> {
     const meta = store.orm.getMetadata().find(entity);
     if (!meta) throw new Error(`no entity ${entity}`);
     this.table = quoteIdentifier(meta.tableName);
+    this.dialect = store.dialect;
     if (isCounted(meta)) this.counted = meta.tableName;
     for (const p of meta.props) {
       const type = p.customType?.constructor.name;
@@ -87,7 +88,7 @@ export class Table<T = Row> {
     const compiled = this.conditions.compile(where);
     // Qualified: in ORDER BY a bare name would mean the select list's alias, the text of an int64 column.
     const orderBy = order
-      .map((o) => `${this.table}.${quoteIdentifier(this.columns.get(o.property)!.name)} ${o.desc ? 'desc' : 'asc'}`)
+      .map((o) => this.dialect.orderBy(`${this.table}.${quoteIdentifier(this.columns.get(o.property)!.name)}`, o.desc))
       .join(', ');
     const page = this.dialect.limit(limit, offset ?? 0);
     const rows = await (sql ?? this.store.read).all(
@@ -101,7 +102,8 @@ export class Table<T = Row> {
     const compiled = this.conditions.compile(where);
     const query = `select count(*) as n from ${this.table} where ${compiled.sql}`;
     const countOn = async (q: Sql) => Number((await q.all(query, compiled.params))[0].n);
-    if (sql) return countOn(sql);
+    // Only SQLite tells cheaply whether anything changed since a count (runtime/count-cache.ts).
+    if (sql || this.dialect.name !== 'sqlite') return countOn(sql ?? this.store.slowRead);
     // A count over conditions may read a large range: off the main thread.
     return this.counts.count(this.store.slowRead, `${compiled.sql} ${JSON.stringify(compiled.params)}`, () =>
       countOn(this.store.slowRead),

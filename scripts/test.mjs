@@ -1,18 +1,35 @@
 // npm test [-- DIR [PATTERN]]: runs the uvu tests and adds the line uvu's summary lacks, "Failed: N".
 // uvu counts skipped tests outside Total, so failed = Total - Passed. A run whose counts show a failure
 // exits 1 even when uvu would exit 0 (it does when a before hook throws).
+// One throwaway PostgreSQL serves the run's PostgreSQL tests (scripts/postgres-cluster.mjs: installed if missing,
+// started on a free port, stopped at the end); the tests fail rather than skip when it cannot start.
 import { spawn } from 'node:child_process';
+import { startCluster } from './postgres-cluster.mjs';
 
 const args = process.argv.length > 2 ? process.argv.slice(2) : ['test', '\\.test\\.ts$'];
+let cluster;
+try {
+  cluster = await startCluster();
+  process.stderr.write(`[test] PostgreSQL for the tests at ${cluster.base}\n`);
+} catch (e) {
+  process.stderr.write(`[test] cannot start PostgreSQL: ${e.message}; the PostgreSQL tests will fail\n`);
+}
 const child = spawn(process.execPath, ['--import', 'tsx', 'node_modules/uvu/bin.js', ...args, '--no-color'], {
   stdio: ['inherit', 'pipe', 'inherit'],
+  env: { ...process.env, ...(cluster ? { TEST_POSTGRES_URL: `${cluster.base}/postgres` } : {}) },
 });
+for (const signal of ['SIGINT', 'SIGTERM'])
+  process.on(signal, () => {
+    child.kill(signal);
+    void cluster?.stop().finally(() => process.exit(1));
+  });
 let output = '';
 child.stdout.on('data', (chunk) => {
   process.stdout.write(chunk);
   output += chunk;
 });
-child.on('close', (code, signal) => {
+child.on('close', async (code, signal) => {
+  await cluster?.stop();
   const count = (label) => {
     const all = [...output.matchAll(new RegExp(`^\\s*${label}:\\s+(\\d+)`, 'gm'))];
     return all.length ? Number(all[all.length - 1][1]) : undefined;

@@ -13,7 +13,8 @@ test('bad configuration is refused with one clear line', async () => {
   for (const [env, message] of [
     [{ PORT: 'eighty' }, /PORT must be a number/],
     [{ PORT: '70000' }, /PORT must be a number from 0 to 65535/],
-    [{ DATABASE_URL: 'postgres://x' }, /DATABASE_URL must look like sqlite:/],
+    [{ DATABASE_URL: 'mysql://x' }, /DATABASE_URL must look like sqlite:.* or postgres:/],
+    [{ DATABASE_URL: 'postgres://x' }, /DATABASE_URL must name a host and a database/],
     [{ LOG: 'loud' }, /LOG must be on or off/],
   ] as const) {
     const r = await runScript('server/main.ts', [], { DATA_DIR: dataDir, ...env });

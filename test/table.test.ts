@@ -31,8 +31,8 @@ const repo = newChildUid(org);
 
 test.before(async () => {
   dir = mkdtempSync(join(tmpdir(), 'table-table-'));
-  store = await openStore(join(dir, 'db.sqlite'), (await loadGenerated()).entities);
-  const em = store.em();
+  store = await openStore({ engine: 'sqlite', file: join(dir, 'db.sqlite') }, (await loadGenerated()).entities);
+  const em = store.orm.em.fork();
   const time = (i: number) => new Date(Date.UTC(2026, 0, 1 + i)).toISOString();
   for (let i = 0; i < 30; i++) {
     em.persist(
@@ -181,7 +181,7 @@ for (const [entity, what, where, orm] of filters) {
       ],
     ]) {
       const ours = await table.find(where, order, 50);
-      const theirs = await store.em().find(entity, orm, {
+      const theirs = await store.orm.em.fork().find(entity, orm, {
         orderBy: Object.fromEntries(order.map((o) => [o.property, o.desc ? 'desc' : 'asc'])),
         limit: 50,
       });
@@ -191,7 +191,7 @@ for (const [entity, what, where, orm] of filters) {
         JSON.stringify(order),
       );
     }
-    assert.is(await table.count(where), await store.em().count(entity, orm));
+    assert.is(await table.count(where), await store.orm.em.fork().count(entity, orm));
   });
 }
 
@@ -245,10 +245,10 @@ test('writes: what Table inserts and updates, the ORM reads back the same (JSON,
       mainPackageName: null,
     }),
   );
-  let orm = (await store.em().findOne('Tag', { uid })) as Record<string, unknown>;
+  let orm = (await store.orm.em.fork().findOne('Tag', { uid })) as Record<string, unknown>;
   assert.equal([orm.deprecated, orm.bundles, orm.mainPackageName, orm.name], [true, ['x', 'y'], null, 'written']);
   await store.transaction((sql) => table.update(sql, uid, { deprecated: false, bundles: null, updateTime: 't1' }));
-  orm = (await store.em().findOne('Tag', { uid })) as Record<string, unknown>;
+  orm = (await store.orm.em.fork().findOne('Tag', { uid })) as Record<string, unknown>;
   assert.equal([orm.deprecated, orm.bundles, orm.updateTime], [false, null, 't1']);
   assert.equal(await table.get(uid), { ...JSON.parse(JSON.stringify(orm)) });
   await store.transaction((sql) => table.delete(sql, uid));
@@ -285,7 +285,7 @@ test('a transaction that throws leaves nothing; the ORM waits for a transaction 
       committed = true;
     });
   await inside;
-  const counted = await store.em().count('Tag', { uid });
+  const counted = await store.orm.em.fork().count('Tag', { uid });
   assert.ok(committed, 'the ORM query ran after the commit');
   assert.is(counted, 1);
   await writing;
@@ -342,7 +342,7 @@ test('large counts are kept until any connection commits; small ones are always 
   );
   assert.is(await cache.count(store.read, 'q', count), 5001, 'a commit on the writing connection');
   rows = 5002;
-  const em = store.em();
+  const em = store.orm.em.fork();
   em.persist(
     em.create('Tag', {
       uid: newChildUid(repo),

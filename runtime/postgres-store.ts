@@ -1,0 +1,166 @@
+// The PostgreSQL store (DATABASE_URL=postgres://...): several server processes on one database. MikroORM makes
+// and updates the tables, under an advisory lock so that instances starting together do it once; statements of
+// our own go through a pg pool, written with `?` and numbered here. Every write transaction first takes one
+// transaction-scoped advisory lock: writes are serialized across instances, as SQLite serializes them, so every
+// read-check-write in the runtime (an upsert's key, a parent that must exist, per-scope counts) stays exact
+// without serializable retries; reads never wait for it.
+import type { EntitySchema } from '@mikro-orm/core';
+import pg from 'pg';
+import { ConfigError } from './config.js';
+import { postgresql } from './dialect.js';
+import type { Row } from './records.js';
+import { buildCounts } from './scope-counts.js';
+import type { Sql } from './sql.js';
+import { countedTables, storedEntities, type Store } from './store.js';
+
+/** Advisory lock keys of this server: one for the schema at start, one for every write transaction. */
+const schemaLock = 0x706c6101;
+const writeLock = 0x706c6102;
+
+/** `?` placeholders as PostgreSQL's $1, $2, ...; our statements hold no `?` but placeholders. */
+const numbered = new Map<string, string>();
+function numberedText(text: string): string {
+  let out = numbered.get(text);
+  if (out === undefined) {
+    let n = 0;
+    out = text.replace(/\?/g, () => `$${++n}`);
+    if (numbered.size > 2000) numbered.clear();
+    numbered.set(text, out);
+  }
+  return out;
+}
+
+/**
+ * Statements on the pool (each on any free connection), or on one transaction's connection, where they run one
+ * after the other in the order sent (runtime/sql.ts's together() sends several without waiting).
+ */
+function sqlOn(client: pg.Pool | pg.PoolClient): Sql {
+  let last: Promise<unknown> = Promise.resolve();
+  const query = <R extends Row>(text: string, params: unknown[]) => {
+    if (client instanceof pg.Pool) return client.query<R>(numberedText(text), params);
+    const next = last.then(
+      () => client.query<R>(numberedText(text), params),
+      () => client.query<R>(numberedText(text), params),
+    );
+    last = next.catch(() => undefined);
+    return next;
+  };
+  return {
+    all: async (text, params = []) => (await query<Row>(text, params)).rows,
+    run: async (text, params = []) => (await query(text, params)).rowCount ?? 0,
+  };
+}
+
+/** The host and database of a URL, never its password: what an error may say. */
+function place(url: string): string {
+  const u = new URL(url);
+  return `${u.hostname}:${u.port || 5432}${u.pathname}`;
+}
+
+/** uid ranges and page cursors compare text byte by byte: only the C collation does. */
+async function checkCollation(pool: pg.Pool, url: string): Promise<void> {
+  const { rows } = await pool.query<{ datcollate: string }>(
+    'select datcollate from pg_database where datname = current_database()',
+  );
+  const collation = rows[0]?.datcollate ?? '';
+  if (!/^(C|POSIX|C\.utf-?8)$/i.test(collation))
+    throw new ConfigError(
+      `DATABASE_URL: the database ${place(url)} has the collation ${collation}; the server needs C ` +
+        '(create it with: createdb --locale=C --template=template0 NAME)',
+    );
+}
+
+export async function openPostgresStore(url: string, entities: EntitySchema[]): Promise<Store> {
+  const pool = new pg.Pool({ connectionString: url, max: 10 });
+  // An idle client's error (the server went away) must not end the process: the next query reports it.
+  pool.on('error', () => undefined);
+  try {
+    await pool.query('select 1');
+  } catch (e) {
+    await pool.end();
+    throw new ConfigError(`DATABASE_URL: cannot use PostgreSQL at ${place(url)}: ${(e as Error).message}`);
+  }
+  await checkCollation(pool, url);
+  const { MikroORM } = await import('@mikro-orm/postgresql');
+  const orm = await MikroORM.init({
+    clientUrl: url,
+    entities: storedEntities(entities),
+    debug: false,
+    allowGlobalContext: false,
+    pool: { min: 0, max: 2 },
+  });
+  const schemaClient = await pool.connect();
+  try {
+    await schemaClient.query('select pg_advisory_lock($1)', [schemaLock]);
+    await orm.getSchemaGenerator().updateSchema();
+  } finally {
+    await schemaClient.query('select pg_advisory_unlock($1)', [schemaLock]).catch(() => undefined);
+    schemaClient.release();
+  }
+  const read = sqlOn(pool);
+  const transaction = async <T>(fn: (sql: Sql) => Promise<T>): Promise<T> => {
+    const client = await pool.connect();
+    try {
+      await client.query('begin');
+      await client.query('select pg_advisory_xact_lock($1)', [writeLock]);
+      const result = await fn(sqlOn(client));
+      await client.query('commit');
+      return result;
+    } catch (e) {
+      await client.query('rollback').catch(() => undefined);
+      throw e;
+    } finally {
+      client.release();
+    }
+  };
+  await transaction((sql) => buildCounts(sql, countedTables(orm)));
+  const access = await listenForAccessChanges(url);
+  return {
+    orm,
+    dialect: postgresql,
+    read,
+    slowRead: read,
+    transaction,
+    accessChanges: {
+      announce: () => void pool.query(`select pg_notify('${accessChannel}', '')`).catch(() => undefined),
+      subscribe: (heard) => access.heard.add(heard),
+    },
+    close: async () => {
+      await access.close();
+      await orm.close();
+      await pool.end();
+    },
+  };
+}
+
+const accessChannel = 'platform_access_changed';
+
+/**
+ * One connection listening for other processes' access changes. Were it lost, changes could go unheard: every
+ * listener is told at once (caches dropped), and it connects again.
+ */
+async function listenForAccessChanges(url: string) {
+  const heard = new Set<() => void>();
+  const tell = () => heard.forEach((f) => f());
+  let client: pg.Client | undefined;
+  let closed = false;
+  const connect = async () => {
+    const c = new pg.Client({ connectionString: url });
+    c.on('notification', tell);
+    c.on('error', () => {
+      tell();
+      if (!closed) setTimeout(() => void connect().catch(() => undefined), 1000);
+    });
+    await c.connect();
+    await c.query(`listen ${accessChannel}`);
+    client = c;
+  };
+  await connect();
+  return {
+    heard,
+    close: async () => {
+      closed = true;
+      await client?.end().catch(() => undefined);
+    },
+  };
+}

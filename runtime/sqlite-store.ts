@@ -1,0 +1,50 @@
+// The SQLite store: the file in the data directory, through MikroORM (schema created or updated at open) and
+// better-sqlite3. Writes go through one connection, committed in groups (runtime/group-commit.ts); reads through
+// a read-only connection, long reads on a worker thread (runtime/slow-reads.ts).
+import { MikroORM } from '@mikro-orm/better-sqlite';
+import type { EntitySchema } from '@mikro-orm/core';
+import { sqlite } from './dialect.js';
+import { buildCounts } from './scope-counts.js';
+import { openSlowReads } from './slow-reads.js';
+import { GroupCommit } from './group-commit.js';
+import { finalizePrepared, openReadConnection, type ConnectionPool } from './sql.js';
+import { countedTables, storedEntities, type Store } from './store.js';
+
+export async function openSqliteStore(databaseFile: string, entities: EntitySchema[]): Promise<Store> {
+  const orm = await MikroORM.init({
+    dbName: databaseFile,
+    entities: storedEntities(entities),
+    debug: false,
+    allowGlobalContext: false,
+    // Keep the default single connection: SQLite serializes writers anyway, and one connection means
+    // transactions queue in-process instead of failing with SQLITE_BUSY.
+    pool: { min: 1, max: 1 },
+  });
+  const connection = orm.em.getConnection();
+  await connection.execute('pragma journal_mode = WAL');
+  // At start, another process (an import) is waited for.
+  await connection.execute('pragma busy_timeout = 10000');
+  await connection.execute('pragma synchronous = NORMAL');
+  await orm.getSchemaGenerator().updateSchema();
+  // Serving, no busy wait on the writing connection: it would hold the event loop. A transaction waits for
+  // another process's (an import's) at its BEGIN instead (runtime/group-commit.ts).
+  await connection.execute('pragma busy_timeout = 0');
+  const pool = connection.getKnex().client as ConnectionPool;
+  const read = await openReadConnection(databaseFile);
+  const slowRead = openSlowReads(databaseFile);
+  const writes = new GroupCommit(pool);
+  await writes.transaction((sql) => buildCounts(sql, countedTables(orm)));
+  return {
+    orm,
+    dialect: sqlite,
+    read,
+    slowRead,
+    transaction: (fn) => writes.transaction(fn),
+    close: async () => {
+      await read.close();
+      await slowRead.close();
+      await finalizePrepared(pool);
+      await orm.close();
+    },
+  };
+}
