@@ -80,6 +80,9 @@ export function emitEntities(model: ApiModel): string {
       const indexes = Object.values(r.orderBy)
         .filter((k) => k !== 'uid')
         .map((k) => ({ properties: [k, 'uid'] }));
+      // An import finds the stored record of each natural key (runtime/record-import.ts) by an index.
+      const key = r.naturalKey?.map((k) => (k === 'parent' ? 'parentUid' : k));
+      if (key && !indexes.some((i) => key.every((k, n) => i.properties[n] === k))) indexes.push({ properties: key });
       return `new EntitySchema<Record<string, unknown>>(${JSON.stringify(
         {
           name: r.type,
