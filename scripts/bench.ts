@@ -347,7 +347,7 @@ function printTable(rows: Record<string, any>[]): void {
   const names: Name[] = ['ours', 'baseline', 'strong'];
   console.log('');
   console.log(
-    'repos'.padEnd(7) +
+    'repos'.padEnd(9) +
       'scenario'.padEnd(21) +
       names.map((n) => pad(`${labels[n]} r/s`, 11)).join('') +
       pad('o/floor', 8) +
@@ -357,7 +357,7 @@ function printTable(rows: Record<string, any>[]): void {
   );
   for (const r of rows) {
     console.log(
-      String(r.size).padEnd(7) +
+      String(r.size).padEnd(9) +
         r.scenario.padEnd(21) +
         names.map((n) => pad(r[n].rps, 11)).join('') +
         pad(r.ratio, 8) +
