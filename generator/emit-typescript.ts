@@ -52,10 +52,28 @@ export function emitModel(model: ApiModel): string {
   });
 }
 
-function entityProperties(r: ResourceModel): Record<string, Record<string, unknown>> {
+/**
+ * A table's indexes: one per order (with uid to break ties), and one on the natural key, by which an import finds
+ * the stored record of each key (runtime/record-import.ts), unless an order's index starts with the key.
+ */
+function indexesOf(r: ResourceModel): { properties: string[] }[] {
+  const indexes = Object.values(r.orderBy)
+    .filter((k) => k !== 'uid')
+    .map((k) => ({ properties: [k, 'uid'] }));
+  const key = r.naturalKey?.map((k) => (k === 'parent' ? 'parentUid' : k));
+  if (key && !indexes.some((i) => key.every((k, n) => i.properties[n] === k))) indexes.push({ properties: key });
+  return indexes;
+}
+
+function entityProperties(
+  r: ResourceModel,
+  indexes: { properties: string[] }[],
+): Record<string, Record<string, unknown>> {
+  // An index that starts with the parent (the natural key's) serves every lookup by parent: no second one.
+  const parentIndexed = indexes.some((i) => i.properties[0] === 'parentUid');
   const props: Record<string, Record<string, unknown>> = {
     uid: { type: 'text', primary: true },
-    parentUid: { type: 'text', nullable: true, index: true },
+    parentUid: { type: 'text', nullable: true, ...(parentIndexed ? {} : { index: true }) },
     createTime: { type: 'text' },
     updateTime: { type: 'text' },
   };
@@ -77,14 +95,12 @@ export function emitEntities(model: ApiModel): string {
   return source('entities.ts', (f) => {
     f.addImportDeclaration({ namedImports: ['EntitySchema'], moduleSpecifier: '@mikro-orm/core' });
     const schemas = Object.values(model.resources).map((r) => {
-      const indexes = Object.values(r.orderBy)
-        .filter((k) => k !== 'uid')
-        .map((k) => ({ properties: [k, 'uid'] }));
+      const indexes = indexesOf(r);
       return `new EntitySchema<Record<string, unknown>>(${JSON.stringify(
         {
           name: r.type,
           tableName: snake(r.collection),
-          properties: entityProperties(r),
+          properties: entityProperties(r, indexes),
           indexes,
         },
         null,

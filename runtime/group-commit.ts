@@ -108,6 +108,8 @@ type Outcome = { ok: true; value: unknown } | { ok: false; error: unknown };
 
 /** How long a write waits for another process's transaction (an import) before it fails. */
 const lockWaitMs = 10_000;
+/** The longest pause between two tries: short, so a write gets in during the pauses between an import's steps. */
+const maxRetryMs = 10;
 
 /**
  * BEGIN IMMEDIATE, waiting for another process that holds the write lock. The driver is synchronous, so SQLite's
@@ -115,7 +117,7 @@ const lockWaitMs = 10_000;
  */
 async function begin(sql: Sql): Promise<void> {
   const started = Date.now();
-  for (let pause = 1; ; pause = Math.min(pause * 2, 50)) {
+  for (let pause = 1; ; pause = Math.min(pause * 2, maxRetryMs)) {
     try {
       await sql.run('begin immediate');
       return;

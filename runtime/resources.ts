@@ -5,7 +5,6 @@ import type { ListRequest } from './list-request.js';
 import { operationOf, type ApiModel, type ResourceModel } from './model.js';
 import { PageToken, type Cursor } from './page-token.js';
 import {
-  canonicalTimestamp,
   inputObject,
   now,
   outputObject,
@@ -34,7 +33,7 @@ import {
 } from './condition.js';
 import type { Store } from './store.js';
 import { Table, type Order } from './table.js';
-import { ancestorsOf, descendantRange, isUidPath, newChildUid, newRootUid, within } from './uid.js';
+import { ancestorsOf, descendantRange, isUidPath, newChildUid, newUid, within } from './uid.js';
 import { scopeTotal, type ListScope } from './total-count.js';
 
 /** Who writes, and the steps a create or update runs in its transaction. */
@@ -54,7 +53,7 @@ export interface ListResult<T = Row> {
   skipped: number;
 }
 
-function checkUid(uid: string, field: string): void {
+export function checkUid(uid: string, field: string): void {
   if (!isUidPath(uid))
     throw invalidArgument([
       { field, description: `"${uid}" is not a uid (40 hex characters, then /16 hex per level)` },
@@ -130,32 +129,9 @@ function sortOrder(req: ListRequest): Order[] {
       ];
 }
 
-/** A new record's uid: under its parent, its parent's own (one per parent), or a new root uid. */
-function uidFor(r: ResourceModel, parent: string | undefined): string {
-  if (r.uid === 'parent') return parent!;
-  return parent !== undefined ? newChildUid(parent) : newRootUid();
-}
-
-/** An imported record's fields in stored form; a problem names the record. */
-function importedFields(r: ResourceModel, data: Row, at: string): Row {
-  try {
-    return inputObject(data, r.fields, 'record');
-  } catch (e) {
-    throw e instanceof ApiError ? new ApiError(e.codeName, `${at}: ${e.message}`, e.details) : e;
-  }
-}
-
-/** Every imported record carries its natural key. */
-function checkNaturalKey(naturalKey: string[], record: Row, at: string): void {
-  const missing = naturalKey.filter((k) => k !== 'parent' && record[k] === undefined);
-  if (missing.length > 0) {
-    throw invalidArgument(
-      missing.map((k) => ({
-        field: `${at}: ${k}`,
-        description: `${k} is part of the natural key (${naturalKey.join(', ')}): every record needs it`,
-      })),
-    );
-  }
+/** A new record's uid: its parent's own (one per parent), or one `mint` makes (under its parent, or a root uid). */
+export function uidFor(r: ResourceModel, parent: string | undefined, mint = newUid): string {
+  return r.uid === 'parent' ? parent! : mint(parent);
 }
 
 /** Immutable fields keep their value; required fields keep one. */
@@ -524,76 +500,6 @@ export class Resources {
       await this.event(sql, r, operationOf(r, 'delete')?.event, uid, { uid }, actor);
     });
     this.noteWrite(r);
-  }
-
-  /**
-   * Loads imported records in one transaction, all or nothing, as an upsert on the resource's natural key: a
-   * record whose key matches a stored one replaces that record's fields and keeps its uid (and its createTime
-   * unless it gives one); any other record is created. Each record names its parent uid (or none for root
-   * records); createTime/updateTime are kept when given. Records must already be validated.
-   */
-  async importRecords(
-    r: ResourceModel,
-    records: { parent?: string; data: Row }[],
-  ): Promise<{ created: number; updated: number }> {
-    const naturalKey = r.naturalKey;
-    if (!naturalKey)
-      throw new Error(`${r.collection} declares no naturalKey: the import cannot tell a new record from a stored one`);
-    // Stored in the one form the list filters and cursors compare.
-    const given = (t: unknown) => (typeof t === 'string' ? canonicalTimestamp(t) : undefined);
-    const keyOf = (row: Row) => JSON.stringify(naturalKey.map((k) => row[k === 'parent' ? 'parentUid' : k] ?? null));
-    const table = this.table(r.type);
-    const result = await this.store.transaction(async (sql) => {
-      /** Stored records by natural key, read once per parent: a key includes the parent wherever there is one. */
-      const stored = new Map<string, Row>();
-      const scopesRead = new Set<string | null>();
-      const inFile = new Map<string, number>();
-      let created = 0;
-      for (const [i, { parent, data }] of records.entries()) {
-        const at = `record ${i + 1}`;
-        const scope = parent ?? null;
-        if (!scopesRead.has(scope)) {
-          if (parent !== undefined && r.parent) {
-            checkUid(parent, `${at}: parent`);
-            await this.find(this.model.resources[r.parent], parent, sql);
-          }
-          const rows = await table.find(
-            r.parent ? equal('parentUid', scope) : everything(),
-            [{ property: 'uid', desc: false }],
-            -1,
-            0,
-            sql,
-          );
-          for (const row of rows) stored.set(keyOf(row), row);
-          scopesRead.add(scope);
-        }
-        const fields = importedFields(r, data, at);
-        const record: Row = { ...fields, parentUid: scope, createTime: given(data.createTime) };
-        checkNaturalKey(naturalKey, record, at);
-        const key = keyOf(record);
-        if (inFile.has(key))
-          throw invalidArgument([
-            { field: at, description: `the same ${naturalKey.join(', ')} as record ${inFile.get(key)! + 1}` },
-          ]);
-        inFile.set(key, i);
-        const time = now();
-        const updateTime = given(data.updateTime) ?? given(data.createTime) ?? time;
-        const existing = stored.get(key);
-        if (existing) {
-          // A replacement: fields the record leaves out are cleared, as the file is the whole record.
-          const changes: Row = { createTime: record.createTime ?? existing.createTime, updateTime };
-          for (const name of Object.keys(r.fields)) changes[name] = fields[name] ?? null;
-          await table.update(sql, existing.uid as string, changes);
-        } else {
-          const uid = uidFor(r, parent);
-          await table.insert(sql, { ...record, uid, createTime: record.createTime ?? time, updateTime });
-          created++;
-        }
-      }
-      return { created, updated: records.length - created };
-    });
-    this.noteWrite(r);
-    return result;
   }
 
   async getSubresource(r: ResourceModel, name: string, uid: string): Promise<Row> {

@@ -41,20 +41,43 @@ const upsert = (rows: number) =>
   `insert into scope_counts (collection, scope, below, children) values ${Array(rows).fill('(?, ?, ?, ?)').join(', ')} ` +
   'on conflict (collection, scope) do update set below = scope_counts.below + excluded.below, children = scope_counts.children + excluded.children';
 
-/** One record added (+1) or removed (-1): every scope above its uid, and its parent's children. */
-export async function noteRecord(
-  sql: Sql,
-  collection: string,
-  uid: string,
-  parentUid: string | null,
-  delta: 1 | -1,
-): Promise<void> {
-  const changes = new Map<string, [number, number]>([['', [delta, parentUid === null ? delta : 0]]]);
-  for (const scope of ancestorsOf(uid)) changes.set(scope, [delta, 0]);
-  // A record whose uid is its parent's (one per parent) has that parent among no ancestors of its own.
-  if (parentUid !== null) changes.set(parentUid, [changes.get(parentUid)?.[0] ?? 0, delta]);
-  const params = [...changes].flatMap(([scope, [below, children]]) => [collection, scope, below, children]);
-  await sql.run(upsert(changes.size), params);
+/**
+ * Count changes of one transaction, gathered per scope so that many records cost one upsert per scope (an
+ * import's step); written in the same transaction as the records.
+ */
+export class CountChanges {
+  private readonly changes = new Map<string, [below: number, children: number]>();
+
+  constructor(private readonly collection: string) {}
+
+  private add(scope: string, below: number, children: number): void {
+    const kept = this.changes.get(scope);
+    if (kept) {
+      kept[0] += below;
+      kept[1] += children;
+    } else this.changes.set(scope, [below, children]);
+  }
+
+  /** One record added (+1) or removed (-1): every scope above its uid, and its parent's children. */
+  note(uid: string, parentUid: string | null, delta: 1 | -1): this {
+    this.add('', delta, parentUid === null ? delta : 0);
+    for (const scope of ancestorsOf(uid)) this.add(scope, delta, 0);
+    // A record whose uid is its parent's (one per parent) has that parent among no ancestors of its own.
+    if (parentUid !== null) this.add(parentUid, 0, delta);
+    return this;
+  }
+
+  async write(sql: Sql): Promise<void> {
+    const rows = [...this.changes];
+    this.changes.clear();
+    for (let i = 0; i < rows.length; i += 200) {
+      const batch = rows.slice(i, i + 200);
+      await sql.run(
+        upsert(batch.length),
+        batch.flatMap(([scope, [below, children]]) => [this.collection, scope, below, children]),
+      );
+    }
+  }
 }
 
 export async function readCounts(

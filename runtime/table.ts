@@ -4,9 +4,9 @@
 // JSON parsed, booleans), from the ORM's own metadata, so the ORM still defines and migrates the tables.
 import { CountCache } from './count-cache.js';
 import type { Row } from './records.js';
-import { isCounted, noteRecord, readCounts } from './scope-counts.js';
+import { CountChanges, isCounted, readCounts } from './scope-counts.js';
 import type { Sql } from './sql.js';
-import type { Condition } from './condition.js';
+import { and, equal, type Condition, type Value } from './condition.js';
 import { quoteIdentifier, type Column, type Dialect } from './dialect.js';
 import { ConditionCompiler } from './sql-condition.js';
 import type { Store } from './store.js';
@@ -98,6 +98,22 @@ export class Table<T = Row> {
     return rows.map((r) => this.toRecord(r));
   }
 
+  /**
+   * The uid and createTime of the row whose properties have these values (null matching null), the last by uid
+   * where several do: a lookup by natural key, which the table's index on that key answers.
+   */
+  async lastWith(sql: Sql, values: Row): Promise<{ uid: string; createTime: string } | undefined> {
+    const compiled = this.conditions.compile(
+      and(...Object.entries(values).map(([prop, v]) => equal(prop, (v ?? null) as Value | null))),
+    );
+    const [row] = await sql.all(
+      `select "uid", ${quoteIdentifier(this.columns.get('createTime')!.name)} as "createTime" from ${this.table} ` +
+        `where ${compiled.sql} order by "uid" desc limit 1`,
+      compiled.params,
+    );
+    return row as { uid: string; createTime: string } | undefined;
+  }
+
   async count(where: Condition<T>, sql?: Sql): Promise<number> {
     const compiled = this.conditions.compile(where);
     const query = `select count(*) as n from ${this.table} where ${compiled.sql}`;
@@ -114,14 +130,26 @@ export class Table<T = Row> {
     return quoteIdentifier(this.columns.get('parentUid')!.name);
   }
 
-  async insert(sql: Sql, record: T): Promise<void> {
+  /**
+   * Inserts a record and counts it: now, or in `counts` when given, which the caller writes in the same
+   * transaction (once for many records).
+   */
+  async insert(sql: Sql, record: T, counts?: CountChanges): Promise<void> {
     const pairs = Object.entries(record as Row).map(([prop, v]) => this.toColumn(prop, v));
     await sql.run(
       `insert into ${this.table} (${pairs.map(([c]) => quoteIdentifier(c)).join(', ')}) values (${pairs.map(() => '?').join(', ')})`,
       pairs.map(([, v]) => v),
     );
+    if (!this.counted) return;
     const { uid, parentUid } = record as Row;
-    if (this.counted) await noteRecord(sql, this.counted, uid as string, (parentUid ?? null) as string | null, 1);
+    const note = (into: CountChanges) => into.note(uid as string, (parentUid ?? null) as string | null, 1);
+    if (counts) note(counts);
+    else await note(new CountChanges(this.counted)).write(sql);
+  }
+
+  /** Counts to change with inserts in one transaction; undefined for a table without counts. */
+  countChanges(): CountChanges | undefined {
+    return this.counted ? new CountChanges(this.counted) : undefined;
   }
 
   /** Sets these properties of the row with this uid. */
@@ -159,7 +187,7 @@ export class Table<T = Row> {
       `delete from ${this.table} where "uid" = ? returning ${this.parentColumn} as "parentUid"`,
       [uid],
     );
-    if (gone) await noteRecord(sql, this.counted, uid, (gone.parentUid ?? null) as string | null, -1);
+    if (gone) await new CountChanges(this.counted).note(uid, (gone.parentUid ?? null) as string | null, -1).write(sql);
   }
 
   /** The kept counts of these scopes (absent: no record there); only for a counted table. */

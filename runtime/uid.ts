@@ -9,12 +9,37 @@ const uidPath = /^[0-9a-f]{40}(?:\/[0-9a-f]{16})*$/;
  */
 export const uidCapture = '([^:]+)';
 
+/** Random bytes drawn a block at a time: one call to the system's generator costs as much as a block's worth. */
+const pool = { bytes: Buffer.alloc(0), at: 0 };
+
+function randomHex(length: number): string {
+  if (pool.at + length > pool.bytes.length) {
+    pool.bytes = randomBytes(4096);
+    pool.at = 0;
+  }
+  pool.at += length;
+  return pool.bytes.toString('hex', pool.at - length, pool.at);
+}
+
 export function newRootUid(): string {
-  return randomBytes(20).toString('hex');
+  return randomHex(20);
 }
 
 export function newChildUid(parent: string): string {
-  return `${parent}/${randomBytes(8).toString('hex')}`;
+  return `${parent}/${randomHex(8)}`;
+}
+
+/** A new uid: under its parent, or a root uid. */
+export const newUid = (parent: string | undefined) => (parent === undefined ? newRootUid() : newChildUid(parent));
+
+/**
+ * New uids for many records written in one transaction (an import's step). They share their first 4 hex digits,
+ * random per run, so they sit together in the uid index: the transaction writes a few of its pages instead of
+ * one per record, which at a million rows is most of an insert's cost. The other digits are random per uid.
+ */
+export function uidRun(): (parent: string | undefined) => string {
+  const shared = randomHex(2);
+  return (parent) => (parent === undefined ? `${shared}${randomHex(18)}` : `${parent}/${shared}${randomHex(6)}`);
 }
 
 export function isUidPath(uid: string): boolean {

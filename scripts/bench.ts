@@ -2,7 +2,7 @@
 // file, side by side in one run (absolute numbers drift on shared machines; ratios hold): the floor (minimal Koa
 // and node-sqlite3) and the strong baseline (Fastify and better-sqlite3, what a strong engineer would write).
 import { spawn, spawnSync, type ChildProcess } from 'node:child_process';
-import { mkdirSync, readFileSync, rmSync, statSync, writeFileSync } from 'node:fs';
+import { closeSync, mkdirSync, openSync, readFileSync, rmSync, statSync, writeFileSync, writeSync } from 'node:fs';
 import { join } from 'node:path';
 import autocannon from 'autocannon';
 import Database from 'better-sqlite3';
@@ -45,6 +45,12 @@ const dataDir = join(work, 'data');
 const issuerUrl = 'http://bench.local';
 const say = (line: string) => console.log(`[bench] ${line}`);
 
+/** The servers started and not yet stopped: a failed run stops them too, rather than leaving them serving. */
+const running = new Set<ChildProcess>();
+process.on('exit', () => {
+  for (const child of running) child.kill('SIGTERM');
+});
+
 function start(
   args: string[],
   env: Record<string, string>,
@@ -53,6 +59,7 @@ function start(
   const child = spawn(process.execPath, ['--import', 'tsx', ...args], {
     env: { ...process.env, PORT: '0', LOG: 'off', ...env },
   });
+  running.add(child);
   let out = '';
   return new Promise((resolve, reject) => {
     const onData = (d: Buffer) => {
@@ -79,6 +86,7 @@ function peakRssMb(child: ChildProcess): number {
 }
 
 async function stop(child: ChildProcess): Promise<void> {
+  running.delete(child);
   child.removeAllListeners('exit');
   await new Promise<void>((r) => {
     child.once('exit', () => r());
@@ -86,24 +94,36 @@ async function stop(child: ChildProcess): Promise<void> {
   });
 }
 
-function importRepos(parent: string, from: number, count: number): void {
-  const chunk = 10_000;
-  for (let i = from; i < from + count; i += chunk) {
-    const n = Math.min(chunk, from + count - i);
-    const file = join(work, `repos-${i}.ndjson`);
-    writeFileSync(
-      file,
-      Array.from({ length: n }, (_, k) =>
-        JSON.stringify({ name: `repo-${String(i + k).padStart(7, '0')}`, description: `benchmark repo ${i + k}` }),
-      ).join('\n'),
+/**
+ * Writes the repos to one NDJSON file, a block at a time, and loads it with one npm run import; resolves to the
+ * seconds the import took, its process's start included.
+ */
+async function importRepos(parent: string, from: number, count: number): Promise<number> {
+  const file = join(work, `repos-${from}.ndjson`);
+  const fd = openSync(file, 'w');
+  for (let i = from; i < from + count; i += 10_000) {
+    const lines = Array.from({ length: Math.min(10_000, from + count - i) }, (_, k) =>
+      JSON.stringify({ name: `repo-${String(i + k).padStart(7, '0')}`, description: `benchmark repo ${i + k}` }),
     );
-    const r = spawnSync(process.execPath, ['--import', 'tsx', 'scripts/import.ts', 'repos', file, '--parent', parent], {
-      env: { ...process.env, DATA_DIR: dataDir },
-      encoding: 'utf8',
-    });
-    if (r.status !== 0) throw new Error(`import failed: ${r.stderr}`);
-    say(`  imported repos ${i + n}/${from + count}`);
+    writeSync(fd, `${lines.join('\n')}\n`);
   }
+  closeSync(fd);
+  // Waited for without blocking this process: a blocked event loop would not see the servers close idle
+  // keep-alive connections meanwhile, and the first request after a load longer than their keep-alive timeout
+  // (5 s) would go out on a closed one ("fetch failed: other side closed").
+  const started = performance.now();
+  const child = spawn(process.execPath, ['--import', 'tsx', 'scripts/import.ts', 'repos', file, '--parent', parent], {
+    env: { ...process.env, DATA_DIR: dataDir },
+  });
+  let out = '';
+  child.stdout.on('data', (d) => (out += d));
+  child.stderr.on('data', (d) => (out += d));
+  const status = await new Promise<number | null>((resolve) => child.once('close', resolve));
+  const seconds = (performance.now() - started) / 1000;
+  rmSync(file);
+  if (status !== 0) throw new Error(`import failed: ${out}`);
+  say(`  ${out.trim().split('\n').at(-1)}`);
+  return seconds;
 }
 
 interface Scenario {
@@ -327,7 +347,7 @@ function printTable(rows: Record<string, any>[]): void {
   const names: Name[] = ['ours', 'baseline', 'strong'];
   console.log('');
   console.log(
-    'repos'.padEnd(7) +
+    'repos'.padEnd(9) +
       'scenario'.padEnd(21) +
       names.map((n) => pad(`${labels[n]} r/s`, 11)).join('') +
       pad('o/floor', 8) +
@@ -337,7 +357,7 @@ function printTable(rows: Record<string, any>[]): void {
   );
   for (const r of rows) {
     console.log(
-      String(r.size).padEnd(7) +
+      String(r.size).padEnd(9) +
         r.scenario.padEnd(21) +
         names.map((n) => pad(r[n].rps, 11)).join('') +
         pad(r.ratio, 8) +
@@ -395,9 +415,7 @@ async function main(): Promise<void> {
   let loaded = 0;
   for (const size of sizes) {
     say(`loading ${size} repos under ${leaf} through npm run import`);
-    const loadStarted = performance.now();
-    importRepos(leaf, loaded, size - loaded);
-    const loadSeconds = (performance.now() - loadStarted) / 1000;
+    const loadSeconds = await importRepos(leaf, loaded, size - loaded);
     const megabytes = (statSync(join(dataDir, 'platform.sqlite')).size / 1024 / 1024).toFixed(0);
     say(
       `loaded ${size - loaded} repos in ${loadSeconds.toFixed(1)} s (${Math.round((size - loaded) / loadSeconds)} repos/s); database ${megabytes} MB`,
@@ -458,7 +476,8 @@ async function main(): Promise<void> {
 main().then(
   () => process.exit(0),
   (e) => {
-    console.error(`bench failed: ${e instanceof Error ? e.message : String(e)}`);
+    const cause = e instanceof Error && e.cause instanceof Error ? ` (${e.cause.message})` : '';
+    console.error(`bench failed: ${e instanceof Error ? e.message : String(e)}${cause}`);
     process.exit(1);
   },
 );

@@ -105,6 +105,34 @@ test('a file with a key twice, or a record without its key, loads nothing; a res
   assert.match(groups.stderr, /groups declares no naturalKey/);
 });
 
+test('a large file is written in steps: the server keeps creating meanwhile, and the counts stay exact', async () => {
+  const group = (await s.call('POST', `/iam/v2/groups/${org}`, { name: 'bulk' })).body.uid;
+  const file = `${s.dataDir}/bulk.ndjson`;
+  const size = 40_000;
+  writeFileSync(file, Array.from({ length: size }, (_, i) => JSON.stringify({ name: `bulk-${i}` })).join('\n'));
+  let finished = false;
+  const importing = importFile('repos', file, '--parent', group).finally(() => (finished = true));
+  let beside = 0;
+  while (!finished) {
+    const created = await s.call('POST', `/registry/v2/repos/${group}`, { name: `beside-${beside}` });
+    assert.is(created.status, 200, JSON.stringify(created.body));
+    beside++;
+  }
+  const r = await importing;
+  assert.is(r.status, 0, r.stderr);
+  assert.match(r.stdout, `imported ${size} repos: ${size} created, 0 updated`);
+  assert.ok(beside > 1, 'the server created records while the import ran');
+  const [{ n }] = await query(s.dataDir, `select count(*) n from repos where parent_uid = ?`, [group]);
+  assert.is(n, size + beside);
+  const list = (path: string) => s.call('GET', `/registry/v2/repos?${path}&page_size=1`);
+  assert.is((await list(`uidp.children_of=${group}`)).body.totalCount, String(n));
+  assert.is((await list(`uidp.descendants_of=${group}`)).body.totalCount, String(n));
+  const [all] = await query(s.dataDir, `select count(*) n from repos where uid like ?`, [`${org}/%`]);
+  assert.is((await list(`uidp.descendants_of=${org}`)).body.totalCount, String(all.n));
+  const again = await importFile('repos', file, '--parent', group);
+  assert.match(again.stdout, `imported ${size} repos: 0 created, ${size} updated`);
+});
+
 test('advisories: list with any-of filters, get by uid', async () => {
   const samples = JSON.parse(readFileSync('samples/advisories.json', 'utf8'));
   const all = await s.call('GET', `/vulnerabilities/v2/advisories?uidp.descendants_of=${org}`);
