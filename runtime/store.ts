@@ -31,12 +31,14 @@ export async function openStore(databaseFile: string, entities: EntitySchema[]):
     // transactions queue in-process instead of failing with SQLITE_BUSY.
     pool: { min: 1, max: 1 },
   });
+  performance.mark('orm init');
   const connection = orm.em.getConnection();
   await connection.execute('pragma journal_mode = WAL');
   // At start, another process (an import) is waited for.
   await connection.execute('pragma busy_timeout = 10000');
   await connection.execute('pragma synchronous = NORMAL');
   await orm.getSchemaGenerator().updateSchema();
+  performance.mark('schema');
   // Serving, no busy wait on the writing connection: it would hold the event loop. A transaction waits for
   // another process's (an import's) at its BEGIN instead (runtime/group-commit.ts).
   await connection.execute('pragma busy_timeout = 0');
@@ -52,6 +54,7 @@ export async function openStore(databaseFile: string, entities: EntitySchema[]):
       parentColumn: quoteIdentifier(m.properties.parentUid.fieldNames[0]),
     }));
   await writes.transaction((sql) => buildCounts(sql, counted));
+  performance.mark('scope counts');
   return {
     orm,
     em: () => orm.em.fork(),
