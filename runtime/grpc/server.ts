@@ -65,7 +65,8 @@ async function principalOf(metadata: grpc.Metadata, authenticate: GrpcOptions['a
   return authenticate(m[1]);
 }
 
-export function createGrpcServer(o: GrpcOptions): GrpcServer {
+/** The grpc-js server with every rpc and reflection, and the injector the HTTP port hands connections to. */
+function setUp(o: GrpcOptions) {
   const root = loadProtoRoot(o.generatedDir);
   const server = new grpc.Server({
     'grpc.max_receive_message_length': o.maxMessageBytes,
@@ -123,12 +124,27 @@ export function createGrpcServer(o: GrpcOptions): GrpcServer {
   const definitions = protoLoader.loadSync(protoFiles(dir), { includeDirs: [dir], keepCase: true });
   new ReflectionService(definitions).addToServer(server);
 
-  const injector = server.createConnectionInjector(grpc.ServerCredentials.createInsecure());
+  return { server, injector: server.createConnectionInjector(grpc.ServerCredentials.createInsecure()) };
+}
+
+export function createGrpcServer(o: GrpcOptions): GrpcServer {
+  // Set up on first use (the first gRPC connection, or GRPC_PORT): reading the .proto files and indexing them for
+  // reflection takes about 0.2 s, which a start need not wait for.
+  let grpcServer: ReturnType<typeof setUp> | undefined;
+  const ready = () => (grpcServer ??= setUp(o));
   return {
-    inject: (socket) => injector.injectConnection(socket),
+    inject: (socket) => {
+      try {
+        ready().injector.injectConnection(socket);
+      } catch (e) {
+        // A set-up that fails (a .proto the generator got wrong) refuses the connection, not every request.
+        o.log({ level: 'error', grpc: 'set-up', error: e instanceof Error ? (e.stack ?? e.message) : String(e) });
+        socket.destroy();
+      }
+    },
     listen: (host, port) =>
       new Promise((resolve, reject) =>
-        server.bindAsync(
+        ready().server.bindAsync(
           `${host.includes(':') ? `[${host}]` : host}:${port}`,
           grpc.ServerCredentials.createInsecure(),
           (e, bound) => (e ? reject(e) : resolve(bound)),
@@ -136,8 +152,9 @@ export function createGrpcServer(o: GrpcOptions): GrpcServer {
       ),
     close: () =>
       new Promise<void>((resolve) => {
-        injector.destroy();
-        server.tryShutdown(() => resolve());
+        if (!grpcServer) return resolve();
+        grpcServer.injector.destroy();
+        grpcServer.server.tryShutdown(() => resolve());
       }),
   };
 }
