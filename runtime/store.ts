@@ -2,6 +2,7 @@
 import { MikroORM, type EntityManager } from '@mikro-orm/better-sqlite';
 import type { EntitySchema } from '@mikro-orm/core';
 import { outboxEntity } from './outbox.js';
+import { ensureSchema, schemaStateEntity } from './schema-state.js';
 import { buildCounts, isCounted, scopeCountEntity } from './scope-counts.js';
 import { openSlowReads } from './slow-reads.js';
 import { quoteIdentifier } from './sql-filter.js';
@@ -24,7 +25,12 @@ export interface Store {
 export async function openStore(databaseFile: string, entities: EntitySchema[]): Promise<Store> {
   const orm = await MikroORM.init({
     dbName: databaseFile,
-    entities: [...entities, outboxEntity as EntitySchema, scopeCountEntity as EntitySchema],
+    entities: [
+      ...entities,
+      outboxEntity as EntitySchema,
+      scopeCountEntity as EntitySchema,
+      schemaStateEntity as EntitySchema,
+    ],
     debug: false,
     allowGlobalContext: false,
     // Keep the default single connection: SQLite serializes writers anyway, and one connection means
@@ -37,7 +43,7 @@ export async function openStore(databaseFile: string, entities: EntitySchema[]):
   // At start, another process (an import) is waited for.
   await connection.execute('pragma busy_timeout = 10000');
   await connection.execute('pragma synchronous = NORMAL');
-  await orm.getSchemaGenerator().updateSchema();
+  await ensureSchema(orm);
   performance.mark('schema');
   // Serving, no busy wait on the writing connection: it would hold the event loop. A transaction waits for
   // another process's (an import's) at its BEGIN instead (runtime/group-commit.ts).
