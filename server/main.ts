@@ -17,9 +17,9 @@ try {
   const config = readConfig();
   ensureDataDir(config);
   // Loaded only now: --help and configuration errors answer without loading the generated server.
-  const { startServer } = await import('./server.js');
+  const [{ startServer }, { generated }] = await Promise.all([import('./server.js'), import('./generated.js')]);
   performance.mark('modules');
-  const server = await startServer(config);
+  const server = await startServer(config, generated);
   const grpc = server.grpcPort === undefined ? '' : `, gRPC alone on port ${server.grpcPort}`;
   console.log(`platform-api listening on ${server.url} (HTTP and gRPC${grpc}; data in ${config.dataDir})`);
   if (config.log)

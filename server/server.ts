@@ -62,7 +62,6 @@ export interface RunningServer {
 
 export async function startServer(config: Config, generated?: GeneratedParts): Promise<RunningServer> {
   const parts = generated ?? (await loadGenerated());
-  performance.mark('generated');
   const { model } = parts;
   const { store, resources } = await openResources(config, parts);
   await ensureBootstrap(store, model, config.dataDir);
