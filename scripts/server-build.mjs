@@ -105,7 +105,13 @@ async function build(root) {
       mkdirSync(join(aside, f.name, '..'), { recursive: true });
       writeFileSync(join(aside, f.name), f.contents);
     }
-    renameSync(aside, join(dir, id));
+    try {
+      renameSync(aside, join(dir, id));
+    } catch (e) {
+      // Another start built the same meanwhile.
+      if (!existsSync(join(dir, id))) throw e;
+      rmSync(aside, { recursive: true, force: true });
+    }
   }
   const from = Object.fromEntries(
     [...Object.keys(result.metafile.inputs), ...alsoFrom].sort().map((file) => [file, hashOf(root, file)]),
