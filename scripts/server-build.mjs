@@ -113,9 +113,9 @@ async function build(root) {
       rmSync(aside, { recursive: true, force: true });
     }
   }
-  const from = Object.fromEntries(
-    [...Object.keys(result.metafile.inputs), ...alsoFrom].sort().map((file) => [file, hashOf(root, file)]),
-  );
+  // esbuild names the plugins' modules namespace:path; they are no files of ours.
+  const sources = Object.keys(result.metafile.inputs).filter((input) => !input.startsWith('required-package:'));
+  const from = Object.fromEntries([...sources, ...alsoFrom].sort().map((file) => [file, hashOf(root, file)]));
   const record = { main: `${id}/main.js`, from };
   writeFileSync(`${recordFile(root)}.${process.pid}.tmp`, `${JSON.stringify(record, null, 2)}\n`);
   renameSync(`${recordFile(root)}.${process.pid}.tmp`, recordFile(root));
