@@ -4,7 +4,7 @@ import globals from 'globals';
 import tseslint from 'typescript-eslint';
 
 export default tseslint.config(
-  { ignores: ['node_modules/', 'generated/', 'data/', '.tmp/', 'test/golden/'] },
+  { ignores: ['node_modules/', 'generated/', 'data/', '.tmp/', '.build/', 'test/golden/'] },
   js.configs.recommended,
   ...tseslint.configs.recommended,
   {

@@ -4,6 +4,7 @@
 import { MikroORM } from '@mikro-orm/better-sqlite';
 import type { EntitySchema } from '@mikro-orm/core';
 import { sqlite } from './dialect.js';
+import { ensureSchema, schemaStateEntity } from './schema-state.js';
 import { buildCounts } from './scope-counts.js';
 import { openSlowReads } from './slow-reads.js';
 import { GroupCommit } from './group-commit.js';
@@ -13,19 +14,21 @@ import { countedTables, storedEntities, type Store } from './store.js';
 export async function openSqliteStore(databaseFile: string, entities: EntitySchema[]): Promise<Store> {
   const orm = await MikroORM.init({
     dbName: databaseFile,
-    entities: storedEntities(entities),
+    entities: [...storedEntities(entities), schemaStateEntity as EntitySchema],
     debug: false,
     allowGlobalContext: false,
     // Keep the default single connection: SQLite serializes writers anyway, and one connection means
     // transactions queue in-process instead of failing with SQLITE_BUSY.
     pool: { min: 1, max: 1 },
   });
+  performance.mark('orm init');
   const connection = orm.em.getConnection();
   await connection.execute('pragma journal_mode = WAL');
   // At start, another process (an import) is waited for.
   await connection.execute('pragma busy_timeout = 10000');
   await connection.execute('pragma synchronous = NORMAL');
-  await orm.getSchemaGenerator().updateSchema();
+  await ensureSchema(orm);
+  performance.mark('schema');
   // Serving, no busy wait on the writing connection: it would hold the event loop. A transaction waits for
   // another process's (an import's) at its BEGIN instead (runtime/group-commit.ts).
   await connection.execute('pragma busy_timeout = 0');
@@ -34,6 +37,7 @@ export async function openSqliteStore(databaseFile: string, entities: EntitySche
   const slowRead = openSlowReads(databaseFile);
   const writes = new GroupCommit(pool);
   await writes.transaction((sql) => buildCounts(sql, countedTables(orm)));
+  performance.mark('scope counts');
   return {
     orm,
     dialect: sqlite,

@@ -1,6 +1,7 @@
 // npm start: serve the API until SIGTERM or SIGINT.
 import { parseCommandLine } from '../scripts/cli-args.js';
 import { ConfigError, ensureDataDir, readConfig } from '../runtime/config.js';
+import { startUpPhases } from '../runtime/start-up.js';
 
 parseCommandLine({
   name: 'start',
@@ -16,10 +17,13 @@ try {
   const config = readConfig();
   ensureDataDir(config);
   // Loaded only now: --help and configuration errors answer without loading the generated server.
-  const { startServer } = await import('./server.js');
-  const server = await startServer(config);
+  const [{ startServer }, { generated }] = await Promise.all([import('./server.js'), import('./generated.js')]);
+  performance.mark('modules');
+  const server = await startServer(config, generated);
   const grpc = server.grpcPort === undefined ? '' : `, gRPC alone on port ${server.grpcPort}`;
   console.log(`platform-api listening on ${server.url} (HTTP and gRPC${grpc}; data in ${config.dataDir})`);
+  if (config.log)
+    console.log(JSON.stringify({ time: new Date().toISOString(), level: 'info', startUpMs: startUpPhases() }));
   let stopping = false;
   const stop = async (signal: string) => {
     if (stopping) return;

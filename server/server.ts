@@ -66,6 +66,7 @@ export async function startServer(config: Config, generated?: GeneratedParts): P
   const { model } = parts;
   const { store, resources } = await openResources(config, parts);
   await ensureBootstrap(store, model, config.dataDir);
+  performance.mark('bootstrap');
   const policy = new Policy(resources);
   const validators = loadValidators(parts.dir);
   const operations = new Operations(model, resources, policy, validators);
@@ -92,6 +93,7 @@ export async function startServer(config: Config, generated?: GeneratedParts): P
     // Every v1 path has a /v1/ segment: other requests skip matching the v1 routes.
     routes: [{ router: v1, serves: (path) => path.includes('/v1/') }, { router: v2 }],
   });
+  performance.mark('http app');
   const grpc = createGrpcServer({
     generatedDir: parts.dir,
     rpcs: parts.createRpcTable(createRpcOperations(operations), handlers),
@@ -100,15 +102,18 @@ export async function startServer(config: Config, generated?: GeneratedParts): P
     log,
     maxMessageBytes: maxBodyBytes,
   });
+  performance.mark('grpc');
   const server: Server = await listen(app, { ...config, errorDomain: `api.${model.service}.dev` });
   shareConnections(server, (socket) => grpc.inject(socket), config.headersTimeoutMs);
   const grpcPort = config.grpcPort === undefined ? undefined : await grpc.listen(config.host, config.grpcPort);
+  performance.mark('listen');
   const { port } = server.address() as AddressInfo;
   // With PORT=0 the issuer URL is known only once listening.
   const url = defaultIssuer({ ...config, port, issuerUrl: undefined });
   const iss = config.issuerUrl ?? url;
   issuer = await TokenIssuer.open(config.dataDir, iss, config.audience ?? iss);
   recordIssuer(config.dataDir, { issuer: iss, audience: config.audience ?? iss });
+  performance.mark('keys');
   const deliveries = config.events && new DeliveryWorker(resources, () => issuer!, config.events, log);
   deliveries?.start();
   return {

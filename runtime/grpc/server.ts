@@ -3,9 +3,7 @@
 // It reads and writes bytes itself so that a malformed message is INVALID_ARGUMENT, never grpc-js's INTERNAL.
 import type { Duplex } from 'node:stream';
 import { join } from 'node:path';
-import * as grpc from '@grpc/grpc-js';
-import * as protoLoader from '@grpc/proto-loader';
-import { ReflectionService } from '@grpc/reflection';
+import type * as grpc from '@grpc/grpc-js';
 import type protobuf from 'protobufjs';
 import type { Principal } from '../authorization.js';
 import { ApiError, internal, unauthenticated } from '../errors.js';
@@ -65,9 +63,18 @@ async function principalOf(metadata: grpc.Metadata, authenticate: GrpcOptions['a
   return authenticate(m[1]);
 }
 
-export function createGrpcServer(o: GrpcOptions): GrpcServer {
+/**
+ * The grpc-js server with every rpc and reflection, and the injector the HTTP port hands connections to. grpc-js,
+ * proto-loader and reflection are loaded with it, not with the server (about 50 ms of a start).
+ */
+async function setUp(o: GrpcOptions) {
+  const [{ Server, Metadata, ServerCredentials }, protoLoader, { ReflectionService }] = await Promise.all([
+    import('@grpc/grpc-js'),
+    import('@grpc/proto-loader'),
+    import('@grpc/reflection'),
+  ]);
   const root = loadProtoRoot(o.generatedDir);
-  const server = new grpc.Server({
+  const server = new Server({
     'grpc.max_receive_message_length': o.maxMessageBytes,
     'grpc.max_send_message_length': -1,
   });
@@ -110,7 +117,7 @@ export function createGrpcServer(o: GrpcOptions): GrpcServer {
             o.log({ level: 'error', grpc: path, error: e instanceof Error ? (e.stack ?? e.message) : String(e) });
           else
             o.log({ level: 'warn', grpc: path, status: error.codeName, ms: Math.round(performance.now() - started) });
-          const metadata = new grpc.Metadata();
+          const metadata = new Metadata();
           metadata.set('grpc-status-details-bin', statusDetails(error, o.errorDomain(method.domain)));
           callback({ code: error.code, details: error.message, metadata });
         },
@@ -123,21 +130,46 @@ export function createGrpcServer(o: GrpcOptions): GrpcServer {
   const definitions = protoLoader.loadSync(protoFiles(dir), { includeDirs: [dir], keepCase: true });
   new ReflectionService(definitions).addToServer(server);
 
-  const injector = server.createConnectionInjector(grpc.ServerCredentials.createInsecure());
+  const credentials = ServerCredentials.createInsecure();
+  return { server, credentials, injector: server.createConnectionInjector(credentials) };
+}
+
+export function createGrpcServer(o: GrpcOptions): GrpcServer {
+  // Set up on first use (the first gRPC connection, or GRPC_PORT): loading grpc-js, reading the .proto files and
+  // indexing them for reflection take about 0.25 s, which a start need not wait for.
+  let settingUp: ReturnType<typeof setUp> | undefined;
+  const ready = () => (settingUp ??= setUp(o));
   return {
-    inject: (socket) => injector.injectConnection(socket),
-    listen: (host, port) =>
-      new Promise((resolve, reject) =>
-        server.bindAsync(
-          `${host.includes(':') ? `[${host}]` : host}:${port}`,
-          grpc.ServerCredentials.createInsecure(),
-          (e, bound) => (e ? reject(e) : resolve(bound)),
+    inject: (socket) => {
+      // Until the server takes the connection (its first bytes wait, read and put back by same-port.ts), a reset
+      // must not be an unhandled error.
+      const waiting = () => socket.destroy();
+      socket.on('error', waiting);
+      ready().then(
+        ({ injector }) => {
+          socket.off('error', waiting);
+          injector.injectConnection(socket);
+        },
+        (e: unknown) => {
+          // A set-up that fails (a .proto the generator got wrong) refuses connections, not the HTTP port.
+          o.log({ level: 'error', grpc: 'set-up', error: e instanceof Error ? (e.stack ?? e.message) : String(e) });
+          socket.destroy();
+        },
+      );
+    },
+    listen: async (host, port) => {
+      const { server, credentials } = await ready();
+      return new Promise((resolve, reject) =>
+        server.bindAsync(`${host.includes(':') ? `[${host}]` : host}:${port}`, credentials, (e, bound) =>
+          e ? reject(e) : resolve(bound),
         ),
-      ),
-    close: () =>
-      new Promise<void>((resolve) => {
-        injector.destroy();
-        server.tryShutdown(() => resolve());
-      }),
+      );
+    },
+    close: async () => {
+      const set = await settingUp?.catch(() => undefined);
+      if (!set) return;
+      set.injector.destroy();
+      await new Promise<void>((resolve) => set.server.tryShutdown(() => resolve()));
+    },
   };
 }

@@ -31,9 +31,9 @@ export interface ServerProcess {
   output: () => string;
 }
 
-/** Starts server/main.ts and resolves once it prints its listening line. */
+/** Starts the server as npm start does (from its build) and resolves once it prints its listening line. */
 export function spawnServer(env: Record<string, string>): Promise<ServerProcess> {
-  const child = spawn(process.execPath, ['--import', 'tsx', 'server/main.ts'], {
+  const child = spawn(process.execPath, ['scripts/start.mjs'], {
     env: { ...process.env, LOG: 'off', ...env },
   });
   let out = '';
