@@ -77,6 +77,13 @@ function eventsConfig(env: NodeJS.ProcessEnv): DeliveryConfig | undefined {
   };
 }
 
+/** Where the data is, for messages: the SQLite file, or PostgreSQL's host, port and database (never a password). */
+export function databaseName(database: Database): string {
+  if (database.engine === 'sqlite') return database.file;
+  const u = new URL(database.url);
+  return `PostgreSQL ${u.hostname}:${u.port || 5432}${u.pathname}`;
+}
+
 /** A PostgreSQL URL, checked for what a connection needs; an error never repeats the password. */
 function postgresUrl(text: string): Database {
   let url: URL;

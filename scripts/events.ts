@@ -2,6 +2,7 @@
 // the database read-only (a running server is not disturbed) through the same driver the server uses.
 import { existsSync } from 'node:fs';
 import Database from 'better-sqlite3';
+import pg from 'pg';
 import { ConfigError, readConfig } from '../runtime/config.js';
 import { parseCommandLine } from './cli-args.js';
 
@@ -14,7 +15,8 @@ usage: npm run events -- tail [--from N] | deliveries
               --from N starts after outbox sequence N (default: the last 10 events)
   deliveries  prints, per subscription, how many deliveries are pending, delivered and failed, the oldest
               pending one's age (the delivery lag) and the last error
-Reads DATA_DIR/platform.sqlite (or DATABASE_URL) read-only; the server may be running.`,
+Reads the server's database (DATA_DIR/platform.sqlite, or DATABASE_URL: SQLite or PostgreSQL) without writing;
+the server may be running.`,
   options: { from: { type: 'string' } },
 });
 
@@ -26,22 +28,43 @@ interface EventRow {
   group_uid: string | null;
 }
 
-function open(): Database.Database {
-  const { databaseFile } = readConfig();
-  if (!existsSync(databaseFile)) throw new ConfigError(`no database at ${databaseFile}: start the server once first`);
-  return new Database(databaseFile, { readonly: true, timeout: 5000 });
+/** Reads of the server's database, whichever engine: statements written with ? for each parameter. */
+interface Reader {
+  where: string;
+  all<R>(sql: string, params?: unknown[]): Promise<R[]>;
 }
 
-async function tail(db: Database.Database): Promise<void> {
-  const next = db.prepare<[number], EventRow>(
-    'select seq, time, type, subject, group_uid from event_outbox where seq > ? order by seq limit 500',
-  );
-  const [{ last }] = db.prepare('select coalesce(max(seq), 0) as last from event_outbox').all() as { last: number }[];
+function open(): Reader {
+  const { database } = readConfig();
+  if (database.engine === 'postgresql') {
+    const pool = new pg.Pool({ connectionString: database.url, max: 1 });
+    const u = new URL(database.url);
+    return {
+      where: `${u.hostname}:${u.port || 5432}${u.pathname}`,
+      all: async (sql, params = []) => {
+        let n = 0;
+        return (
+          await pool.query(
+            sql.replace(/\?/g, () => `$${++n}`),
+            params,
+          )
+        ).rows;
+      },
+    };
+  }
+  if (!existsSync(database.file)) throw new ConfigError(`no database at ${database.file}: start the server once first`);
+  const db = new Database(database.file, { readonly: true, timeout: 5000 });
+  return { where: database.file, all: async (sql, params = []) => db.prepare(sql).all(...params) as never[] };
+}
+
+async function tail(db: Reader): Promise<void> {
+  const next = 'select seq, time, type, subject, group_uid from event_outbox where seq > ? order by seq limit 500';
+  const [{ last }] = await db.all<{ last: number }>('select coalesce(max(seq), 0) as last from event_outbox');
   if (values.from !== undefined && !/^\d+$/.test(values.from)) throw new ConfigError('--from takes a sequence number');
-  let after = values.from !== undefined ? Number(values.from) : Math.max(0, last - 10);
-  console.error(`events: following ${db.name} from sequence ${after} (Ctrl-C stops)`);
+  let after = values.from !== undefined ? Number(values.from) : Math.max(0, Number(last) - 10);
+  console.error(`events: following ${db.where} from sequence ${after} (Ctrl-C stops)`);
   for (;;) {
-    for (const e of next.all(after)) {
+    for (const e of await db.all<EventRow>(next, [after])) {
       console.log(`${e.seq}\t${e.time}\t${e.type}\t${e.subject}\t${e.group_uid ?? '-'}`);
       after = e.seq;
     }
@@ -49,19 +72,23 @@ async function tail(db: Database.Database): Promise<void> {
   }
 }
 
-function deliveries(db: Database.Database): void {
-  if (!db.prepare("select 1 from sqlite_master where name = 'deliveries'").get())
-    throw new ConfigError('this database has no deliveries yet: start the server on it once');
-  const rows = db
-    .prepare(
+async function deliveries(db: Reader): Promise<void> {
+  const rows = await db
+    .all<Record<string, string | number | null>>(
       `select s.uid as subscription, s.sink as sink,
-         sum(d.state = 'PENDING') as pending, sum(d.state = 'DELIVERED') as delivered, sum(d.state = 'FAILED') as failed,
+         count(d.uid) filter (where d.state = 'PENDING') as pending,
+         count(d.uid) filter (where d.state = 'DELIVERED') as delivered,
+         count(d.uid) filter (where d.state = 'FAILED') as failed,
          min(case when d.state = 'PENDING' then d.event_time end) as oldest_pending,
-         (select last_error from deliveries e where e.parent_uid = s.uid and e.last_error is not null
+         (select e.last_error from deliveries e where e.parent_uid = s.uid and e.last_error is not null
           order by e.update_time desc limit 1) as last_error
-       from subscriptions s left join deliveries d on d.parent_uid = s.uid group by s.uid order by s.uid`,
+       from subscriptions s left join deliveries d on d.parent_uid = s.uid group by s.uid, s.sink order by s.uid`,
     )
-    .all() as Record<string, string | number | null>[];
+    .catch((e: Error) => {
+      if (/deliveries/.test(e.message) && /no such table|does not exist/.test(e.message))
+        throw new ConfigError('this database has no deliveries yet: start the server on it once');
+      throw e;
+    });
   if (rows.length === 0) console.log('no subscriptions');
   for (const r of rows) {
     const lag = r.oldest_pending ? `${Math.round((Date.now() - Date.parse(String(r.oldest_pending))) / 1000)} s` : '-';
@@ -78,7 +105,8 @@ try {
     throw new ConfigError(`say what to do: tail or deliveries (got ${command ?? 'nothing'}); --help explains`);
   const db = open();
   if (command === 'tail') await tail(db);
-  else deliveries(db);
+  else await deliveries(db);
+  process.exit(0);
 } catch (e) {
   console.error(`events: ${e instanceof Error ? e.message : String(e)}`);
   process.exit(1);

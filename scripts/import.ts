@@ -6,7 +6,7 @@
 // A record's "parent" is a uid, "$ORG" (the --parent option, or the only organization), or
 // "$<type>:<name>" (the record of that type with that name, e.g. "$repo:nginx"); records without one go
 // under --parent.
-import { ConfigError, ensureDataDir, readConfig } from '../runtime/config.js';
+import { ConfigError, databaseName, ensureDataDir, readConfig } from '../runtime/config.js';
 import { equal, isNull } from '../runtime/condition.js';
 import type { ResourceModel } from '../runtime/model.js';
 import type { Row } from '../runtime/records.js';
@@ -100,7 +100,7 @@ async function main(): Promise<void> {
     );
   }
   const validate = loadValidators(generated.dir).body(`${r.collection}.record`)!;
-  console.log(`importing ${r.collection} from ${file} into ${config.databaseFile}`);
+  console.log(`importing ${r.collection} from ${file} into ${databaseName(config.database)}`);
   const { store, resources } = await openResources({ ...config, log: false }, generated);
   const load = new RecordImport(store, resources, r);
   try {

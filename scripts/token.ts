@@ -1,7 +1,7 @@
 // npm run -s token [-- --identity UID] [--ttl SECONDS]: prints a token (and nothing else) for the owner made on
 // first start, or for any identity. Reads DATA_DIR; works whether or not the server runs.
 import { readBootstrap } from '../runtime/bootstrap.js';
-import { ConfigError, ensureDataDir, readConfig } from '../runtime/config.js';
+import { ConfigError, databaseName, ensureDataDir, readConfig } from '../runtime/config.js';
 import { TokenIssuer, maxTokenSeconds } from '../runtime/issuer.js';
 import { issuerInUse } from '../runtime/issuer-record.js';
 import { loadDataParts, openResources } from '../runtime/open-resources.js';
@@ -45,7 +45,7 @@ async function main(): Promise<void> {
     const { store, resources } = await openResources({ ...config, log: false }, generated);
     try {
       if (!(await resources.table(generated.model.resources.identities.type).get(subject)))
-        throw new TokenError(`no identity ${subject} in ${config.databaseFile}`);
+        throw new TokenError(`no identity ${subject} in ${databaseName(config.database)}`);
     } finally {
       await store.close();
     }

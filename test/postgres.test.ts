@@ -22,6 +22,7 @@ let a: Instance;
 let b: Instance;
 let token: string;
 let org: string;
+let databaseUrl: string;
 
 async function instance(databaseUrl: string): Promise<Instance> {
   // Behind one public URL (the issuer of both), sharing the data directory's keys and page-token secret
@@ -51,9 +52,9 @@ async function instance(databaseUrl: string): Promise<Instance> {
 
 test.before(async () => {
   dataDir = mkdtempSync(join(tmpdir(), 'platform-api-pg-'));
-  const url = await newDatabase();
-  a = await instance(url);
-  b = await instance(url);
+  databaseUrl = await newDatabase();
+  a = await instance(databaseUrl);
+  b = await instance(databaseUrl);
   const boot = readBootstrap(dataDir)!;
   org = boot.organization;
   token = (await a.server.issuer.mint(boot.owner)).token;
@@ -136,6 +137,20 @@ test('a key rotated by one instance signs tokens the other accepts', async () =>
   await a.server.issuer.rotate();
   const fresh = (await a.server.issuer.mint(readBootstrap(dataDir)!.owner)).token;
   assert.is((await b.call('GET', `/iam/v2/groups/${org}`, undefined, fresh)).status, 200);
+});
+
+test('npm run import and npm run events work on PostgreSQL too', async () => {
+  const env = { DATA_DIR: dataDir, DATABASE_URL: databaseUrl };
+  for (const round of ['5 created', '5 updated']) {
+    const r = await runScript('scripts/import.ts', ['advisories', 'samples/advisories.json', '--parent', org], env);
+    assert.is(r.status, 0, r.stderr);
+    assert.match(r.stdout, new RegExp(`imported 5 advisories: .*${round}`));
+    assert.match(r.stdout, /into PostgreSQL 127\.0\.0\.1:\d+\/platform_/);
+  }
+  const listed = await b.call('GET', `/vulnerabilities/v2/advisories?uidp.descendants_of=${org}`);
+  assert.is(listed.body.totalCount, '5');
+  const view = await runScript('scripts/events.ts', ['deliveries'], env);
+  assert.is(view.status, 0, view.stderr);
 });
 
 test('an unreachable database is one line naming DATABASE_URL and the host, never the password', async () => {
