@@ -111,6 +111,45 @@ test('a change reaches the subscription as a signed CloudEvent in binary mode', 
   await hook.close();
 });
 
+test('creates, updates and deletes of several kinds arrive, each with a token that binds its body', async () => {
+  const hook = await sink();
+  const folder = await group(org, 'kinds');
+  await subscribe(folder, hook.url);
+  const child = await group(folder, 'child');
+  await s.call('PATCH', `/iam/v2/groups/${child}`, { description: 'changed' });
+  const repo = (await s.call('POST', `/registry/v2/repos/${folder}`, { name: 'kinds' })).body.uid;
+  const tag = (await s.call('POST', `/registry/v2/tags/${repo}`, { name: 'v1', digest: `sha256:${'b'.repeat(64)}` }))
+    .body;
+  await s.call('DELETE', `/registry/v2/tags/${tag.uid}`);
+  const robot = (await s.call('POST', `/iam/v2/identities/${folder}`, { name: 'robot' })).body.uid;
+  await s.call('DELETE', `/iam/v2/identities/${robot}`);
+  await s.call('DELETE', `/iam/v2/groups/${child}`);
+  const expected = [
+    ['iam.group.created.v1', child],
+    ['iam.group.updated.v1', child],
+    ['platform.registry.repo.created.v1', repo],
+    ['platform.registry.tag.created.v1', tag.uid],
+    ['platform.registry.tag.deleted.v1', tag.uid],
+    ['iam.identity.created.v1', robot],
+    ['iam.identity.deleted.v1', robot],
+    ['iam.group.deleted.v1', child],
+  ];
+  const arrived = (type: string, subject: string) =>
+    hook.got.find((r) => r.headers['ce-type'] === `dev.chainguard.api.${type}` && r.headers['ce-subject'] === subject);
+  await until('every change', () => expected.every(([t, subject]) => arrived(t, subject)) || undefined);
+  const jwks = createRemoteJWKSet(new URL(`${s.url}/.well-known/jwks.json`));
+  for (const [t, subject] of expected) {
+    const got = arrived(t, subject)!;
+    const { payload } = await jwtVerify(String(got.headers.authorization).replace(/^Bearer /, ''), jwks, {
+      audience: 'customer',
+      issuer: s.url,
+    });
+    assert.equal(payload.webhook, { digest: `sha256:${createHash('sha256').update(got.body).digest('hex')}` }, t);
+    assert.is(JSON.parse(got.body).body.uid, subject, t);
+  }
+  await hook.close();
+});
+
 test("a parent group's subscription receives its descendants' events; a sibling's does not", async () => {
   const [above, sibling] = [await sink(), await sink()];
   const parent = await group(org, 'parent');
