@@ -53,8 +53,9 @@ export function emitModel(model: ApiModel): string {
 }
 
 /**
- * A table's indexes: one per order (with uid to break ties), and one on the natural key, by which an import finds
- * the stored record of each key (runtime/record-import.ts), unless an order's index starts with the key.
+ * A table's indexes: one per order (with uid to break ties), one on the natural key, by which an import finds
+ * the stored record of each key (runtime/record-import.ts), unless an order's index starts with the key, and
+ * those the spec declares for the runtime's own queries.
  */
 function indexesOf(r: ResourceModel): { properties: string[] }[] {
   const indexes = Object.values(r.orderBy)
@@ -62,6 +63,7 @@ function indexesOf(r: ResourceModel): { properties: string[] }[] {
     .map((k) => ({ properties: [k, 'uid'] }));
   const key = r.naturalKey?.map((k) => (k === 'parent' ? 'parentUid' : k));
   if (key && !indexes.some((i) => key.every((k, n) => i.properties[n] === k))) indexes.push({ properties: key });
+  for (const properties of r.indexes ?? []) indexes.push({ properties });
   return indexes;
 }
 

@@ -47,6 +47,7 @@ interface RawResource {
   presents?: Record<string, FieldModel>;
   onCreate?: string;
   eventFields?: string[];
+  indexes?: string[][];
   upsertOn?: string;
   exclusive?: string[][];
   fields: Record<string, FieldModel>;
@@ -395,6 +396,9 @@ function checkFields(r: RawResource, at: string, problems: string[]): void {
     if (f.setOnCreate && (f.type !== 'timestamp' || !f.outputOnly || f.repeated))
       problems.push(`${at}/fields/${name}/setOnCreate: only for an output-only timestamp`);
   }
+  for (const f of (r.indexes ?? []).flat())
+    if (!r.fields[f] && !(f in standardFields) && f !== 'parent')
+      problems.push(`${at}: no field "${f}" (named by indexes)`);
   for (const f of r.eventFields ?? [])
     if (!r.fields[f] && !['uid', 'createTime', 'updateTime'].includes(f))
       problems.push(`${at}: no field "${f}" (named by eventFields)`);
@@ -517,6 +521,7 @@ function toResource(domain: string, r: RawResource, at: string, problems: string
     ...(r.presents ? { presents: normalizeFields(r.presents) } : {}),
     onCreate: r.onCreate,
     ...(r.eventFields ? { eventFields: r.eventFields } : {}),
+    ...(r.indexes ? { indexes: r.indexes.map((i) => i.map((k) => (k === 'parent' ? 'parentUid' : k))) } : {}),
     upsertOn: r.upsertOn,
     exclusive: given.exclusive,
     fields: normalizeFields(r.fields),

@@ -136,6 +136,8 @@ export interface ResourceModel {
   onCreate?: string;
   /** the only fields its events carry: the rest is redacted (an invite's key id) */
   eventFields?: string[];
+  /** indexes beyond those of its orders and natural key, for the runtime's own queries (event deliveries) */
+  indexes?: string[][];
   /** hand-written handler of the domain that shapes records for responses */
   presenter?: string;
   /** what the presenter adds to every response (output only, not stored) */

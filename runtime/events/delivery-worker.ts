@@ -52,6 +52,7 @@ export interface DeliveryCounts {
 const iso = (ms: number) => new Date(ms).toISOString();
 const bySeq = [{ property: 'seq', desc: false }];
 const byEventSeq = [{ property: 'eventSeq', desc: false }];
+const byNextAttempt = [{ property: 'nextAttemptTime', desc: false }];
 const byUid = [{ property: 'uid', desc: false }];
 const batch = 200;
 
@@ -176,7 +177,7 @@ export class DeliveryWorker {
       or(isNull('leaseUntil'), range('leaseUntil', { lt: now })),
     );
     // Nothing due (the usual case): no write transaction at all.
-    if ((await this.deliveries.find(due, byEventSeq, 1)).length === 0) return [];
+    if ((await this.deliveries.find(due, byNextAttempt, 1)).length === 0) return [];
     return this.resources.transaction(async (sql) => {
       const subscriptions = await this.subscriptions.find(everything(), byUid, -1, 0, sql);
       const first = this.rotation++ % Math.max(1, subscriptions.length);
@@ -186,9 +187,10 @@ export class DeliveryWorker {
         const origin = originOf(subscription.sink);
         const free = Math.min(room - taken.length, this.config.perSink - (perOrigin.get(origin) ?? 0));
         if (free <= 0) continue;
+        // The longest-waiting first; a subject's own order is kept by waitsForEarlier.
         const candidates = await this.deliveries.find(
           and(equal('parentUid', subscription.uid), due),
-          byEventSeq,
+          byNextAttempt,
           free * 4,
           0,
           sql,
@@ -300,7 +302,7 @@ export class DeliveryWorker {
     for (;;) {
       const settled = await this.deliveries.find(
         and(oneOf('state', ['DELIVERED', 'FAILED']), range('updateTime', { lt: cutoff })),
-        byUid,
+        [{ property: 'updateTime', desc: false }],
         500,
       );
       if (settled.length === 0) break;
