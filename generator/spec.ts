@@ -396,16 +396,20 @@ function checkFields(r: RawResource, at: string, problems: string[]): void {
     if (f.setOnCreate && (f.type !== 'timestamp' || !f.outputOnly || f.repeated))
       problems.push(`${at}/fields/${name}/setOnCreate: only for an output-only timestamp`);
   }
-  for (const f of (r.indexes ?? []).flat())
-    if (!r.fields[f] && !(f in standardFields) && f !== 'parent')
-      problems.push(`${at}: no field "${f}" (named by indexes)`);
-  for (const f of r.eventFields ?? [])
-    if (!r.fields[f] && !['uid', 'createTime', 'updateTime'].includes(f))
-      problems.push(`${at}: no field "${f}" (named by eventFields)`);
-  for (const f of [...(r.upsertOn ? [r.upsertOn] : []), ...(r.exclusive ?? []).flat()]) {
-    if (!r.fields[f]) problems.push(`${at}: no field "${f}" (named by upsertOn or exclusive)`);
-  }
+  checkNamedFields(r, at, problems);
   if (r.uid === 'parent' && r.parentOptional) problems.push(`${at}/uid: "parent" cannot combine with parentOptional`);
+}
+
+/** The names a resource's declarations give are its fields (or, where they may be, standard ones or its parent). */
+function checkNamedFields(r: RawResource, at: string, problems: string[]): void {
+  const named: [string[], string, boolean][] = [
+    [(r.indexes ?? []).flat().filter((f) => f !== 'parent'), 'indexes', true],
+    [r.eventFields ?? [], 'eventFields', true],
+    [[...(r.upsertOn ? [r.upsertOn] : []), ...(r.exclusive ?? []).flat()], 'upsertOn or exclusive', false],
+  ];
+  for (const [names, by, standard] of named)
+    for (const f of names)
+      if (!r.fields[f] && !(standard && f in standardFields)) problems.push(`${at}: no field "${f}" (named by ${by})`);
 }
 
 function checkFilters(r: RawResource, all: Record<string, FieldModel>, at: string, problems: string[]): void {
