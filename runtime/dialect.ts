@@ -23,6 +23,8 @@ export interface Dialect {
   parameter(kind: ParameterKind, value: unknown): unknown;
   /** `limit ? offset ?` and its parameters; a limit below 0 is no limit. */
   limit(limit: number, offset: number): { sql: string; params: unknown[] };
+  /** LIKE ignoring case, as a contains filter does: SQLite's LIKE does, PostgreSQL's ILIKE does. */
+  readonly like: string;
   /** One key of an ORDER BY; NULLs first ascending and last descending, as the page cursors expect. */
   orderBy(expression: string, desc: boolean): string;
 }
@@ -37,6 +39,7 @@ function checkedPath(path: readonly string[]): readonly string[] {
 
 export const sqlite: Dialect = {
   name: 'sqlite',
+  like: 'like',
   jsonText: (column, path) => `json_extract(${column}, '$.${checkedPath(path).join('.')}')`,
   selected: (c) => (c.kind === 'int64' ? `cast(${quoteIdentifier(c.name)} as text)` : quoteIdentifier(c.name)),
   parameter: (kind, v) => {
@@ -58,6 +61,7 @@ export const sqlite: Dialect = {
  */
 export const postgresql: Dialect = {
   name: 'postgresql',
+  like: 'ilike',
   jsonText: (column, path) => `(${column} #>> '{${checkedPath(path).join(',')}}')`,
   selected: (c) => (c.kind === 'int64' ? `cast(${quoteIdentifier(c.name)} as text)` : quoteIdentifier(c.name)),
   parameter: (kind, v) => {

@@ -5,6 +5,7 @@
 // read-check-write in the runtime (an upsert's key, a parent that must exist, per-scope counts) stays exact
 // without serializable retries; reads never wait for it.
 import type { EntitySchema } from '@mikro-orm/core';
+import { MikroORM } from '@mikro-orm/postgresql';
 import pg from 'pg';
 import { ConfigError } from './config.js';
 import { postgresql } from './dialect.js';
@@ -81,7 +82,6 @@ export async function openPostgresStore(url: string, entities: EntitySchema[]): 
     throw new ConfigError(`DATABASE_URL: cannot use PostgreSQL at ${place(url)}: ${(e as Error).message}`);
   }
   await checkCollation(pool, url);
-  const { MikroORM } = await import('@mikro-orm/postgresql');
   const orm = await MikroORM.init({
     clientUrl: url,
     entities: storedEntities(entities),

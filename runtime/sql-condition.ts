@@ -93,7 +93,7 @@ export class ConditionCompiler {
         return `${sql} in (${c.values.map((v) => this.bind(params, column, v)).join(', ')})`;
       case 'like':
         params.push(c.pattern);
-        return `${sql} like ? escape '\\'`;
+        return `${sql} ${this.dialect.like} ? escape '\\'`;
       case 'range':
         return this.range(sql, column, c, params);
     }

@@ -212,7 +212,9 @@ test("a resource's changes arrive in order at a sink, though the first is retrie
   const forRepo = () => hook.got.filter((r) => r.headers['ce-subject'] === repo.uid);
   const change = (r: Received) =>
     `${String(r.headers['ce-type']).split('.').slice(-2)[0]}:${JSON.parse(r.body).body.description ?? ''}`;
-  await until('the refused create and all four changes', () => forRepo().length >= 5 || undefined);
+  await until('the refused create and all four changes', () => forRepo().length >= 5 || undefined).catch((e) => {
+    throw new Error(`${(e as Error).message}; arrived: ${forRepo().map(change).join(', ')}`);
+  });
   assert.equal(forRepo().map(change), ['created:', 'created:', 'updated:one', 'updated:two', 'deleted:']);
   await hook.close();
 });

@@ -64,6 +64,8 @@ export class DeliveryWorker {
   private readonly inFlight = new Map<string, { key: string; origin: string; done: Promise<void> }>();
   private readonly aborts = new AbortController();
   private timer?: NodeJS.Timeout;
+  /** the step under way, which stop() waits for */
+  private ticking: Promise<void> = Promise.resolve();
   private stopped = false;
   private prunedAt = 0;
   /** where the next claim starts among the subscriptions */
@@ -90,12 +92,13 @@ export class DeliveryWorker {
     this.stopped = true;
     clearTimeout(this.timer);
     this.aborts.abort();
+    await this.ticking;
     await Promise.allSettled([...this.inFlight.values()].map((f) => f.done));
   }
 
   private schedule(ms: number): void {
     if (this.stopped) return;
-    this.timer = setTimeout(() => void this.tick(), ms);
+    this.timer = setTimeout(() => (this.ticking = this.tick()), ms);
   }
 
   private async tick(): Promise<void> {
@@ -105,10 +108,14 @@ export class DeliveryWorker {
       busy = (await this.sendDue()) > 0 || busy;
       if (Date.now() - this.prunedAt > 60_000) await this.prune();
     } catch (e) {
-      if (!this.stopped)
-        this.log({ level: 'error', worker: 'events', error: e instanceof Error ? e.message : String(e) });
+      this.failedStep(e);
     }
     this.schedule(busy ? 0 : this.config.pollMs);
+  }
+
+  private failedStep(e: unknown): void {
+    if (!this.stopped)
+      this.log({ level: 'error', worker: 'events', error: e instanceof Error ? e.message : String(e) });
   }
 
   /** Step 1: one PENDING delivery per subscription at or above each new event's group. */
@@ -198,8 +205,9 @@ export class DeliveryWorker {
         for (const d of candidates) {
           const key = `${d.parentUid} ${d.subject}`;
           if ((perOrigin.get(origin) ?? 0) >= this.config.perSink || keys.has(key)) continue;
-          keys.add(key);
+          // The earliest pending of a subject may come later in this order (a retry waits longer): look at it too.
           if (await this.waitsForEarlier(d, sql)) continue;
+          keys.add(key);
           const leaseUntil = iso(nowMs + this.config.timeoutMs * 2);
           await this.deliveries.update(sql, d.uid, { leaseUntil });
           perOrigin.set(origin, (perOrigin.get(origin) ?? 0) + 1);
@@ -234,9 +242,12 @@ export class DeliveryWorker {
     if (room <= 0) return 0;
     const perOrigin = new Map<string, number>();
     for (const f of this.inFlight.values()) perOrigin.set(f.origin, (perOrigin.get(f.origin) ?? 0) + 1);
-    const claimed = await this.claim(room, perOrigin);
+    const claimed = this.stopped ? [] : await this.claim(room, perOrigin);
     for (const { delivery: d, subscription, origin } of claimed) {
-      const done = this.send(d, subscription).finally(() => this.inFlight.delete(d.uid));
+      // A failed step is logged, and its lease lets the delivery go again later.
+      const done = this.send(d, subscription)
+        .catch((e: unknown) => this.failedStep(e))
+        .finally(() => this.inFlight.delete(d.uid));
       this.inFlight.set(d.uid, { key: `${d.parentUid} ${d.subject}`, origin, done });
     }
     return claimed.length;

@@ -3,6 +3,7 @@
 // answer goes back as the JSON of the response message. It translates only: the pipeline authorizes and validates.
 import type { Principal } from '../authorization.js';
 import { invalidArgument } from '../errors.js';
+import { unsafeJson } from '../input-safety.js';
 import type { EndpointModel, ResourceModel } from '../model.js';
 import type { Call, EndpointHandler, Operations, Present, Prepare } from '../operations.js';
 import { snakeCase } from '../field-names.js';
@@ -31,6 +32,9 @@ export interface RpcOperations {
 
 /** The request as the pipeline takes it. */
 export function callOf(route: RpcRoute, request: Row, principal: Principal): Call {
+  // What HTTP refuses in the request line and the body (NUL characters, prototype keys), refused here too.
+  const unsafe = unsafeJson(request);
+  if (unsafe) throw invalidArgument([unsafe]);
   const call: Call = { principal, params: {}, query: {}, body: {} };
   for (const [key, value] of Object.entries(request)) {
     const to = route.fields[key];

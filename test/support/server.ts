@@ -25,14 +25,25 @@ export interface TestServer {
   stop(): Promise<void>;
 }
 
-/** env: configuration beyond the defaults (EVENTS_RETRY_BASE_MS=...). */
+/**
+ * env: configuration beyond the defaults (EVENTS_RETRY_BASE_MS=...). In npm test's PostgreSQL pass (its
+ * DATABASE_URL set for the whole process, scripts/test.mjs) the server, and every script a test runs, use that
+ * database.
+ */
 export async function startTestServer(
   generated?: GeneratedParts,
   env: Record<string, string> = {},
 ): Promise<TestServer> {
   const dataDir = mkdtempSync(join(tmpdir(), 'platform-api-test-'));
   const server: RunningServer = await startServer(
-    readConfig({ PORT: '0', HOST: '127.0.0.1', DATA_DIR: dataDir, LOG: 'off', ...env }),
+    readConfig({
+      PORT: '0',
+      HOST: '127.0.0.1',
+      DATA_DIR: dataDir,
+      LOG: 'off',
+      ...(process.env.DATABASE_URL ? { DATABASE_URL: process.env.DATABASE_URL } : {}),
+      ...env,
+    }),
     generated,
   );
   const bootstrap = readBootstrap(dataDir)!;
