@@ -15,6 +15,16 @@ export interface DeliveryStatus {
 
 export type TokenOutcome = 'cached' | 'verified' | 'refused';
 
+/** The process's own metrics (CPU, memory, event loop, GC): one set per process, however many servers it runs. */
+let processRegistry: Registry | undefined;
+function processMetrics(): Registry {
+  if (!processRegistry) {
+    processRegistry = new Registry();
+    collectDefaultMetrics({ register: processRegistry });
+  }
+  return processRegistry;
+}
+
 export class Metrics {
   readonly registry = new Registry();
   private readonly requests = new Counter({
@@ -55,9 +65,7 @@ export class Metrics {
     registers: [this.registry],
   });
 
-  constructor() {
-    collectDefaultMetrics({ register: this.registry });
-  }
+  private readonly process = processMetrics();
 
   requestStarted(): void {
     this.inFlight.inc();
@@ -112,8 +120,8 @@ export class Metrics {
     });
   }
 
-  text(): Promise<string> {
-    return this.registry.metrics();
+  async text(): Promise<string> {
+    return `${await this.process.metrics()}\n${await this.registry.metrics()}`;
   }
 
   get contentType(): string {
