@@ -25,6 +25,14 @@ export interface Config {
   keepAliveTimeoutMs: number;
   /** event delivery to subscriptions; undefined when EVENTS=off */
   events?: DeliveryConfig;
+  /** /metrics: served to anyone, not at all, or to a caller holding CAP_METRICS_READ */
+  metrics: 'open' | 'off' | 'token';
+  /** origins allowed by CORS ('*': any); undefined: no CORS headers at all */
+  corsOrigins?: string[];
+  /** the largest request body (HTTP) or message (gRPC) */
+  maxBodyBytes: number;
+  /** requests per second per identity (an anonymous caller: per address), and the burst; undefined: no limit */
+  rateLimit?: { perSecond: number; burst: number };
 }
 
 export class ConfigError extends Error {}
@@ -82,6 +90,36 @@ export function databaseName(database: Database): string {
   if (database.engine === 'sqlite') return database.file;
   const u = new URL(database.url);
   return `PostgreSQL ${u.hostname}:${u.port || 5432}${u.pathname}`;
+}
+
+/** CORS_ORIGINS: `*`, or origins (scheme://host[:port]) separated by commas. */
+function corsOrigins(env: NodeJS.ProcessEnv): string[] | undefined {
+  const text = env.CORS_ORIGINS?.trim();
+  if (!text) return undefined;
+  if (text === '*') return ['*'];
+  return text.split(',').map((o) => {
+    const origin = o.trim().replace(/\/$/, '');
+    if (!/^https?:\/\/[^/\s,]+$/.test(origin) || new URL(origin).origin !== origin.toLowerCase())
+      throw new ConfigError(`CORS_ORIGINS must be * or origins such as https://app.example.com, got "${o.trim()}"`);
+    return origin.toLowerCase();
+  });
+}
+
+function metricsMode(env: NodeJS.ProcessEnv): Config['metrics'] {
+  const text = env.METRICS ?? 'open';
+  if (text !== 'open' && text !== 'off' && text !== 'token')
+    throw new ConfigError(`METRICS must be open, off or token, got "${text}"`);
+  return text;
+}
+
+/** RATE_LIMIT (requests per second per identity) and RATE_LIMIT_BURST (twice the rate unless set). */
+function rateLimit(env: NodeJS.ProcessEnv): Config['rateLimit'] {
+  if (env.RATE_LIMIT === undefined || env.RATE_LIMIT === 'off') {
+    if (env.RATE_LIMIT_BURST !== undefined) throw new ConfigError('RATE_LIMIT_BURST needs RATE_LIMIT');
+    return undefined;
+  }
+  const perSecond = wholeNumber(env, 'RATE_LIMIT', 0, 1, 1_000_000);
+  return { perSecond, burst: wholeNumber(env, 'RATE_LIMIT_BURST', perSecond * 2, 1, 10_000_000) };
 }
 
 /** A PostgreSQL URL, checked for what a connection needs; an error never repeats the password. */
@@ -150,6 +188,10 @@ export function readConfig(env: NodeJS.ProcessEnv = process.env): Config {
     headersTimeoutMs,
     keepAliveTimeoutMs,
     events: eventsConfig(env),
+    metrics: metricsMode(env),
+    corsOrigins: corsOrigins(env),
+    maxBodyBytes: wholeNumber(env, 'MAX_BODY_BYTES', 1024 * 1024, 1024, 1024 * 1024 * 1024),
+    rateLimit: rateLimit(env),
   };
 }
 

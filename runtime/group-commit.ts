@@ -22,6 +22,11 @@ export class GroupCommit {
 
   constructor(private readonly pool: ConnectionPool) {}
 
+  /** Writes waiting for the connection. */
+  get depth(): number {
+    return this.queue.length;
+  }
+
   /** Runs fn in a transaction: all its statements are stored, or (when it throws) none is. */
   transaction<T>(fn: (sql: Sql) => Promise<T>): Promise<T> {
     return new Promise<T>((resolve, reject) => {

@@ -9,6 +9,9 @@ import type { Principal } from './authorization.js';
 import { jsonBody } from './json-body.js';
 import type { TokenIssuer } from './issuer.js';
 import type { ApiModel } from './model.js';
+import type { Metrics } from './metrics.js';
+import { rateLimited, type RateLimit } from './rate-limit.js';
+import { cors } from './cors.js';
 
 /** One table of routes; every table takes part in the one set of routing rules (404, 405 with Allow). */
 export interface RouteTable {
@@ -28,6 +31,13 @@ export interface AppOptions {
   publicRoutes: RouteTable[];
   /** every other route (v2, v1) */
   routes: RouteTable[];
+  /** requests counted and timed */
+  metrics?: Metrics;
+  /** CORS for these origins (['*']: any); none when undefined */
+  corsOrigins?: string[];
+  maxBodyBytes?: number;
+  /** requests per second per caller */
+  rateLimit?: RateLimit;
 }
 
 /** The methods any table serves at this path (HEAD goes with GET). */
@@ -48,24 +58,54 @@ function dispatch(t: RouteTable): Koa.Middleware {
   return t.serves ? (ctx, next) => (t.serves!(ctx.path) ? routes(ctx, next) : next()) : routes;
 }
 
-export function createApp({ model, openapi, log, issuer, authenticate, publicRoutes, routes }: AppOptions): Koa {
-  const app = new Koa();
-  const domains = new Set(model.domains);
-  const errorDomain = (path: string) => {
-    const first = path.split('/')[1] ?? '';
-    return `${domains.has(first) ? first : 'api'}.${model.service}.dev`;
-  };
+/** Templates of the routes given as regular expressions (the generated ones), made once per route. */
+const templates = new WeakMap<RegExp, string>();
 
-  app.use(async (ctx, next) => {
+/**
+ * The matched route's template, never the path itself (it holds uids): a route given as a regular expression
+ * reads as its path with an asterisk for each capture. "(none)" when no route matched.
+ */
+export function routeTemplate(ctx: Koa.Context): string {
+  const route = (ctx as { _matchedRoute?: string | RegExp })._matchedRoute;
+  if (route === undefined) return '(none)';
+  if (typeof route === 'string') return route;
+  let template = templates.get(route);
+  if (template === undefined) {
+    template = route.source.replace(/^\^|\$$/g, '');
+    // innermost groups first, until none is left
+    for (let before = ''; before !== template;) {
+      before = template;
+      template = template.replace(/\((?:[^()\\]|\\.)*\)/g, '*');
+    }
+    template = template.replace(/\\(.)/g, '$1');
+    templates.set(route, template);
+  }
+  return template;
+}
+
+/** Probes and scrapes: not logged when they succeed (they come every few seconds), never rate limited. */
+const probePaths = new Set(['/healthz', '/readyz', '/metrics']);
+
+function levelOf(status: number): string {
+  return status >= 500 ? 'error' : status >= 400 ? 'warn' : 'info';
+}
+
+/**
+ * The outermost step: a request id, every error as the API's error body, and one log line per request with its
+ * outcome. The line has the route template, the caller and the error's reason, never the query (a page token
+ * or any other value in it could be a secret).
+ */
+function answer(log: AppOptions['log'], errorDomain: (path: string) => string): Koa.Middleware {
+  return async (ctx, next) => {
     const started = performance.now();
     // A caller's request id is echoed only when it is a plain token: a header value is the client's to choose.
     const given = ctx.get('x-request-id');
     const requestId = /^[\w.:-]{1,128}$/.test(given) ? given : randomUUID();
     ctx.set('x-request-id', requestId);
+    let error: ApiError | undefined;
     try {
       await next();
     } catch (e) {
-      let error: ApiError;
       if (e instanceof ApiError) error = e;
       else {
         error = internal();
@@ -83,22 +123,64 @@ export function createApp({ model, openapi, log, issuer, authenticate, publicRou
         ? { code: error.code, message: error.message, details: [] }
         : error.body(errorDomain(ctx.path));
     }
+    if (ctx.status < 400 && probePaths.has(ctx.path)) return;
+    const subject = (ctx.state.principal as Principal | undefined)?.subject;
     log({
-      level: 'info',
+      level: levelOf(ctx.status),
       requestId,
       method: ctx.method,
       path: ctx.path,
+      route: routeTemplate(ctx),
       status: ctx.status,
       ms: Math.round(performance.now() - started),
+      ...(subject ? { identity: subject } : {}),
+      ...(error ? { reason: error.codeName } : {}),
     });
-  });
+  };
+}
+
+/** Requests in flight, and each one's route template, method, status and time, once answered. */
+function measure(metrics: Metrics): Koa.Middleware {
+  return async (ctx, next) => {
+    const started = performance.now();
+    metrics.requestStarted();
+    try {
+      await next();
+    } finally {
+      metrics.requestFinished(routeTemplate(ctx), ctx.method, ctx.status, (performance.now() - started) / 1000);
+    }
+  };
+}
+
+/** Takes a request from the caller's bucket: the identity when known, else the address it comes from. */
+function limit(rateLimit: RateLimit, ctx: Koa.Context): void {
+  if (probePaths.has(ctx.path)) return;
+  const subject = (ctx.state.principal as Principal | undefined)?.subject;
+  const wait = rateLimit.take(subject ? `identity ${subject}` : `address ${ctx.ip}`);
+  if (wait === 0) return;
+  ctx.set('Retry-After', String(wait));
+  throw rateLimited(subject ? `identity ${subject}` : `address ${ctx.ip}`, rateLimit.perSecond, wait);
+}
+
+export function createApp(o: AppOptions): Koa {
+  const { model, openapi, log, issuer, authenticate, publicRoutes, routes } = o;
+  const app = new Koa();
+  const domains = new Set(model.domains);
+  const errorDomain = (path: string) => {
+    const first = path.split('/')[1] ?? '';
+    return `${domains.has(first) ? first : 'api'}.${model.service}.dev`;
+  };
+
+  if (o.metrics) app.use(measure(o.metrics));
+  app.use(answer(log, errorDomain));
+  if (o.corsOrigins) app.use(cors(o.corsOrigins));
 
   app.use(async (ctx, next) => {
     const unsafe = unsafeRequestLine(ctx.path, ctx.query, ctx.get('host') || undefined, ctx.req.httpVersion);
     if (unsafe) throw invalidArgument([unsafe]);
     await next();
   });
-  app.use(jsonBody());
+  app.use(jsonBody(o.maxBodyBytes));
 
   // The documents, and the routes that read their own credentials, come before authentication. A wrong method
   // on one of their paths is answered here too, before another issuer's token could be refused as ours.
@@ -117,6 +199,13 @@ export function createApp({ model, openapi, log, issuer, authenticate, publicRou
   }
   const before: RouteTable[] = [{ router: documents, serves: (path) => documentPaths.has(path) }, ...publicRoutes];
   const tables = [...before, ...routes];
+  // Who calls these is not known yet: an anonymous caller's bucket, by address.
+  const rateLimit = o.rateLimit;
+  if (rateLimit)
+    app.use((ctx, next) => {
+      if (before.some((t) => t.serves?.(ctx.path))) limit(rateLimit, ctx);
+      return next();
+    });
   for (const t of before) {
     app.use(dispatch(t));
     app.use(async (ctx, next) => {
@@ -142,6 +231,7 @@ export function createApp({ model, openapi, log, issuer, authenticate, publicRou
       principal = await authenticate(m[1]);
     }
     ctx.state.principal = principal;
+    if (o.rateLimit) limit(o.rateLimit, ctx);
     await next();
   });
 

@@ -3,7 +3,7 @@ import { randomBytes } from 'node:crypto';
 import { existsSync, readFileSync, renameSync, statSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { createLocalJWKSet, errors, exportJWK, generateKeyPair, importJWK, jwtVerify, SignJWT, type JWK } from 'jose';
-import { unauthenticated } from './errors.js';
+import { ApiError, unauthenticated } from './errors.js';
 import { isUidPath } from './uid.js';
 
 /** Tokens last at most this long. */
@@ -226,36 +226,59 @@ export class TokenIssuer {
     }
   }
 
+  /** Told of every check: a token verified before (cached), verified now, or refused with a reason class. */
+  observe?: (outcome: 'cached' | 'verified' | 'refused', reason?: string) => void;
+
   /** The subject of a valid token of ours; UNAUTHENTICATED saying what is wrong otherwise. */
   async verify(token: string): Promise<string> {
     try {
-      this.reload(false);
-      const known = this.verified.get(token);
-      if (known && known.expiresMs > Date.now()) return known.subject;
-      if (known) this.verified.delete(token);
-      const refused = notOurs(token, Math.floor(Date.now() / 1000));
-      if (refused) throw unauthenticated(refused);
-      const { payload } = (await this.verifySignature(token)) as { payload: { sub: string; exp: number } };
-      if (this.verified.size >= maxVerifiedTokens) this.verified.delete(this.verified.keys().next().value!);
-      this.verified.set(token, { subject: payload.sub, expiresMs: payload.exp * 1000 });
-      return payload.sub;
+      return await this.check(token);
     } catch (e) {
-      if (e instanceof errors.JWTExpired) throw unauthenticated('the token has expired');
-      if (e instanceof errors.JWTClaimValidationFailed) {
-        const expected =
-          e.claim === 'iss'
-            ? `: this server issues tokens as ${this.issuer}`
-            : e.claim === 'aud'
-              ? `: this server accepts the audience ${this.audience}`
-              : '';
-        throw unauthenticated(`the token's ${e.claim} claim is not accepted here${expected}`);
-      }
-      if (e instanceof errors.JWSSignatureVerificationFailed)
-        throw unauthenticated('the token signature does not verify');
-      if (e instanceof errors.JWKSNoMatchingKey)
-        throw unauthenticated('the token was not signed by a key of this server');
-      if (e instanceof errors.JOSEError) throw unauthenticated('the token is malformed');
-      throw e;
+      const refused = this.refusal(e);
+      if (!refused) throw e;
+      this.observe?.('refused', refused.reason);
+      throw refused.error;
     }
+  }
+
+  private async check(token: string): Promise<string> {
+    this.reload(false);
+    const known = this.verified.get(token);
+    if (known && known.expiresMs > Date.now()) {
+      this.observe?.('cached');
+      return known.subject;
+    }
+    if (known) this.verified.delete(token);
+    const refused = notOurs(token, Math.floor(Date.now() / 1000));
+    if (refused) throw unauthenticated(refused);
+    const { payload } = (await this.verifySignature(token)) as { payload: { sub: string; exp: number } };
+    if (this.verified.size >= maxVerifiedTokens) this.verified.delete(this.verified.keys().next().value!);
+    this.verified.set(token, { subject: payload.sub, expiresMs: payload.exp * 1000 });
+    this.observe?.('verified');
+    return payload.sub;
+  }
+
+  /** A refusal as the caller is told it, and its class for the metrics; undefined for any other failure. */
+  private refusal(e: unknown): { reason: string; error: ApiError } | undefined {
+    if (e instanceof ApiError) return { reason: /malformed/.test(e.message) ? 'malformed' : 'not_ours', error: e };
+    if (e instanceof errors.JWTExpired) return { reason: 'expired', error: unauthenticated('the token has expired') };
+    if (e instanceof errors.JWTClaimValidationFailed) {
+      const expected =
+        e.claim === 'iss'
+          ? `: this server issues tokens as ${this.issuer}`
+          : e.claim === 'aud'
+            ? `: this server accepts the audience ${this.audience}`
+            : '';
+      return {
+        reason: 'claim',
+        error: unauthenticated(`the token's ${e.claim} claim is not accepted here${expected}`),
+      };
+    }
+    if (e instanceof errors.JWSSignatureVerificationFailed)
+      return { reason: 'signature', error: unauthenticated('the token signature does not verify') };
+    if (e instanceof errors.JWKSNoMatchingKey)
+      return { reason: 'unknown_key', error: unauthenticated('the token was not signed by a key of this server') };
+    if (e instanceof errors.JOSEError) return { reason: 'malformed', error: unauthenticated('the token is malformed') };
+    return undefined;
   }
 }

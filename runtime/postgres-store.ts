@@ -115,12 +115,14 @@ export async function openPostgresStore(url: string, entities: EntitySchema[]): 
   };
   await transaction((sql) => buildCounts(sql, countedTables(orm)));
   const access = await listenForAccessChanges(url);
+  const started = await schemaFingerprint(read);
   return {
     orm,
     dialect: postgresql,
     read,
     slowRead: read,
     transaction,
+    schemaChanged: async () => (await schemaFingerprint(read)) !== started,
     accessChanges: {
       announce: () => void pool.query(`select pg_notify('${accessChannel}', '')`).catch(() => undefined),
       subscribe: (heard) => access.heard.add(heard),
@@ -134,6 +136,15 @@ export async function openPostgresStore(url: string, entities: EntitySchema[]): 
 }
 
 const accessChannel = 'platform_access_changed';
+
+/** The tables and columns of the schema as one hash: PostgreSQL keeps no counter of schema changes. */
+async function schemaFingerprint(read: Sql): Promise<string> {
+  const [row] = await read.all(
+    "select md5(string_agg(table_name || '.' || column_name || ':' || data_type, ',' order by table_name, column_name)) as f " +
+      'from information_schema.columns where table_schema = current_schema()',
+  );
+  return String(row.f);
+}
 
 /**
  * One connection listening for other processes' access changes. Were it lost, changes could go unheard: every

@@ -38,12 +38,17 @@ export async function openSqliteStore(databaseFile: string, entities: EntitySche
   const writes = new GroupCommit(pool);
   await writes.transaction((sql) => buildCounts(sql, countedTables(orm)));
   performance.mark('scope counts');
+  // SQLite counts every change of the schema, by any connection: a different number means another process's.
+  const schemaVersion = async () => (await read.all('select schema_version as v from pragma_schema_version'))[0].v;
+  const started = await schemaVersion();
   return {
     orm,
     dialect: sqlite,
     read,
     slowRead,
     transaction: (fn) => writes.transaction(fn),
+    schemaChanged: async () => (await schemaVersion()) !== started,
+    writeQueueDepth: () => writes.depth,
     close: async () => {
       await read.close();
       await slowRead.close();

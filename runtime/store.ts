@@ -23,7 +23,38 @@ export interface Store {
    * do, so every process drops its cached grants (runtime/authorization.ts) within moments of the commit.
    */
   accessChanges?: { announce(): void; subscribe(heard: () => void): void };
+  /** Whether another process changed the schema since this store brought it to the model (readiness). */
+  schemaChanged(): Promise<boolean>;
+  /** Write transactions waiting for the connection (SQLite: the group commit's queue). */
+  writeQueueDepth?: () => number;
   close(): Promise<void>;
+}
+
+export type StatementKind = 'read' | 'slow_read' | 'write';
+
+/** Statements timed as they run; observe gets seconds. */
+function timedSql(sql: Sql, kind: StatementKind, observe: (kind: StatementKind, seconds: number) => void): Sql {
+  const timed =
+    <T>(run: (text: string, params?: unknown[]) => Promise<T>) =>
+    async (text: string, params?: unknown[]) => {
+      const started = performance.now();
+      try {
+        return await run(text, params);
+      } finally {
+        observe(kind, (performance.now() - started) / 1000);
+      }
+    };
+  return { all: timed((text, params) => sql.all(text, params)), run: timed((text, params) => sql.run(text, params)) };
+}
+
+/** The store with every statement of our own timed (the ORM's, at start, are not). */
+export function timeStatements(store: Store, observe: (kind: StatementKind, seconds: number) => void): Store {
+  return {
+    ...store,
+    read: timedSql(store.read, 'read', observe),
+    slowRead: timedSql(store.slowRead, 'slow_read', observe),
+    transaction: (fn) => store.transaction((sql) => fn(timedSql(sql, 'write', observe))),
+  };
 }
 
 /** Where the data lives: a SQLite file, or a PostgreSQL database. */

@@ -9,7 +9,8 @@ parseCommandLine({
 usage: npm start
 Serves the API until SIGTERM or SIGINT. Installs and generates first as needed. Takes no arguments; configured by
 the environment: PORT (8080; 0 picks a free port; HTTP and gRPC), GRPC_PORT (gRPC alone as well), HOST
-(127.0.0.1), DATA_DIR (./data), DATABASE_URL, ISSUER_URL, TOKEN_AUDIENCE, LOG (on|off). See README.md,
+(127.0.0.1), DATA_DIR (./data), DATABASE_URL, ISSUER_URL, TOKEN_AUDIENCE, LOG (on|off), METRICS, CORS_ORIGINS,
+MAX_BODY_BYTES, RATE_LIMIT. See README.md,
 "Configuration".`,
 });
 
@@ -21,15 +22,22 @@ try {
   performance.mark('modules');
   const server = await startServer(config, generated);
   const grpc = server.grpcPort === undefined ? '' : `, gRPC alone on port ${server.grpcPort}`;
-  console.log(`platform-api listening on ${server.url} (HTTP and gRPC${grpc}; data in ${config.dataDir})`);
-  if (config.log)
-    console.log(JSON.stringify({ time: new Date().toISOString(), level: 'info', startUpMs: startUpPhases() }));
+  // LOG=on: the same JSON lines as the request log (one object a line); off: plain lines for a terminal.
+  const say = (message: string, fields: Record<string, unknown> = {}) =>
+    console.log(
+      config.log ? JSON.stringify({ time: new Date().toISOString(), level: 'info', message, ...fields }) : message,
+    );
+  say(`platform-api listening on ${server.url} (HTTP and gRPC${grpc}; data in ${config.dataDir})`, {
+    url: server.url,
+    startUpMs: startUpPhases(),
+  });
   let stopping = false;
   const stop = async (signal: string) => {
     if (stopping) return;
     stopping = true;
-    console.log(`${signal}: finishing requests in flight and closing the database`);
+    say(`${signal}: finishing requests in flight and closing the database`, { signal });
     await server.close();
+    say('platform-api stopped');
     process.exit(0);
   };
   process.on('SIGTERM', () => void stop('SIGTERM'));

@@ -8,10 +8,10 @@ import type { createRouter as CreateRouter, createSteps as CreateSteps } from '.
 import type { createRpcTable as CreateRpcTable } from '../generated/grpc.js';
 import { handlers, v1Extensions } from '../handlers/index.js';
 import { TokenExchange } from '../handlers/sts.js';
-import { Policy } from '../runtime/authorization.js';
+import { Policy, type Principal } from '../runtime/authorization.js';
 import { ensureBootstrap } from '../runtime/bootstrap.js';
 import { defaultIssuer, type Config } from '../runtime/config.js';
-import { createApp } from '../runtime/http.js';
+import { createApp, type RouteTable } from '../runtime/http.js';
 import { listen } from '../runtime/http-server.js';
 import {
   defaultGeneratedDir,
@@ -29,8 +29,11 @@ import { createV1Router } from '../runtime/v1/adapter.js';
 import { createRpcOperations } from '../runtime/grpc/operations.js';
 import { shareConnections } from '../runtime/grpc/same-port.js';
 import { createGrpcServer } from '../runtime/grpc/server.js';
-import { maxBodyBytes } from '../runtime/json-body.js';
 import { loadValidators } from '../runtime/validation.js';
+import type { Store } from '../runtime/store.js';
+import { healthRoutes } from '../runtime/health.js';
+import { Metrics, metricsRoute } from '../runtime/metrics.js';
+import { RateLimit } from '../runtime/rate-limit.js';
 
 export interface GeneratedParts extends DataParts {
   createRouter: typeof CreateRouter;
@@ -61,10 +64,42 @@ export interface RunningServer {
   close(): Promise<void>;
 }
 
+function deliveryProblem(worker: DeliveryWorker | undefined): string | undefined {
+  return worker ? worker.problem() : 'the event delivery worker has not started yet';
+}
+
+/**
+ * /healthz and /readyz, and /metrics as METRICS says: before authentication (open), or after it for a caller
+ * holding CAP_METRICS_READ in some group (token).
+ */
+function operatorRoutes(
+  config: Config,
+  store: Store,
+  policy: Policy,
+  metrics: Metrics | undefined,
+  worker: () => DeliveryWorker | undefined,
+): { before: RouteTable[]; after: RouteTable[] } {
+  const health = healthRoutes({
+    database: async () => void (await store.read.all('select 1')),
+    schema: async () => ((await store.schemaChanged()) ? 'another process changed the schema since start' : undefined),
+    ...(config.events ? { events: async () => deliveryProblem(worker()) } : {}),
+  });
+  if (!metrics) return { before: [health], after: [] };
+  if (config.metrics === 'open') return { before: [health, metricsRoute(metrics)], after: [] };
+  const authorize = (principal: Principal) => policy.requireCapability(principal, ['CAP_METRICS_READ'], undefined);
+  return { before: [health], after: [metricsRoute(metrics, authorize)] };
+}
+
 export async function startServer(config: Config, generated?: GeneratedParts): Promise<RunningServer> {
   const parts = generated ?? (await loadGenerated());
   const { model } = parts;
-  const { store, resources } = await openResources(config, parts);
+  const metrics = config.metrics === 'off' ? undefined : new Metrics();
+  const { store, resources } = await openResources(
+    config,
+    parts,
+    metrics && ((kind, seconds) => metrics.statement(kind, seconds)),
+  );
+  if (metrics && store.writeQueueDepth) metrics.watchWriteQueue(store.writeQueueDepth);
   await ensureBootstrap(store, model, config.dataDir);
   performance.mark('bootstrap');
   const policy = new Policy(resources);
@@ -81,17 +116,33 @@ export async function startServer(config: Config, generated?: GeneratedParts): P
         process.stdout.write(`${JSON.stringify({ time: new Date().toISOString(), ...line })}\n`)
     : () => {};
   let issuer: TokenIssuer | undefined;
-  const authenticate = async (token: string) => policy.authenticate(await issuer!.verify(token));
+  const authenticate = async (token: string) => {
+    const subject = await issuer!.verify(token);
+    return policy.authenticate(subject).catch((e: unknown) => {
+      metrics?.tokenChecked('refused', 'unknown_subject');
+      throw e;
+    });
+  };
   const exchange = new TokenExchange(resources, () => issuer!);
+  let deliveries: DeliveryWorker | undefined;
+  const operator = operatorRoutes(config, store, policy, metrics, () => deliveries);
   const app = createApp({
     model,
     openapi,
     log,
     issuer: () => issuer!,
     authenticate,
-    publicRoutes: [{ router: exchange.router(), serves: (path) => path === '/sts/exchange' }],
-    // Every v1 path has a /v1/ segment: other requests skip matching the v1 routes.
-    routes: [{ router: v1, serves: (path) => path.includes('/v1/') }, { router: v2 }],
+    publicRoutes: [...operator.before, { router: exchange.router(), serves: (path) => path === '/sts/exchange' }],
+    routes: [
+      ...operator.after,
+      // Every v1 path has a /v1/ segment: other requests skip matching the v1 routes.
+      { router: v1, serves: (path) => path.includes('/v1/') },
+      { router: v2 },
+    ],
+    metrics,
+    corsOrigins: config.corsOrigins,
+    maxBodyBytes: config.maxBodyBytes,
+    rateLimit: config.rateLimit && new RateLimit(config.rateLimit.perSecond, config.rateLimit.burst),
   });
   performance.mark('http app');
   const grpc = createGrpcServer({
@@ -100,7 +151,7 @@ export async function startServer(config: Config, generated?: GeneratedParts): P
     authenticate,
     errorDomain: (domain) => `${domain}.${model.service}.dev`,
     log,
-    maxMessageBytes: maxBodyBytes,
+    maxMessageBytes: config.maxBodyBytes,
   });
   performance.mark('grpc');
   const server: Server = await listen(app, { ...config, errorDomain: `api.${model.service}.dev` });
@@ -112,10 +163,12 @@ export async function startServer(config: Config, generated?: GeneratedParts): P
   const url = defaultIssuer({ ...config, port, issuerUrl: undefined });
   const iss = config.issuerUrl ?? url;
   issuer = await TokenIssuer.open(config.dataDir, iss, config.audience ?? iss);
+  if (metrics) issuer.observe = (outcome, reason) => metrics.tokenChecked(outcome, reason);
   recordIssuer(config.dataDir, { issuer: iss, audience: config.audience ?? iss });
   performance.mark('keys');
-  const deliveries = config.events && new DeliveryWorker(resources, () => issuer!, config.events, log);
+  deliveries = config.events && new DeliveryWorker(resources, () => issuer!, config.events, log);
   deliveries?.start();
+  if (metrics && deliveries) metrics.watchDeliveries(deliveries);
   return {
     url,
     ...(grpcPort !== undefined ? { grpcPort } : {}),

@@ -67,6 +67,8 @@ export class DeliveryWorker {
   /** the step under way, which stop() waits for */
   private ticking: Promise<void> = Promise.resolve();
   private stopped = false;
+  /** when the last pass over the work ended (or the worker started): readiness sees a stuck worker */
+  private passedAt = 0;
   private prunedAt = 0;
   /** where the next claim starts among the subscriptions */
   private rotation = 0;
@@ -84,7 +86,24 @@ export class DeliveryWorker {
   }
 
   start(): void {
+    this.passedAt = Date.now();
     this.schedule(0);
+  }
+
+  /** Why the worker is not doing its work (stopped, or stuck in a pass), for readiness; undefined when it is. */
+  problem(): string | undefined {
+    if (this.stopped || this.passedAt === 0) return 'the event delivery worker is not running';
+    const sinceMs = Date.now() - this.passedAt;
+    const stuckMs = Math.max(30_000, this.config.pollMs * 10);
+    if (sinceMs > stuckMs)
+      return `the event delivery worker has not finished a pass for ${Math.round(sinceMs / 1000)} s`;
+    return undefined;
+  }
+
+  /** How long the oldest event not yet dispatched has waited in the outbox (0: none waits). */
+  async outboxLagMs(): Promise<number> {
+    const [oldest] = await this.outbox.find(isNull('dispatchedTime'), bySeq, 1);
+    return oldest ? Math.max(0, Date.now() - Date.parse(oldest.time)) : 0;
   }
 
   /** Stops taking work; a POST still in flight is abandoned, and its lease lets it be sent again after a restart. */
@@ -110,6 +129,7 @@ export class DeliveryWorker {
     } catch (e) {
       this.failedStep(e);
     }
+    this.passedAt = Date.now();
     this.schedule(busy ? 0 : this.config.pollMs);
   }
 
