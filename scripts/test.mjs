@@ -14,9 +14,19 @@ try {
 } catch (e) {
   process.stderr.write(`[test] cannot start PostgreSQL: ${e.message}; the PostgreSQL tests will fail\n`);
 }
+/**
+ * The tests' environment: the test cluster, and never a DATABASE_URL of the shell's (the servers and scripts the
+ * tests start must not write into a database someone exported for other work).
+ */
+function testEnv() {
+  const env = { ...process.env, ...(cluster ? { TEST_POSTGRES_URL: `${cluster.base}/postgres` } : {}) };
+  delete env.DATABASE_URL;
+  return env;
+}
+
 const child = spawn(process.execPath, ['--import', 'tsx', 'node_modules/uvu/bin.js', ...args, '--no-color'], {
   stdio: ['inherit', 'pipe', 'inherit'],
-  env: { ...process.env, ...(cluster ? { TEST_POSTGRES_URL: `${cluster.base}/postgres` } : {}) },
+  env: testEnv(),
 });
 for (const signal of ['SIGINT', 'SIGTERM'])
   process.on(signal, () => {

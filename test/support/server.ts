@@ -26,9 +26,8 @@ export interface TestServer {
 }
 
 /**
- * env: configuration beyond the defaults (EVENTS_RETRY_BASE_MS=...). In npm test's PostgreSQL pass (its
- * DATABASE_URL set for the whole process, scripts/test.mjs) the server, and every script a test runs, use that
- * database.
+ * env: configuration beyond the defaults (EVENTS_RETRY_BASE_MS=...). TEST_DATABASE_URL (a PostgreSQL database made
+ * for the run) puts every test server there; scripts the tests run then need DATABASE_URL set to it as well.
  */
 export async function startTestServer(
   generated?: GeneratedParts,
@@ -41,7 +40,7 @@ export async function startTestServer(
       HOST: '127.0.0.1',
       DATA_DIR: dataDir,
       LOG: 'off',
-      ...(process.env.DATABASE_URL ? { DATABASE_URL: process.env.DATABASE_URL } : {}),
+      ...(process.env.TEST_DATABASE_URL ? { DATABASE_URL: process.env.TEST_DATABASE_URL } : {}),
       ...env,
     }),
     generated,
