@@ -4,16 +4,10 @@
 // validator and HTTP layer for what the token and the SSRF-checked connection need done here anyway.
 import { createHash } from 'node:crypto';
 import { snakeCase } from '../field-names.js';
-import type { Row } from '../records.js';
+import type { OutboxEvent } from '../outbox.js';
 
-export interface StoredEvent {
-  type: string;
-  subject: string;
-  groupUid: string | null;
-  actor: string | null;
-  time: string;
-  body: Row;
-}
+/** What of an outbox event a delivery sends. */
+export type StoredEvent = Pick<OutboxEvent, 'type' | 'subject' | 'groupUid' | 'actor' | 'time' | 'body'>;
 
 /** A JSON value with every object key in its proto (snake_case) spelling. */
 export function protoNamed(value: unknown): unknown {
