@@ -1,4 +1,5 @@
 // Reads a JSON request body: bounded size, right content type, parse errors as INVALID_ARGUMENT.
+import type { IncomingMessage } from 'node:http';
 import type { Middleware } from 'koa';
 import { ApiError, invalidArgument } from './errors.js';
 import { unsafeJson } from './input-safety.js';
@@ -10,29 +11,45 @@ function withStatus(e: ApiError, status: number): ApiError {
   return e;
 }
 
+function tooLarge(limit: number): ApiError {
+  return withStatus(invalidArgument([{ field: '(body)', description: `the body is larger than ${limit} bytes` }]), 413);
+}
+
+/** The body as text, refused once it passes the limit (events, not async iteration: this runs per write). */
+function readBody(req: IncomingMessage, limit: number): Promise<string> {
+  return new Promise((resolve, reject) => {
+    const chunks: Buffer[] = [];
+    let size = 0;
+    const onData = (chunk: Buffer) => {
+      size += chunk.length;
+      if (size <= limit) return void chunks.push(chunk);
+      req.off('data', onData);
+      // The rest is read and dropped, so the answer can still be written on the connection.
+      req.resume();
+      reject(tooLarge(limit));
+    };
+    req.on('data', onData);
+    req.once('end', () =>
+      resolve(chunks.length === 1 ? chunks[0].toString('utf8') : Buffer.concat(chunks).toString('utf8')),
+    );
+    req.once('error', reject);
+  });
+}
+
+/** The media type of a Content-Type value, without parameters, in lower case. */
+function mediaType(contentType: string): string {
+  const end = contentType.indexOf(';');
+  return (end < 0 ? contentType : contentType.slice(0, end)).trim().toLowerCase();
+}
+
 export function jsonBody(limit = maxBodyBytes): Middleware {
   return async (ctx, next) => {
     if (!['POST', 'PUT', 'PATCH'].includes(ctx.method)) return next();
     const declared = Number(ctx.get('content-length') || 0);
-    if (declared > limit)
-      throw withStatus(
-        invalidArgument([{ field: '(body)', description: `the body is larger than ${limit} bytes` }]),
-        413,
-      );
-    const chunks: Buffer[] = [];
-    let size = 0;
-    for await (const chunk of ctx.req) {
-      size += (chunk as Buffer).length;
-      if (size > limit)
-        throw withStatus(
-          invalidArgument([{ field: '(body)', description: `the body is larger than ${limit} bytes` }]),
-          413,
-        );
-      chunks.push(chunk as Buffer);
-    }
-    const text = Buffer.concat(chunks).toString('utf8');
+    if (declared > limit) throw tooLarge(limit);
+    const text = await readBody(ctx.req, limit);
     if (text.trim() === '') return next();
-    if (!ctx.is('application/json')) {
+    if (mediaType(ctx.get('content-type')) !== 'application/json') {
       throw withStatus(
         invalidArgument([{ field: 'Content-Type', description: 'the body must be sent as application/json' }]),
         415,

@@ -37,17 +37,19 @@ function numberedText(text: string): string {
  */
 function sqlOn(client: pg.Pool | pg.PoolClient): Sql {
   let last: Promise<unknown> = Promise.resolve();
-  const query = <R extends Row>(text: string, params: unknown[]) => {
-    if (client instanceof pg.Pool) return client.query<R>(numberedText(text), params);
+  const query = <R extends Row | unknown[]>(text: string, params: unknown[], rowMode?: 'array') => {
+    const config = { text: numberedText(text), values: params, ...(rowMode ? { rowMode } : {}) };
+    if (client instanceof pg.Pool) return client.query<R>(config);
     const next = last.then(
-      () => client.query<R>(numberedText(text), params),
-      () => client.query<R>(numberedText(text), params),
+      () => client.query<R>(config),
+      () => client.query<R>(config),
     );
     last = next.catch(() => undefined);
     return next;
   };
   return {
     all: async (text, params = []) => (await query<Row>(text, params)).rows,
+    values: async (text, params = []) => (await query<unknown[]>(text, params, 'array')).rows,
     run: async (text, params = []) => (await query(text, params)).rowCount ?? 0,
   };
 }

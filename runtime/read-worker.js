@@ -7,13 +7,14 @@ import Database from 'better-sqlite3';
 const db = new Database(workerData.file, { readonly: true, timeout: 10_000 });
 const prepared = new Map();
 
-parentPort.on('message', ({ id, sql, params }) => {
+parentPort.on('message', ({ id, sql, params, raw }) => {
   try {
     let statement = prepared.get(sql);
     if (!statement) {
       if (prepared.size >= 200) prepared.delete(prepared.keys().next().value);
       prepared.set(sql, (statement = db.prepare(sql)));
     }
+    statement.raw(raw);
     parentPort.postMessage({ id, rows: statement.all(...params) });
   } catch (e) {
     parentPort.postMessage({ id, error: e instanceof Error ? e.message : String(e) });

@@ -16,12 +16,21 @@ function outputValue(value: unknown, f: FieldModel): unknown {
   return value;
 }
 
+/** Each field set's fields that a response shows, listed once: every row of every answer walks them. */
+const shownFields = new WeakMap<Record<string, FieldModel>, [string, FieldModel][]>();
+
+function shown(fields: Record<string, FieldModel>): [string, FieldModel][] {
+  let list = shownFields.get(fields);
+  if (!list) shownFields.set(fields, (list = Object.entries(fields).filter(([, f]) => !f.inputOnly)));
+  return list;
+}
+
 export function outputObject(row: Row, fields: Record<string, FieldModel>): Row {
   const out: Row = {};
-  for (const [name, f] of Object.entries(fields)) {
-    if (f.inputOnly) continue;
-    const v = outputValue(row[name], f);
-    if (v !== undefined) out[name] = v;
+  for (const [name, f] of shown(fields)) {
+    const v = row[name];
+    if (v === null || v === undefined) continue;
+    out[name] = outputValue(v, f);
   }
   return out;
 }

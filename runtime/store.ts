@@ -44,7 +44,11 @@ function timedSql(sql: Sql, kind: StatementKind, observe: (kind: StatementKind, 
         observe(kind, (performance.now() - started) / 1000);
       }
     };
-  return { all: timed((text, params) => sql.all(text, params)), run: timed((text, params) => sql.run(text, params)) };
+  return {
+    all: timed((text, params) => sql.all(text, params)),
+    values: timed((text, params) => sql.values(text, params)),
+    run: timed((text, params) => sql.run(text, params)),
+  };
 }
 
 /** The store with every statement of our own timed (the ORM's, at start, are not). */

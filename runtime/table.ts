@@ -23,6 +23,8 @@ export class Table<T = Row> {
   private readonly selectList: string;
   /** every column but sub-resources (a repo's readme, up to 1 MiB): what lists and lookups by condition read */
   private readonly findList: string;
+  private readonly everyColumn: [string, Column][];
+  private readonly findColumns: [string, Column][];
   private readonly counts = new CountCache();
   private readonly dialect: Dialect;
   private readonly conditions: ConditionCompiler;
@@ -51,20 +53,29 @@ export class Table<T = Row> {
       this.columns.set(p.name, { name: p.fieldNames[0], kind });
     }
     this.conditions = new ConditionCompiler(this.columns, this.dialect);
-    const select = (props: [string, Column][]) =>
-      props.map(([prop, c]) => `${this.dialect.selected(c)} as ${quoteIdentifier(prop)}`).join(', ');
-    this.selectList = select([...this.columns]);
-    this.findList = select([...this.columns].filter(([prop]) => !prop.startsWith('subresource_')));
+    this.everyColumn = [...this.columns];
+    this.findColumns = this.everyColumn.filter(([prop]) => !prop.startsWith('subresource_'));
+    const select = (props: [string, Column][]) => props.map(([, c]) => this.dialect.selected(c)).join(', ');
+    this.selectList = select(this.everyColumn);
+    this.findList = select(this.findColumns);
   }
 
-  private toRecord(raw: Row): T {
-    for (const [prop, c] of this.columns) {
-      const v = raw[prop];
-      if (v === null || v === undefined) continue;
-      if (c.kind === 'json' && typeof v === 'string') raw[prop] = JSON.parse(v);
-      else if (c.kind === 'boolean') raw[prop] = v === 1 || v === true;
+  /** A record from a row's values in the order of `columns`: JSON parsed, booleans as booleans. */
+  private toRecord(values: unknown[], columns: [string, Column][]): T {
+    const record: Row = {};
+    for (let i = 0; i < columns.length; i++) {
+      const [prop, c] = columns[i];
+      const v = values[i];
+      record[prop] =
+        v === null || v === undefined
+          ? v
+          : c.kind === 'json' && typeof v === 'string'
+            ? JSON.parse(v)
+            : c.kind === 'boolean'
+              ? v === 1 || v === true
+              : v;
     }
-    return raw as T;
+    return record as T;
   }
 
   private toColumn(prop: string, v: unknown): [string, unknown] {
@@ -74,10 +85,11 @@ export class Table<T = Row> {
   }
 
   async get(uid: string, sql?: Sql): Promise<T | null> {
-    const [raw] = await (sql ?? this.store.read).all(`select ${this.selectList} from ${this.table} where "uid" = ?`, [
-      uid,
-    ]);
-    return raw ? this.toRecord(raw) : null;
+    const [values] = await (sql ?? this.store.read).values(
+      `select ${this.selectList} from ${this.table} where "uid" = ?`,
+      [uid],
+    );
+    return values ? this.toRecord(values, this.everyColumn) : null;
   }
 
   /**
@@ -91,11 +103,11 @@ export class Table<T = Row> {
       .map((o) => this.dialect.orderBy(`${this.table}.${quoteIdentifier(this.columns.get(o.property)!.name)}`, o.desc))
       .join(', ');
     const page = this.dialect.limit(limit, offset ?? 0);
-    const rows = await (sql ?? this.store.read).all(
+    const rows = await (sql ?? this.store.read).values(
       `select ${this.findList} from ${this.table} where ${compiled.sql} order by ${orderBy} ${page.sql}`,
       [...compiled.params, ...page.params],
     );
-    return rows.map((r) => this.toRecord(r));
+    return rows.map((values) => this.toRecord(values, this.findColumns));
   }
 
   /**

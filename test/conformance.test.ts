@@ -24,6 +24,14 @@ test.before(async () => {
     const r = await runScript('scripts/import.ts', [resource, file, '--parent', org], { DATA_DIR: s.dataDir });
     if (r.status !== 0) throw new Error(r.stderr);
   }
+  // A delivery, which only the server makes: a subscription of the organization and a change in it.
+  const sub = await s.call('POST', `/events/v2/subscriptions/${org}`, { sink: 'http://127.0.0.1:9/conformance' });
+  if (sub.status !== 200) throw new Error(JSON.stringify(sub.body));
+  await s.call('POST', `/iam/v2/groups/${org}`, { name: 'changed' });
+  for (let tries = 0; (await s.call('GET', '/events/v2/deliveries')).body.deliveries?.length === 0; tries++) {
+    if (tries === 100) throw new Error('no delivery was made within 10 s');
+    await new Promise((resolve) => setTimeout(resolve, 100));
+  }
 });
 test.after(async () => s.stop());
 
