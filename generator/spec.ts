@@ -191,17 +191,28 @@ export function loadSpec(specDir: string): ApiModel {
 
 function readApi(file: string, problems: string[]): ApiModel {
   const api = readYaml(file, problems) as
-    { title?: string; version?: string; service?: string; proto?: { hierarchyFilter?: string } } | undefined;
+    | {
+        title?: string;
+        version?: string;
+        service?: string;
+        schemaVersion?: number;
+        proto?: { hierarchyFilter?: string };
+      }
+    | undefined;
   if (
     api &&
     (typeof api.title !== 'string' || typeof api.service !== 'string' || !/^[a-z][a-z0-9-]*$/.test(api.service))
   ) {
     problems.push(`${file}: needs title and service (lowercase name used in error domains)`);
   }
+  const schemaVersion = api?.schemaVersion ?? 1;
+  if (!Number.isSafeInteger(schemaVersion) || schemaVersion < 1)
+    problems.push(`${file}: schemaVersion must be a whole number from 1, got ${JSON.stringify(schemaVersion)}`);
   return {
     title: api?.title ?? '',
     version: api?.version ?? 'v2',
     service: api?.service ?? '',
+    schemaVersion,
     domains: [],
     resources: {},
     endpoints: [],

@@ -229,6 +229,8 @@ export interface ApiModel {
   title: string;
   version: string;
   service: string;
+  /** the version of the stored schema (spec/api.yaml schemaVersion): runtime/schema-versions.ts */
+  schemaVersion: number;
   domains: string[];
   resources: Record<string, ResourceModel>;
   endpoints: EndpointModel[];

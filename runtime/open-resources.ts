@@ -51,7 +51,7 @@ export async function openResources(
   observe?: (kind: StatementKind, seconds: number) => void,
 ): Promise<{ store: Store; resources: Resources }> {
   mkdirSync(config.dataDir, { recursive: true });
-  const opened = await openStore(config.database, parts.entities);
+  const opened = await openStore(config.database, parts.entities, parts.model.schemaVersion);
   const store = observe ? timeStatements(opened, observe) : opened;
   return { store, resources: new Resources(store, parts.model, new PageToken(pageTokenSecret(config.dataDir))) };
 }

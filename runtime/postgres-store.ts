@@ -11,6 +11,7 @@ import { ConfigError } from './config.js';
 import { postgresql } from './dialect.js';
 import type { Row } from './records.js';
 import { buildCounts } from './scope-counts.js';
+import { migrate } from './schema-versions.js';
 import type { Sql } from './sql.js';
 import { countedTables, storedEntities, type Store } from './store.js';
 
@@ -54,6 +55,17 @@ function sqlOn(client: pg.Pool | pg.PoolClient): Sql {
   };
 }
 
+/** MikroORM on the database, the tables not yet compared with the model (npm run migrate reads them first). */
+export function openPostgresOrm(url: string, entities: EntitySchema[]): Promise<MikroORM> {
+  return MikroORM.init({
+    clientUrl: url,
+    entities: storedEntities(entities),
+    debug: false,
+    allowGlobalContext: false,
+    pool: { min: 0, max: 2 },
+  });
+}
+
 /** The host and database of a URL, never its password: what an error may say. */
 function place(url: string): string {
   const u = new URL(url);
@@ -73,7 +85,19 @@ async function checkCollation(pool: pg.Pool, url: string): Promise<void> {
     );
 }
 
-export async function openPostgresStore(url: string, entities: EntitySchema[]): Promise<Store> {
+/** The schema brought to the model under the advisory lock: instances starting together migrate once. */
+async function migrateLocked(pool: pg.Pool, orm: MikroORM, schemaVersion: number): Promise<void> {
+  const schemaClient = await pool.connect();
+  try {
+    await schemaClient.query('select pg_advisory_lock($1)', [schemaLock]);
+    await migrate(orm, schemaVersion);
+  } finally {
+    await schemaClient.query('select pg_advisory_unlock($1)', [schemaLock]).catch(() => undefined);
+    schemaClient.release();
+  }
+}
+
+export async function openPostgresStore(url: string, entities: EntitySchema[], schemaVersion = 1): Promise<Store> {
   const pool = new pg.Pool({ connectionString: url, max: 10 });
   // An idle client's error (the server went away) must not end the process: the next query reports it.
   pool.on('error', () => undefined);
@@ -83,21 +107,16 @@ export async function openPostgresStore(url: string, entities: EntitySchema[]): 
     await pool.end();
     throw new ConfigError(`DATABASE_URL: cannot use PostgreSQL at ${place(url)}: ${(e as Error).message}`);
   }
-  await checkCollation(pool, url);
-  const orm = await MikroORM.init({
-    clientUrl: url,
-    entities: storedEntities(entities),
-    debug: false,
-    allowGlobalContext: false,
-    pool: { min: 0, max: 2 },
-  });
-  const schemaClient = await pool.connect();
+  let orm: MikroORM | undefined;
   try {
-    await schemaClient.query('select pg_advisory_lock($1)', [schemaLock]);
-    await orm.getSchemaGenerator().updateSchema();
-  } finally {
-    await schemaClient.query('select pg_advisory_unlock($1)', [schemaLock]).catch(() => undefined);
-    schemaClient.release();
+    await checkCollation(pool, url);
+    orm = await openPostgresOrm(url, entities);
+    await migrateLocked(pool, orm, schemaVersion);
+  } catch (e) {
+    // A refused database leaves no connection open: a caller that goes on (a test, a CLI) can still exit.
+    await orm?.close();
+    await pool.end();
+    throw e;
   }
   const read = sqlOn(pool);
   const transaction = async <T>(fn: (sql: Sql) => Promise<T>): Promise<T> => {

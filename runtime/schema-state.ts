@@ -1,11 +1,13 @@
-// The schema a database was last brought to, so that a start whose model has not changed skips MikroORM's
-// comparison of the whole schema (updateSchema reads every table's columns and indexes: tens of ms of each
-// start). Exact: the record holds a hash of the DDL the model generates and SQLite's schema_version, taken
-// under the write lock once the database was seen to match the model. Any later change to the schema, by any
-// process, changes schema_version, and the next start compares again.
+// The schema a SQLite database was last brought to, so that a start whose model has not changed skips
+// MikroORM's comparison of the whole schema (it reads every table's columns and indexes: tens of ms of each
+// start). Exact: the record holds a hash of the DDL the model generates with the model's schema version, and
+// SQLite's schema_version, taken under the write lock once the database was seen to match the model. Any later
+// change to the schema, by any process, changes schema_version, and the next start compares again (and
+// migrates, runtime/schema-versions.ts).
 import { createHash } from 'node:crypto';
 import { EntitySchema } from '@mikro-orm/core';
 import type { MikroORM } from '@mikro-orm/better-sqlite';
+import { additive, migrate } from './schema-versions.js';
 
 interface SchemaState {
   id: number;
@@ -39,18 +41,18 @@ async function isRecorded(connection: Connection, ddlHash: string): Promise<bool
 }
 
 /** Creates or migrates the schema to the model's, unless the record says that the database has it already. */
-export async function ensureSchema(orm: MikroORM): Promise<void> {
+export async function ensureSchema(orm: MikroORM, schemaVersion: number): Promise<void> {
   const generator = orm.getSchemaGenerator();
   const connection = orm.em.getConnection();
   const ddlHash = createHash('sha256')
-    .update(await generator.getCreateSchemaSQL())
+    .update(`schema version ${schemaVersion}\n${await generator.getCreateSchemaSQL()}`)
     .digest('hex');
   if (await isRecorded(connection, ddlHash)) return;
-  await generator.updateSchema();
+  await migrate(orm, schemaVersion);
   // The write lock first: no other process can change the schema between the check and the record.
   await connection.execute('begin immediate');
   try {
-    if ((await generator.getUpdateSchemaSQL()) === '') {
+    if ((await generator.getUpdateSchemaSQL(additive)).trim() === '') {
       const [{ version }] = await connection.execute('select schema_version as version from pragma_schema_version');
       await connection.execute(
         'insert into schema_state (id, ddl_hash, schema_version) values (1, ?, ?) ' +

@@ -11,8 +11,9 @@ import { GroupCommit } from './group-commit.js';
 import { finalizePrepared, openReadConnection, type ConnectionPool } from './sql.js';
 import { countedTables, storedEntities, type Store } from './store.js';
 
-export async function openSqliteStore(databaseFile: string, entities: EntitySchema[]): Promise<Store> {
-  const orm = await MikroORM.init({
+/** MikroORM on the file, the tables not yet compared with the model (npm run migrate reads them first). */
+export function openSqliteOrm(databaseFile: string, entities: EntitySchema[]): Promise<MikroORM> {
+  return MikroORM.init({
     dbName: databaseFile,
     entities: [...storedEntities(entities), schemaStateEntity as EntitySchema],
     debug: false,
@@ -21,13 +22,27 @@ export async function openSqliteStore(databaseFile: string, entities: EntitySche
     // transactions queue in-process instead of failing with SQLITE_BUSY.
     pool: { min: 1, max: 1 },
   });
+}
+
+export async function openSqliteStore(
+  databaseFile: string,
+  entities: EntitySchema[],
+  schemaVersion = 1,
+): Promise<Store> {
+  const orm = await openSqliteOrm(databaseFile, entities);
   performance.mark('orm init');
   const connection = orm.em.getConnection();
   await connection.execute('pragma journal_mode = WAL');
   // At start, another process (an import) is waited for.
   await connection.execute('pragma busy_timeout = 10000');
   await connection.execute('pragma synchronous = NORMAL');
-  await ensureSchema(orm);
+  try {
+    await ensureSchema(orm, schemaVersion);
+  } catch (e) {
+    // A refused database leaves no connection open: a caller that goes on (a test, a CLI) can still exit.
+    await orm.close();
+    throw e;
+  }
   performance.mark('schema');
   // Serving, no busy wait on the writing connection: it would hold the event loop. A transaction waits for
   // another process's (an import's) at its BEGIN instead (runtime/group-commit.ts).
@@ -39,15 +54,15 @@ export async function openSqliteStore(databaseFile: string, entities: EntitySche
   await writes.transaction((sql) => buildCounts(sql, countedTables(orm)));
   performance.mark('scope counts');
   // SQLite counts every change of the schema, by any connection: a different number means another process's.
-  const schemaVersion = async () => (await read.all('select schema_version as v from pragma_schema_version'))[0].v;
-  const started = await schemaVersion();
+  const schemaCookie = async () => (await read.all('select schema_version as v from pragma_schema_version'))[0].v;
+  const started = await schemaCookie();
   return {
     orm,
     dialect: sqlite,
     read,
     slowRead,
     transaction: (fn) => writes.transaction(fn),
-    schemaChanged: async () => (await schemaVersion()) !== started,
+    schemaChanged: async () => (await schemaCookie()) !== started,
     writeQueueDepth: () => writes.depth,
     close: async () => {
       await read.close();

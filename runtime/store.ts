@@ -5,6 +5,7 @@
 import type { EntitySchema, MikroORM } from '@mikro-orm/core';
 import type { Dialect } from './dialect.js';
 import { quoteIdentifier } from './dialect.js';
+import { schemaMigrationEntity } from './schema-versions.js';
 import { outboxEntity } from './outbox.js';
 import { isCounted, scopeCountEntity } from './scope-counts.js';
 import type { Sql } from './sql.js';
@@ -69,6 +70,7 @@ export const storedEntities = (entities: EntitySchema[]) => [
   ...entities,
   outboxEntity as EntitySchema,
   scopeCountEntity as EntitySchema,
+  schemaMigrationEntity as EntitySchema,
 ];
 
 /** The tables whose per-scope counts are kept (runtime/scope-counts.ts). */
@@ -82,8 +84,9 @@ export function countedTables(orm: MikroORM) {
     }));
 }
 
-export async function openStore(database: Database, entities: EntitySchema[]): Promise<Store> {
+/** schemaVersion: the model's (runtime/schema-versions.ts); the database is migrated to it. */
+export async function openStore(database: Database, entities: EntitySchema[], schemaVersion = 1): Promise<Store> {
   if (database.engine === 'postgresql')
-    return (await import('./postgres-store.js')).openPostgresStore(database.url, entities);
-  return (await import('./sqlite-store.js')).openSqliteStore(database.file, entities);
+    return (await import('./postgres-store.js')).openPostgresStore(database.url, entities, schemaVersion);
+  return (await import('./sqlite-store.js')).openSqliteStore(database.file, entities, schemaVersion);
 }

@@ -34,12 +34,31 @@ for (const signal of ['SIGINT', 'SIGTERM'])
     void cluster?.stop().finally(() => process.exit(1));
   });
 let output = '';
+// Once uvu has printed its summary the process ends at once, unless a test left a handle open (a connection,
+// a timer): then it would never end. Waited for briefly (TEST_LINGER_MS, default 30 s), then ended and the run
+// failed, naming the cause.
+const lingerMs = Number(process.env.TEST_LINGER_MS) || 30_000;
+let lingered = false;
+let lingering;
 child.stdout.on('data', (chunk) => {
   process.stdout.write(chunk);
   output += chunk;
+  if (!lingering && /^\s*Duration:/m.test(output))
+    lingering = setTimeout(() => {
+      lingered = true;
+      child.kill('SIGKILL');
+    }, lingerMs).unref();
 });
 child.on('close', async (code, signal) => {
+  clearTimeout(lingering);
   await cluster?.stop();
+  if (lingered) {
+    console.error(
+      `the tests finished, but something a test opened (a connection, a server, a timer) kept the run alive ` +
+        `${lingerMs / 1000} s after uvu's summary: the run fails until it is closed`,
+    );
+    process.exit(1);
+  }
   const count = (label) => {
     const all = [...output.matchAll(new RegExp(`^\\s*${label}:\\s+(\\d+)`, 'gm'))];
     return all.length ? Number(all[all.length - 1][1]) : undefined;

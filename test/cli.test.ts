@@ -21,6 +21,8 @@ const clis: Record<string, string> = {
   conformance: 'scripts/conformance.ts',
   bench: 'scripts/bench.ts',
   'rotate-key': 'scripts/rotate-key.ts',
+  migrate: 'scripts/migrate.ts',
+  events: 'scripts/events.ts',
 };
 
 /** stderr's lines without npm's own warnings about the machine's configuration */

@@ -1,6 +1,7 @@
 // The server on PostgreSQL (DATABASE_URL=postgres://...), against a real PostgreSQL (test/support/postgres.ts):
 // the whole conformance suite, and two server processes on one database behind no balancer but the test, which
 // alternates between them.
+import pg from 'pg';
 import { test } from 'uvu';
 import * as assert from 'uvu/assert';
 import { readConfig } from '../runtime/config.js';
@@ -151,6 +152,27 @@ test('npm run import and npm run events work on PostgreSQL too', async () => {
   assert.is(listed.body.totalCount, '5');
   const view = await runScript('scripts/events.ts', ['deliveries'], env);
   assert.is(view.status, 0, view.stderr);
+});
+
+test('npm run migrate on PostgreSQL: nothing to do at the current version; a newer database is refused', async () => {
+  const env = { DATABASE_URL: databaseUrl, DATA_DIR: dataDir };
+  const plan = await runScript('scripts/migrate.ts', ['--dry-run'], env);
+  assert.is(plan.status, 0, plan.stderr);
+  assert.match(plan.stdout, /version 1 -> version 1\nthe tables match this server: nothing to apply/);
+  const client = new pg.Client({ connectionString: databaseUrl });
+  await client.connect();
+  try {
+    await client.query("insert into schema_migrations (version, applied_time, statements) values (99, 'now', '')");
+    const refused = await runScript('server/main.ts', [], { ...env, PORT: '0' });
+    assert.is(refused.status, 1);
+    assert.match(refused.stderr, /the database's schema is at version 99, newer than this server's 1/);
+    const migrate = await runScript('scripts/migrate.ts', [], env);
+    assert.is(migrate.status, 1);
+    assert.match(migrate.stderr, /newer than this server's 1/);
+  } finally {
+    await client.query('delete from schema_migrations where version = 99');
+    await client.end();
+  }
 });
 
 test('an unreachable database is one line naming DATABASE_URL and the host, never the password', async () => {

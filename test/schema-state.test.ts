@@ -1,6 +1,7 @@
 // Opening a store skips MikroORM's schema comparison only when the record says the database has the model's
 // schema (runtime/schema-state.ts): a changed model, or a schema changed by anyone since, is compared and
-// migrated as before.
+// migrated as before. Each migration is recorded with its version; a database a newer version migrated is
+// refused, and nothing is ever dropped (runtime/schema-versions.ts). PostgreSQL: test/postgres.test.ts.
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -25,18 +26,18 @@ const widget = (extra: Record<string, object> = {}) =>
     },
   });
 
-/** Opens and closes a store on file; says whether it compared the schema (ran updateSchema). */
-async function open(file: string, entities: EntitySchema[]): Promise<boolean> {
-  const updateSchema = SchemaGenerator.prototype.updateSchema;
+/** Opens and closes a store on file; says whether it compared the schema with the model. */
+async function open(file: string, entities: EntitySchema[], version = 1): Promise<boolean> {
+  const compare = SchemaGenerator.prototype.getUpdateSchemaSQL;
   let compared = false;
-  SchemaGenerator.prototype.updateSchema = function (...args) {
+  SchemaGenerator.prototype.getUpdateSchemaSQL = function (...args) {
     compared = true;
-    return updateSchema.apply(this, args);
+    return compare.apply(this, args);
   };
   try {
-    await (await openStore({ engine: 'sqlite', file }, entities)).close();
+    await (await openStore({ engine: 'sqlite', file }, entities, version)).close();
   } finally {
-    SchemaGenerator.prototype.updateSchema = updateSchema;
+    SchemaGenerator.prototype.getUpdateSchemaSQL = compare;
   }
   return compared;
 }
@@ -74,6 +75,39 @@ test('a schema changed since the record (another process, by hand) is compared a
   assert.ok(await open(file, [widget()]));
   assert.equal(sqlite(file, "select name from sqlite_master where name = 'widgets_parent_uid_index'").length, 1);
   assert.not.ok(await open(file, [widget()]));
+});
+
+test('each migration is recorded with its version and statements; a newer database is refused untouched', async () => {
+  const file = join(dir, 'versions.sqlite');
+  await open(file, [widget()], 1);
+  await open(file, [widget({ colour: { type: 'text', nullable: true } })], 2);
+  const recorded = sqlite(file, 'select version, statements from schema_migrations order by id') as {
+    version: number;
+    statements: string;
+  }[];
+  assert.equal(
+    recorded.map((r) => r.version),
+    [1, 2],
+  );
+  assert.match(recorded[0].statements, /create table `widgets`/);
+  assert.match(recorded[1].statements, /alter table `widgets` add column `colour`/);
+  const before = sqlite(file, 'select sql from sqlite_master order by name');
+  try {
+    await open(file, [widget()], 1);
+    assert.unreachable('a database at version 2 opened by code at version 1');
+  } catch (e) {
+    assert.match((e as Error).message, /schema is at version 2, newer than this server's 1/);
+  }
+  assert.equal(sqlite(file, 'select sql from sqlite_master order by name'), before);
+});
+
+test('a field the model no longer has keeps its column and data', async () => {
+  const file = join(dir, 'removed.sqlite');
+  await open(file, [widget({ colour: { type: 'text', nullable: true } })]);
+  sqlite(file, "insert into widgets (uid, colour) values ('w1', 'blue')");
+  assert.ok(await open(file, [widget()], 2));
+  assert.equal(sqlite(file, 'select colour from widgets'), [{ colour: 'blue' }]);
+  assert.not.ok(await open(file, [widget()], 2), 'the kept column is no change: the next start is not compared');
 });
 
 test.run();

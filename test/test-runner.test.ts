@@ -17,15 +17,22 @@ writeFileSync(
   suite(`test('passes', () => assert.ok(true));\ntest('fails', () => assert.is(1, 2));`),
 );
 writeFileSync(
+  join(scratch, 'c.test.ts'),
+  suite(`test('passes but leaves a timer', () => { setInterval(() => {}, 1000); assert.ok(true); });`),
+);
+writeFileSync(
   join(scratch, 'b.test.ts'),
   suite(`test('passes too', () => assert.ok(true));\ntest.skip('skipped', () => {});`),
 );
 
-const run = (pattern: string) =>
-  spawnSync(process.execPath, ['scripts/test.mjs', scratch, pattern], { encoding: 'utf8' });
+const run = (pattern: string, env: Record<string, string> = {}) =>
+  spawnSync(process.execPath, ['scripts/test.mjs', scratch, pattern], {
+    encoding: 'utf8',
+    env: { ...process.env, ...env },
+  });
 
 test('a failing run ends with the counts, a Failed line, and exit 1', () => {
-  const r = run('\\.test\\.ts$');
+  const r = run('[ab]\\.test\\.ts$');
   assert.is(r.status, 1, r.stderr);
   assert.match(r.stdout, /^\s*Total:\s+3$/m);
   assert.match(r.stdout, /^\s*Passed:\s+2$/m);
@@ -37,6 +44,20 @@ test('a passing run says Failed: 0 and exits 0', () => {
   const r = run('b\\.test\\.ts$');
   assert.is(r.status, 0, r.stdout + r.stderr);
   assert.match(r.stdout, /^\s*Failed:\s+0$/m);
+});
+
+test('a run whose tests pass but leave the process alive is ended and fails, saying why', () => {
+  const r = run('c\\.test\\.ts$', { TEST_LINGER_MS: '1000' });
+  assert.is(r.status, 1, r.stdout + r.stderr);
+  assert.match(r.stdout, /^\s*Passed:\s+1$/m);
+  assert.match(r.stderr, /kept the run alive 1 s after uvu's summary/);
+});
+
+test('a run whose tests pass but leave the process alive is ended and fails, saying why', () => {
+  const r = run('c\\.test\\.ts$', { TEST_LINGER_MS: '1000' });
+  assert.is(r.status, 1, r.stdout + r.stderr);
+  assert.match(r.stdout, /^\s*Passed:\s+1$/m);
+  assert.match(r.stderr, /kept the run alive 1 s after uvu's summary/);
 });
 
 test.run();
