@@ -119,11 +119,23 @@ export async function openPostgresStore(url: string, entities: EntitySchema[], s
     throw e;
   }
   const read = sqlOn(pool);
+  // Write transactions of this process waiting for a connection or for the write lock (the metrics' queue depth).
+  let waiting = 0;
   const transaction = async <T>(fn: (sql: Sql) => Promise<T>): Promise<T> => {
-    const client = await pool.connect();
+    waiting++;
+    let client: pg.PoolClient | undefined;
     try {
+      client = await pool.connect();
       await client.query('begin');
       await client.query('select pg_advisory_xact_lock($1)', [writeLock]);
+    } catch (e) {
+      await client?.query('rollback').catch(() => undefined);
+      client?.release();
+      throw e;
+    } finally {
+      waiting--;
+    }
+    try {
       const result = await fn(sqlOn(client));
       await client.query('commit');
       return result;
@@ -144,6 +156,7 @@ export async function openPostgresStore(url: string, entities: EntitySchema[], s
     slowRead: read,
     transaction,
     schemaChanged: async () => (await schemaFingerprint(read)) !== started,
+    writeQueueDepth: () => waiting,
     accessChanges: {
       announce: () => void pool.query(`select pg_notify('${accessChannel}', '')`).catch(() => undefined),
       subscribe: (heard) => access.heard.add(heard),

@@ -50,7 +50,11 @@ function freePort() {
 }
 
 /** Starts a cluster; resolves to its base URL (add a database name), a way to make databases, and stop. */
-export async function startCluster() {
+/**
+ * endWithProcess: the cluster does not keep this process alive, and is stopped when it exits (a test file run
+ * alone has no one to call stop(); its data directory is left in the temporary directory).
+ */
+export async function startCluster({ endWithProcess = false } = {}) {
   const bin = ensureBinaries();
   const asRoot = process.getuid?.() === 0;
   const dir = mkdtempSync(join(tmpdir(), 'platform-api-pg-'));
@@ -108,6 +112,16 @@ export async function startCluster() {
     });
   });
   child.removeAllListeners('exit');
+  if (endWithProcess) {
+    for (const handle of [child, child.stdout, child.stderr]) handle.unref();
+    process.once('exit', () => {
+      try {
+        process.kill(-child.pid, 'SIGINT');
+      } catch {
+        // already stopped
+      }
+    });
+  }
   const base = `postgres://platform@127.0.0.1:${port}`;
   let made = 0;
   return {

@@ -3,10 +3,42 @@
 // exits 1 even when uvu would exit 0 (it does when a before hook throws).
 // One throwaway PostgreSQL serves the run's PostgreSQL tests (scripts/postgres-cluster.mjs: installed if missing,
 // started on a free port, stopped at the end); the tests fail rather than skip when it cannot start.
+// The whole run (no DIR given) has two passes: every test on SQLite, then the end-to-end tests again with every
+// test server on a PostgreSQL database of its own (TEST_ENGINE=postgresql); the counts are the two passes' sum.
 import { spawn } from 'node:child_process';
 import { startCluster } from './postgres-cluster.mjs';
 
-const args = process.argv.length > 2 ? process.argv.slice(2) : ['test', '\\.test\\.ts$'];
+const whole = process.argv.length <= 2;
+const args = whole ? ['test', '\\.test\\.ts$'] : process.argv.slice(2);
+/**
+ * The end-to-end tests whose servers go to PostgreSQL in the second pass. The others need no database (the
+ * generator, the contract, the command lines), are about SQLite itself (schema-state, table, write-lock), are
+ * PostgreSQL's own (postgres), or run `npm start` or a spawned server in a data directory as a user would (readme,
+ * start, start-build, fuzz).
+ */
+const onBothEngines = [
+  'access',
+  'api',
+  'behaviours',
+  'capabilities',
+  'conformance',
+  'escalation',
+  'events',
+  'exchange',
+  'grpc',
+  'grpc-fuzz',
+  'grpc-reference-client',
+  'import',
+  'int64',
+  'operations',
+  'pipeline',
+  'requests',
+  'robustness',
+  'tokens',
+  'total-count',
+  'v1',
+  'v1-calls',
+];
 let cluster;
 try {
   cluster = await startCluster();
@@ -18,58 +50,87 @@ try {
  * The tests' environment: the test cluster, and never a DATABASE_URL of the shell's (the servers and scripts the
  * tests start must not write into a database someone exported for other work).
  */
-function testEnv() {
-  const env = { ...process.env, ...(cluster ? { TEST_POSTGRES_URL: `${cluster.base}/postgres` } : {}) };
+function testEnv(extra = {}) {
+  const env = { ...process.env, ...(cluster ? { TEST_POSTGRES_URL: `${cluster.base}/postgres` } : {}), ...extra };
   delete env.DATABASE_URL;
   return env;
 }
 
-const child = spawn(process.execPath, ['--import', 'tsx', 'node_modules/uvu/bin.js', ...args, '--no-color'], {
-  stdio: ['inherit', 'pipe', 'inherit'],
-  env: testEnv(),
-});
+let running;
 for (const signal of ['SIGINT', 'SIGTERM'])
   process.on(signal, () => {
-    child.kill(signal);
+    running?.kill(signal);
     void cluster?.stop().finally(() => process.exit(1));
   });
-let output = '';
+
 // Once uvu has printed its summary the process ends at once, unless a test left a handle open (a connection,
 // a timer): then it would never end. Waited for briefly (TEST_LINGER_MS, default 30 s), then ended and the run
 // failed, naming the cause.
 const lingerMs = Number(process.env.TEST_LINGER_MS) || 30_000;
-let lingered = false;
-let lingering;
-child.stdout.on('data', (chunk) => {
-  process.stdout.write(chunk);
-  output += chunk;
-  if (!lingering && /^\s*Duration:/m.test(output))
-    lingering = setTimeout(() => {
-      lingered = true;
-      child.kill('SIGKILL');
-    }, lingerMs).unref();
-});
-child.on('close', async (code, signal) => {
-  clearTimeout(lingering);
-  await cluster?.stop();
-  if (lingered) {
-    console.error(
-      `the tests finished, but something a test opened (a connection, a server, a timer) kept the run alive ` +
-        `${lingerMs / 1000} s after uvu's summary: the run fails until it is closed`,
-    );
-    process.exit(1);
-  }
-  const count = (label) => {
-    const all = [...output.matchAll(new RegExp(`^\\s*${label}:\\s+(\\d+)`, 'gm'))];
-    return all.length ? Number(all[all.length - 1][1]) : undefined;
-  };
-  const total = count('Total');
-  const passed = count('Passed');
-  if (total === undefined || passed === undefined) {
-    console.error(`the test run ended without uvu's summary (${signal ? `signal ${signal}` : `exit status ${code}`})`);
-    process.exit(code || 1);
-  }
-  const failed = total - passed;
-  process.stdout.write(`  Failed:    ${failed}\n\n`);
-  process.exit(failed > 0 ? 1 : (code ?? 1));
-});
+
+/** One uvu run; resolves to its counts, or to why it has none. */
+function pass(uvuArgs, env) {
+  return new Promise((resolve) => {
+    const child = spawn(process.execPath, ['--import', 'tsx', 'node_modules/uvu/bin.js', ...uvuArgs, '--no-color'], {
+      stdio: ['inherit', 'pipe', 'inherit'],
+      env,
+    });
+    running = child;
+    let output = '';
+    let lingered = false;
+    let lingering;
+    child.stdout.on('data', (chunk) => {
+      process.stdout.write(chunk);
+      output += chunk;
+      if (!lingering && /^\s*Duration:/m.test(output))
+        lingering = setTimeout(() => {
+          lingered = true;
+          child.kill('SIGKILL');
+        }, lingerMs).unref();
+    });
+    child.on('close', (code, signal) => {
+      clearTimeout(lingering);
+      const count = (label) => {
+        const all = [...output.matchAll(new RegExp(`^\\s*${label}:\\s+(\\d+)`, 'gm'))];
+        return all.length ? Number(all[all.length - 1][1]) : undefined;
+      };
+      const total = count('Total');
+      const passed = count('Passed');
+      if (lingered)
+        resolve({
+          total,
+          passed,
+          problem:
+            `the tests finished, but something a test opened (a connection, a server, a timer) kept the run alive ` +
+            `${lingerMs / 1000} s after uvu's summary: the run fails until it is closed`,
+        });
+      else if (total === undefined || passed === undefined)
+        resolve({
+          problem: `the test run ended without uvu's summary (${signal ? `signal ${signal}` : `exit status ${code}`})`,
+        });
+      else resolve({ total, passed, code });
+    });
+  });
+}
+
+const passes = [await pass(args, testEnv())];
+if (whole) {
+  process.stderr.write(
+    `\n[test] second pass: the end-to-end tests again, every test server on its own PostgreSQL database\n`,
+  );
+  passes.push(
+    await pass(['test', `^(${onBothEngines.join('|')})\\.test\\.ts$`], testEnv({ TEST_ENGINE: 'postgresql' })),
+  );
+}
+await cluster?.stop();
+const problems = passes.filter((p) => p.problem).map((p) => p.problem);
+for (const problem of problems) console.error(problem);
+const total = passes.reduce((n, p) => n + (p.total ?? 0), 0);
+const passed = passes.reduce((n, p) => n + (p.passed ?? 0), 0);
+const failed = total - passed;
+if (passes.length > 1)
+  process.stdout.write(
+    `\n  Both passes: ${total} tests (SQLite, then PostgreSQL)\n  Total:     ${total}\n  Passed:    ${passed}\n`,
+  );
+process.stdout.write(`  Failed:    ${failed}\n\n`);
+process.exit(problems.length > 0 || failed > 0 ? 1 : passes.every((p) => p.code === 0) ? 0 : 1);

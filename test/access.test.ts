@@ -328,7 +328,7 @@ test('expired, wrong-audience and wrong-issuer tokens of our own key are refused
 
 test('key rotation: old tokens keep working until they expire, new ones use the new key', async () => {
   const old = await s.mint(s.bootstrap.owner);
-  const r = await runScript('scripts/rotate-key.ts', [], { DATA_DIR: s.dataDir, ISSUER_URL: s.url });
+  const r = await runScript('scripts/rotate-key.ts', [], { ...s.env, ISSUER_URL: s.url });
   assert.is(r.status, 0, r.stderr);
   assert.match(r.stdout, /publishes 2 key\(s\)/);
   const jwks = (await s.call('GET', '/.well-known/jwks.json')).body.keys;

@@ -15,9 +15,7 @@ test.before(async () => {
 test.after(async () => s.stop());
 
 const events = (subject: string) =>
-  query(s.dataDir, 'select type, subject, group_uid, actor, body from event_outbox where subject = ? order by seq', [
-    subject,
-  ]);
+  query(s, 'select type, subject, group_uid, actor, body from event_outbox where subject = ? order by seq', [subject]);
 
 test('every create, update and delete records its event in the outbox, with actor and group', async () => {
   const repo = (await s.call('POST', `/registry/v2/repos/${org}`, { name: 'evented' })).body;
@@ -133,7 +131,7 @@ test('identity providers: the client secret is never returned; the default role 
   assert.equal(idp.body.oidc, { issuer: 'https://idp.example', clientId: 'platform' });
   assert.not.match(JSON.stringify((await s.call('GET', `/iam/v2/identityProviders/${idp.body.uid}`)).body), /s3cret/);
   assert.not.match(JSON.stringify((await s.call('GET', '/iam/v2/identityProviders')).body), /s3cret/);
-  const stored = await query(s.dataDir, 'select oidc from identity_providers where uid = ?', [idp.body.uid]);
+  const stored = await query(s, 'select oidc from identity_providers where uid = ?', [idp.body.uid]);
   assert.match(stored[0].oidc, /s3cret/, 'kept for the login flow');
   const noRole = await s.call('POST', `/iam/v2/identityProviders/${org}`, {
     name: 'broken',
@@ -177,7 +175,7 @@ test('terms: accept known documents for a group; list includes acceptances of th
     403,
     'only owners accept',
   );
-  assert.equal((await query(s.dataDir, "select type from event_outbox where type like '%terms.accepted%'")).length, 3);
+  assert.equal((await query(s, "select type from event_outbox where type like '%terms.accepted%'")).length, 3);
 });
 
 test('group invites: code shown once, never listed; accepting binds the role; single use; expiry', async () => {

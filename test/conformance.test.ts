@@ -21,7 +21,7 @@ test.before(async () => {
     ['vulnerabilityMetadata', 'samples/vulnerabilityMetadata.json'],
     ['resolvedVulnsReports', 'samples/resolvedVulnsReports.json'],
   ]) {
-    const r = await runScript('scripts/import.ts', [resource, file, '--parent', org], { DATA_DIR: s.dataDir });
+    const r = await runScript('scripts/import.ts', [resource, file, '--parent', org], s.env);
     if (r.status !== 0) throw new Error(r.stderr);
   }
   // A delivery, which only the server makes: a subscription of the organization and a change in it.

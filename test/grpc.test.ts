@@ -92,9 +92,7 @@ test('registry: repos (with the readme sub-resource) and tags, the same records 
   await rpc(T, 'GetTag', { uid: tag.uid }, grpc.status.NOT_FOUND);
   const scratch = await rpc(R, 'CreateRepo', { parent: org, repo: { name: 'scratch' } });
   assert.equal(await rpc(R, 'DeleteRepo', { uid: scratch.uid }), {});
-  const events = await query(s.dataDir, 'select type, actor from event_outbox where subject = ? order by seq', [
-    scratch.uid,
-  ]);
+  const events = await query(s, 'select type, actor from event_outbox where subject = ? order by seq', [scratch.uid]);
   assert.equal(
     events.map((e) => [e.type, e.actor]),
     [
@@ -115,7 +113,7 @@ test('imported data: images, advisories, documents, metadata, resolved reports, 
     ['artifacts', 'samples/artifacts.ndjson'],
     ['artifactVersions', 'samples/artifactVersions.json'],
   ]) {
-    const r = await runScript('scripts/import.ts', [resource, file, '--parent', org], { DATA_DIR: s.dataDir });
+    const r = await runScript('scripts/import.ts', [resource, file, '--parent', org], s.env);
     assert.is(r.status, 0, r.stderr);
   }
   const [nginx] = (await s.call('GET', `/registry/v2/repos?uidp.descendants_of=${org}&name=nginx`)).body.repos;

@@ -17,7 +17,7 @@ test.before(async () => {
 test.after(async () => s.stop());
 
 const importFile = (resource: string, file: string, ...args: string[]) =>
-  runScript('scripts/import.ts', [resource, file, ...args], { DATA_DIR: s.dataDir });
+  runScript('scripts/import.ts', [resource, file, ...args], s.env);
 
 const samples: [resource: string, file: string, table: string][] = [
   ['advisories', 'samples/advisories.json', 'advisories'],
@@ -31,7 +31,7 @@ const samples: [resource: string, file: string, table: string][] = [
 ];
 
 /** What is stored, as an operator would read it: every record's uid and create time. */
-const stored = (table: string) => query(s.dataDir, `select uid, create_time from ${table} order by uid`);
+const stored = (table: string) => query(s, `select uid, create_time from ${table} order by uid`);
 
 test('every sample file imports with a count, while the server runs', async () => {
   for (const [resource, file, table] of samples) {
@@ -122,12 +122,12 @@ test('a large file is written in steps: the server keeps creating meanwhile, and
   assert.is(r.status, 0, r.stderr);
   assert.match(r.stdout, `imported ${size} repos: ${size} created, 0 updated`);
   assert.ok(beside > 1, 'the server created records while the import ran');
-  const [{ n }] = await query(s.dataDir, `select count(*) n from repos where parent_uid = ?`, [group]);
+  const [{ n }] = await query(s, `select count(*) n from repos where parent_uid = ?`, [group]);
   assert.is(n, size + beside);
   const list = (path: string) => s.call('GET', `/registry/v2/repos?${path}&page_size=1`);
   assert.is((await list(`uidp.children_of=${group}`)).body.totalCount, String(n));
   assert.is((await list(`uidp.descendants_of=${group}`)).body.totalCount, String(n));
-  const [all] = await query(s.dataDir, `select count(*) n from repos where uid like ?`, [`${org}/%`]);
+  const [all] = await query(s, `select count(*) n from repos where uid like ?`, [`${org}/%`]);
   assert.is((await list(`uidp.descendants_of=${org}`)).body.totalCount, String(all.n));
   const again = await importFile('repos', file, '--parent', group);
   assert.match(again.stdout, `imported ${size} repos: 0 created, ${size} updated`);

@@ -149,12 +149,12 @@ test('range and equality filters compare numbers, also beside a page cursor on t
 test("the spec's int64 fields: imported exactly, listed as strings; out of range or below a declared minimum refused by name", async () => {
   const artifacts = join(scratch, 'artifact.ndjson');
   writeFileSync(artifacts, JSON.stringify({ name: 'big', ecosystem: 'ECOSYSTEM_JAVA' }));
-  const imported = await runScript('scripts/import.ts', ['artifacts', artifacts], { DATA_DIR: s.dataDir });
+  const imported = await runScript('scripts/import.ts', ['artifacts', artifacts], s.env);
   assert.is(imported.status, 0, imported.stderr);
   const versions = join(scratch, 'versions.json');
   const load = (records: unknown[]) => {
     writeFileSync(versions, JSON.stringify(records));
-    return runScript('scripts/import.ts', ['artifactVersions', versions], { DATA_DIR: s.dataDir });
+    return runScript('scripts/import.ts', ['artifactVersions', versions], s.env);
   };
   const ok = await load([
     { parent: '$artifact:big', version: '1', sizeBytes: beyondDouble },
@@ -179,7 +179,7 @@ test("the spec's int64 fields: imported exactly, listed as strings; out of range
   }
   const beyond = join(scratch, 'number.json');
   writeFileSync(beyond, '[{"parent":"$artifact:big","version":"4","sizeBytes":9007199254740993}]');
-  const inexact = await runScript('scripts/import.ts', ['artifactVersions', beyond], { DATA_DIR: s.dataDir });
+  const inexact = await runScript('scripts/import.ts', ['artifactVersions', beyond], s.env);
   assert.is(inexact.status, 1);
   assert.match(inexact.stderr, /record 1: sizeBytes must be sent as a string/);
 });

@@ -3,11 +3,11 @@
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import Database from 'better-sqlite3';
 import { test } from 'uvu';
 import * as assert from 'uvu/assert';
 import { ConfigError, readConfig } from '../runtime/config.js';
 import { loadGenerated, type GeneratedParts } from '../server/server.js';
+import { query } from './support/db.js';
 import { exitOf, runScript, spawnServer } from './support/process.js';
 import { createOrg, startTestServer, type TestServer } from './support/server.js';
 
@@ -174,9 +174,7 @@ test('bad operator settings stop the server with one line naming the variable', 
 test('/readyz is 503 UNAVAILABLE, saying what is wrong, once another process changes the schema', async () => {
   const r = await startTestServer(generated);
   try {
-    const db = new Database(join(r.dataDir, 'platform.sqlite'));
-    db.exec('create table not_ours (a integer)');
-    db.close();
+    await query(r, 'create table not_ours (a integer)', [], true);
     const ready = await r.call('GET', '/readyz', undefined, anonymous);
     assert.is(ready.status, 503, JSON.stringify(ready.body));
     assert.is(ready.body.code, 14);

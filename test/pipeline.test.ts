@@ -141,7 +141,7 @@ test("a hand-written write records the served operation's declared event and tak
       `${path}: the grant holds at once`,
     );
     const events = await query(
-      s.dataDir,
+      s,
       "select type, actor from event_outbox where type = 'dev.chainguard.api.iam.rolebindings.created.v1' and actor = ?",
       [invitee],
     );

@@ -275,7 +275,7 @@ test('a contains filter matches %, _ and \\ as themselves, not as wildcards', as
   const names = ['under_score', 'underXscore', '100%', '1000', 'back\\slash', 'backXslash'];
   const file = join(s.dataDir, 'wildcards.ndjson');
   writeFileSync(file, names.map((name) => JSON.stringify({ name, ecosystem: 'ECOSYSTEM_PYTHON' })).join('\n'));
-  const imported = await runScript('scripts/import.ts', ['artifacts', file], { DATA_DIR: s.dataDir });
+  const imported = await runScript('scripts/import.ts', ['artifacts', file], s.env);
   assert.is(imported.status, 0, imported.stderr);
   const search = async (query: string) => {
     const r = await s.call('GET', `/libraries/v2/artifacts?query=${encodeURIComponent(query)}`);

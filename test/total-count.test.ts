@@ -13,6 +13,11 @@ import { query } from './support/db.js';
 import { runScript } from './support/process.js';
 import { startTestServer, type TestServer } from './support/server.js';
 
+/** The SQLite file of a data directory (a server this file starts by itself). */
+const sqliteIn = (dataDir: string) => ({
+  database: { engine: 'sqlite' as const, file: join(dataDir, 'platform.sqlite') },
+});
+
 let s: TestServer;
 let org: string;
 let a: string;
@@ -43,7 +48,7 @@ const cases = () => [
 async function expectExact(server: TestServer, what: string) {
   for (const [path, sql] of cases()) {
     const listed = await ok(server.call('GET', `${path}${path.includes('?') ? '&' : '?'}page_size=1`));
-    const [{ n }] = await query(server.dataDir, sql);
+    const [{ n }] = await query(server, sql);
     assert.is(listed.totalCount, String(n), `${what}: ${path}`);
   }
 }
@@ -65,14 +70,14 @@ test('counts are exact after creates', () => expectExact(s, 'created'));
 
 test('the total of a scope is the kept count itself: no rows are counted for it', async () => {
   const kept = "collection = 'repos' and scope = ?";
-  const [{ below }] = await query(s.dataDir, `select below from scope_counts where ${kept}`, [a]);
-  await query(s.dataDir, `update scope_counts set below = 1000000 where ${kept}`, [a], true);
+  const [{ below }] = await query(s, `select below from scope_counts where ${kept}`, [a]);
+  await query(s, `update scope_counts set below = 1000000 where ${kept}`, [a], true);
   try {
     assert.is((await ok(s.call('GET', `/registry/v2/repos?uidp.descendants_of=${a}`))).totalCount, '1000000');
     const filtered = await ok(s.call('GET', `/registry/v2/repos?uidp.descendants_of=${a}&name=r1`));
     assert.is(filtered.totalCount, '1', 'a list with a filter is counted by SQL');
   } finally {
-    await query(s.dataDir, `update scope_counts set below = ? where ${kept}`, [below, a], true);
+    await query(s, `update scope_counts set below = ? where ${kept}`, [below, a], true);
   }
 });
 
@@ -86,7 +91,7 @@ test('deletes, a cascade (a repo and its tags) among them, leave the counts exac
 test('an import by another process while the server runs is counted as it commits', async () => {
   const file = `${s.dataDir}/repos.json`;
   writeFileSync(file, JSON.stringify(Array.from({ length: 30 }, (_, i) => ({ name: `imported-${i}` }))));
-  const r = await runScript('scripts/import.ts', ['repos', file, '--parent', b], { DATA_DIR: s.dataDir });
+  const r = await runScript('scripts/import.ts', ['repos', file, '--parent', b], s.env);
   assert.is(r.status, 0, r.stderr);
   await expectExact(s, 'after an import');
 });
@@ -98,7 +103,7 @@ test('a caller who sees only part of the tree is counted only what it sees', asy
   await ok(s.call('POST', `/iam/v2/roleBindings/${c}`, { identityUid: who, roleUid: viewer }));
   const as = { authorization: `Bearer ${await s.mint(who)}` };
   const total = async (path: string) => (await ok(s.call('GET', path, undefined, as))).totalCount;
-  const count = async (sql: string) => String((await query(s.dataDir, sql))[0].n);
+  const count = async (sql: string) => String((await query(s, sql))[0].n);
   const seen = `(uid like '${a}/%' or uid like '${c}/%')`;
   assert.is(
     await total(`/registry/v2/repos?uidp.descendants_of=${org}`),
@@ -137,12 +142,15 @@ test('a database whose counts were never kept gets them at start, once', async (
   const root = readBootstrap(dataDir)!.organization;
   for (const name of ['x', 'y', 'z']) await ok(first.call('POST', `/registry/v2/repos/${root}`, { name }));
   await first.server.close();
-  await query(dataDir, 'delete from scope_counts', [], true);
+  await query(sqliteIn(dataDir), 'delete from scope_counts', [], true);
   const second = await serve();
   try {
     const listed = await ok(second.call('GET', `/registry/v2/repos?uidp.descendants_of=${root}&page_size=1`));
     assert.is(listed.totalCount, '3');
-    const built = await query(dataDir, "select count(*) n from scope_counts where collection = '' and scope = 'built'");
+    const built = await query(
+      sqliteIn(dataDir),
+      "select count(*) n from scope_counts where collection = '' and scope = 'built'",
+    );
     assert.is(built[0].n, 1);
   } finally {
     await second.server.close();

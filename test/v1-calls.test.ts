@@ -214,9 +214,11 @@ test('advisories: writing takes the advisories capabilities; a viewer reads but 
 
 test('vulnerability reports: the latest for a digest, lists by repo or digest, count reports', async () => {
   for (const name of ['nginx', 'python']) await s.call('POST', `/registry/v2/repos/${org}`, { name });
-  const imported = await runScript('scripts/import.ts', ['vulnReports', 'samples/vulnReports.json', '--parent', org], {
-    DATA_DIR: s.dataDir,
-  });
+  const imported = await runScript(
+    'scripts/import.ts',
+    ['vulnReports', 'samples/vulnReports.json', '--parent', org],
+    s.env,
+  );
   assert.is(imported.status, 0, imported.stderr);
   const nginx = (await s.call('GET', `/registry/v2/repos?name=nginx&uidp.children_of=${org}`)).body.repos[0].uid;
   const digest = 'sha256:6515f83e7ba5810842059cf6b2b7279a3073b9d141623e62cc825050025113e0';

@@ -10,7 +10,7 @@ let made = 0;
 
 async function maintenanceUrl(): Promise<string> {
   if (process.env.TEST_POSTGRES_URL) return process.env.TEST_POSTGRES_URL;
-  own ??= startCluster() as Promise<{ base: string; stop: () => Promise<void> }>;
+  own ??= startCluster({ endWithProcess: true }) as Promise<{ base: string; stop: () => Promise<void> }>;
   const cluster = await own!;
   return `${cluster.base}/postgres`;
 }
@@ -30,6 +30,9 @@ export async function newDatabase(): Promise<string> {
   u.pathname = `/${name}`;
   return u.toString();
 }
+
+/** Whether this run's test servers go to PostgreSQL (npm test's second pass sets TEST_ENGINE=postgresql). */
+export const onPostgres = () => process.env.TEST_ENGINE === 'postgresql';
 
 /** Stops the cluster this process started, if it started one. */
 export async function stopOwnCluster(): Promise<void> {

@@ -3,6 +3,8 @@ import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { readConfig } from '../../runtime/config.js';
+import type { Database } from '../../runtime/store.js';
+import { newDatabase, onPostgres } from './postgres.js';
 import { readBootstrap, type Bootstrap } from '../../runtime/bootstrap.js';
 import { startServer, type GeneratedParts, type RunningServer } from '../../server/server.js';
 
@@ -15,6 +17,10 @@ export interface Reply {
 export interface TestServer {
   url: string;
   dataDir: string;
+  /** the server's database: its SQLite file, or its own PostgreSQL database (TEST_ENGINE=postgresql) */
+  database: Database;
+  /** what a CLI run against this server's data needs: DATA_DIR, and DATABASE_URL on PostgreSQL */
+  env: Record<string, string>;
   /** a token of the owner made on first start */
   token: string;
   bootstrap: Bootstrap;
@@ -26,30 +32,26 @@ export interface TestServer {
 }
 
 /**
- * env: configuration beyond the defaults (EVENTS_RETRY_BASE_MS=...). TEST_DATABASE_URL (a PostgreSQL database made
- * for the run) puts every test server there; scripts the tests run then need DATABASE_URL set to it as well.
+ * env: configuration beyond the defaults (EVENTS_RETRY_BASE_MS=...). With TEST_ENGINE=postgresql (npm test's second
+ * pass) each server gets a new PostgreSQL database of its own (test/support/postgres.ts); scripts the tests run
+ * against it take `env`.
  */
 export async function startTestServer(
   generated?: GeneratedParts,
   env: Record<string, string> = {},
 ): Promise<TestServer> {
   const dataDir = mkdtempSync(join(tmpdir(), 'platform-api-test-'));
-  const server: RunningServer = await startServer(
-    readConfig({
-      PORT: '0',
-      HOST: '127.0.0.1',
-      DATA_DIR: dataDir,
-      LOG: 'off',
-      ...(process.env.TEST_DATABASE_URL ? { DATABASE_URL: process.env.TEST_DATABASE_URL } : {}),
-      ...env,
-    }),
-    generated,
-  );
+  const scriptEnv: Record<string, string> = { DATA_DIR: dataDir };
+  if (onPostgres()) scriptEnv.DATABASE_URL = await newDatabase();
+  const config = readConfig({ PORT: '0', HOST: '127.0.0.1', LOG: 'off', ...scriptEnv, ...env });
+  const server: RunningServer = await startServer(config, generated);
   const bootstrap = readBootstrap(dataDir)!;
   const token = (await server.issuer.mint(bootstrap.owner)).token;
   return {
     url: server.url,
     dataDir,
+    database: config.database,
+    env: scriptEnv,
     token,
     bootstrap,
     mint: async (subject) => (await server.issuer.mint(subject)).token,
