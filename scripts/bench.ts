@@ -17,16 +17,20 @@ const { values } = parseCommandLine({
   usage: `
 usage: npm run bench [-- --quick] [--repos N,N...] [--json FILE]
        npm run bench -- --cold-start [--json FILE]
+       npm run bench -- --engines [--quick] [--repos N] [--json FILE]
 Our server against two hand-written baselines (the Koa floor and the Fastify strong baseline) on the same
 SQLite file, on a fresh data directory in .tmp/bench: requests/s, latency and CPU microseconds per request.
   --quick       2,000 repos, 2 s per scenario (a couple of minutes); default 10,000 then 100,000 repos, 8 s each
   --repos N,... the sizes to load and measure, ascending (e.g. 1000000 for the scale run; loading takes minutes)
   --cold-start  only the cold start: npm start's command to the first answered ping, on fresh data directories
                 and on an existing one, 7 runs each, medians and where the time goes
+  --engines     our server on SQLite, on PostgreSQL, and as two instances on one PostgreSQL database (a
+                throwaway cluster, scripts/postgres-cluster.mjs): requests/s and latency of each
   --json FILE   where the results go (default .tmp/bench-results.json)`,
   options: {
     quick: { type: 'boolean', default: false },
     'cold-start': { type: 'boolean', default: false },
+    engines: { type: 'boolean', default: false },
     repos: { type: 'string' },
     json: { type: 'string', default: '.tmp/bench-results.json' },
   },
@@ -103,7 +107,12 @@ async function stop(child: ChildProcess): Promise<void> {
  * Writes the repos to one NDJSON file, a block at a time, and loads it with one npm run import; resolves to the
  * seconds the import took, its process's start included.
  */
-async function importRepos(parent: string, from: number, count: number): Promise<number> {
+async function importRepos(
+  parent: string,
+  from: number,
+  count: number,
+  env: Record<string, string> = { DATA_DIR: dataDir },
+): Promise<number> {
   const file = join(work, `repos-${from}.ndjson`);
   const fd = openSync(file, 'w');
   for (let i = from; i < from + count; i += 10_000) {
@@ -118,7 +127,7 @@ async function importRepos(parent: string, from: number, count: number): Promise
   // (5 s) would go out on a closed one ("fetch failed: other side closed").
   const started = performance.now();
   const child = spawn(process.execPath, ['--import', 'tsx', 'scripts/import.ts', 'repos', file, '--parent', parent], {
-    env: { ...process.env, DATA_DIR: dataDir },
+    env: { ...process.env, ...env },
   });
   let out = '';
   child.stdout.on('data', (d) => (out += d));
@@ -501,7 +510,117 @@ async function coldStartOnly(): Promise<void> {
   say(`results written to ${values.json}`);
 }
 
-(values['cold-start'] ? coldStartOnly() : main()).then(
+/** A setup of our server: one or more instances on one database, and the env that reaches its data. */
+interface Setup {
+  name: string;
+  urls: string[];
+  children: ChildProcess[];
+  env: Record<string, string>;
+}
+
+/** A scenario against every instance of a setup at once, the connections split between them. */
+async function loadSetup(setup: Setup, s: Scenario, headers: Record<string, string>, over = connections) {
+  const each = await Promise.all(
+    setup.urls.map((url) => load(url, s, headers, Math.max(1, Math.round(over / setup.urls.length)))),
+  );
+  const total = each.reduce((n, r) => n + r.requests, 0);
+  return {
+    rps: each.reduce((n, r) => n + r.rps, 0),
+    p50: Math.max(...each.map((r) => r.p50)),
+    p99: Math.max(...each.map((r) => r.p99)),
+    requests: total,
+  };
+}
+
+/**
+ * Our server on each engine: SQLite; PostgreSQL; two instances on one PostgreSQL database, the load split
+ * between them as a balancer would. The same repos in each, loaded through npm run import.
+ */
+async function engines(): Promise<void> {
+  rmSync(work, { recursive: true, force: true });
+  mkdirSync(work, { recursive: true });
+  const size = sizes[0];
+  say(`engines: ${size} repos, ${seconds} s per scenario, ${connections} connections`);
+  // @ts-expect-error a plain ESM script without types
+  const { startCluster } = await import('./postgres-cluster.mjs');
+  const cluster = await startCluster({ endWithProcess: true });
+  const databaseUrl: string = await cluster.createDatabase('bench');
+  const pgDataDir = join(work, 'pg-data');
+  const setups: Setup[] = [];
+  const sqliteEnv = { DATA_DIR: dataDir, ISSUER_URL: issuerUrl };
+  const pgEnv = { DATA_DIR: pgDataDir, ISSUER_URL: issuerUrl, DATABASE_URL: databaseUrl };
+  const one = await start(['server/main.ts'], sqliteEnv);
+  setups.push({ name: 'SQLite', urls: [one.url], children: [one.child], env: sqliteEnv });
+  const first = await start(['server/main.ts'], pgEnv);
+  setups.push({ name: 'PostgreSQL', urls: [first.url], children: [first.child], env: pgEnv });
+  const table: string[] = [];
+  for (const setup of setups) {
+    const dir = setup.env.DATA_DIR;
+    const { organization, owner } = readBootstrap(dir)!;
+    const issuer = await TokenIssuer.open(dir, issuerUrl, issuerUrl);
+    const auth = { authorization: `Bearer ${(await issuer.mint(owner)).token}` };
+    const url = setup.urls[0];
+    const post = async (path: string, body: unknown) =>
+      (
+        await (
+          await fetch(url + path, {
+            method: 'POST',
+            headers: { ...auth, 'content-type': 'application/json' },
+            body: JSON.stringify(body),
+          })
+        ).json()
+      ).uid as string;
+    const folder = await post(`/iam/v2/groups/${organization}`, { name: 'folder' });
+    const leaf = await post(`/iam/v2/groups/${folder}`, { name: 'leaf' });
+    say(`${setup.name}: loading ${size} repos through npm run import`);
+    const loadSeconds = await importRepos(leaf, 0, size, setup.env);
+    say(`${setup.name}: loaded in ${loadSeconds.toFixed(1)} s (${Math.round(size / loadSeconds)} repos/s)`);
+    const list = `/registry/v2/repos?uidp.descendants_of=${organization}&page_size=50`;
+    const page = async (query: string) =>
+      (await (await fetch(`${url}${list}${query}`, { headers: auth })).json()) as any;
+    const target = (await page(`&skip=${Math.floor(size / 3)}`)).repos[0].uid as string;
+    const deep = (await page(`&skip=${Math.floor(size / 2)}`)).nextPageToken as string;
+    const variants = setup.name === 'PostgreSQL' ? [setup, await secondInstance(setup, pgEnv)] : [setup];
+    for (const variant of variants) {
+      for (const s of scenariosOf(list, deep, target, folder)) {
+        say(`${variant.name}: ${s.name}`);
+        table.push(row(variant.name, s.name, await loadSetup(variant, s, auth)));
+      }
+      say(`${variant.name}: lists under creates`);
+      const create = scenariosOf(list, deep, target, folder).find((s) => s.name === 'create')!;
+      const [lists, creates] = await Promise.all([
+        loadSetup(variant, { name: 'list under creates', method: 'GET', path: list }, auth),
+        loadSetup(variant, create, auth, 2),
+      ]);
+      table.push(row(variant.name, 'list under creates', lists), row(variant.name, 'creates beside lists', creates));
+    }
+  }
+  for (const setup of setups) for (const child of setup.children) await stop(child);
+  for (const child of running) await stop(child);
+  await cluster.stop();
+  console.log('');
+  console.log(`${'setup'.padEnd(26)}${'scenario'.padEnd(22)}${'r/s'.padStart(8)}${'p50/p99 ms'.padStart(12)}`);
+  for (const line of table) console.log(line);
+  mkdirSync(join(values.json!, '..'), { recursive: true });
+  writeFileSync(
+    values.json!,
+    `${JSON.stringify({ date: new Date().toISOString(), size, seconds, table }, null, 2)}
+`,
+  );
+  say(`results written to ${values.json}`);
+}
+
+function row(setup: string, scenario: string, r: { rps: number; p50: number; p99: number }): string {
+  return `${setup.padEnd(26)}${scenario.padEnd(22)}${String(r.rps).padStart(8)}${`${r.p50}/${r.p99}`.padStart(12)}`;
+}
+
+/** A second instance on the setup's database and data directory: the two share the load. */
+async function secondInstance(setup: Setup, env: Record<string, string>): Promise<Setup> {
+  const second = await start(['server/main.ts'], env);
+  return { name: 'PostgreSQL, 2 instances', urls: [...setup.urls, second.url], children: [second.child], env };
+}
+
+(values['cold-start'] ? coldStartOnly() : values.engines ? engines() : main()).then(
   () => process.exit(0),
   (e) => {
     const cause = e instanceof Error && e.cause instanceof Error ? ` (${e.cause.message})` : '';
