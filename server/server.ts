@@ -32,6 +32,7 @@ import { createGrpcServer } from '../runtime/grpc/server.js';
 import { loadValidators } from '../runtime/validation.js';
 import type { Store } from '../runtime/store.js';
 import { healthRoutes } from '../runtime/health.js';
+import { docsRoutes } from '../runtime/docs-page.js';
 import { Metrics, metricsRoute } from '../runtime/metrics.js';
 import { RateLimit } from '../runtime/rate-limit.js';
 
@@ -132,7 +133,11 @@ export async function startServer(config: Config, generated?: GeneratedParts): P
     log,
     issuer: () => issuer!,
     authenticate,
-    publicRoutes: [...operator.before, { router: exchange.router(), serves: (path) => path === '/sts/exchange' }],
+    publicRoutes: [
+      ...operator.before,
+      docsRoutes(model.title),
+      { router: exchange.router(), serves: (path) => path === '/sts/exchange' },
+    ],
     routes: [
       ...operator.after,
       // Every v1 path has a /v1/ segment: other requests skip matching the v1 routes.
