@@ -45,6 +45,19 @@ export class Metrics {
     help: 'HTTP requests being answered',
     registers: [this.registry],
   });
+  private readonly rpcs = new Counter({
+    name: 'grpc_server_handled_total',
+    help: 'gRPC calls answered, by method (its :path) and status code',
+    labelNames: ['grpc_method', 'grpc_code'] as const,
+    registers: [this.registry],
+  });
+  private readonly rpcLatency = new Histogram({
+    name: 'grpc_server_handling_seconds',
+    help: 'Time to answer a gRPC call, by method',
+    labelNames: ['grpc_method'] as const,
+    buckets: [0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 10],
+    registers: [this.registry],
+  });
   private readonly statements = new Histogram({
     name: 'db_statement_duration_seconds',
     help: 'Time of the SQL statements of our own, by where they ran: read, slow_read (off the request path) or write',
@@ -75,6 +88,12 @@ export class Metrics {
     this.inFlight.dec();
     this.requests.inc({ route, method, status });
     this.latency.observe({ route, method }, seconds);
+  }
+
+  /** A gRPC call answered: code is the status's name (OK, NOT_FOUND, ...). */
+  rpcFinished(rpc: string, code: string, seconds: number): void {
+    this.rpcs.inc({ grpc_method: rpc, grpc_code: code });
+    this.rpcLatency.observe({ grpc_method: rpc }, seconds);
   }
 
   statement(kind: 'read' | 'slow_read' | 'write', seconds: number): void {

@@ -127,6 +127,8 @@ export async function startServer(config: Config, generated?: GeneratedParts): P
   const exchange = new TokenExchange(resources, () => issuer!);
   let deliveries: DeliveryWorker | undefined;
   const operator = operatorRoutes(config, store, policy, metrics, () => deliveries);
+  // One set of buckets for both transports: a caller is limited wherever it calls.
+  const rateLimit = config.rateLimit && new RateLimit(config.rateLimit.perSecond, config.rateLimit.burst);
   const app = createApp({
     model,
     openapi,
@@ -147,7 +149,7 @@ export async function startServer(config: Config, generated?: GeneratedParts): P
     metrics,
     corsOrigins: config.corsOrigins,
     maxBodyBytes: config.maxBodyBytes,
-    rateLimit: config.rateLimit && new RateLimit(config.rateLimit.perSecond, config.rateLimit.burst),
+    rateLimit,
   });
   performance.mark('http app');
   const grpc = createGrpcServer({
@@ -157,6 +159,8 @@ export async function startServer(config: Config, generated?: GeneratedParts): P
     errorDomain: (domain) => `${domain}.${model.service}.dev`,
     log,
     maxMessageBytes: config.maxBodyBytes,
+    ...(metrics ? { finished: (rpc, code, seconds) => metrics.rpcFinished(rpc, code, seconds) } : {}),
+    ...(rateLimit ? { rateLimit } : {}),
   });
   performance.mark('grpc');
   const server: Server = await listen(app, { ...config, errorDomain: `api.${model.service}.dev` });

@@ -8,6 +8,7 @@ import * as assert from 'uvu/assert';
 import { ConfigError, readConfig } from '../runtime/config.js';
 import { loadGenerated, type GeneratedParts } from '../server/server.js';
 import { query } from './support/db.js';
+import { grpcClient } from './support/grpc-client.js';
 import { exitOf, runScript, spawnServer } from './support/process.js';
 import { createOrg, startTestServer, type TestServer } from './support/server.js';
 
@@ -154,6 +155,43 @@ test('RATE_LIMIT: past the burst, 429 RESOURCE_EXHAUSTED with Retry-After; probe
   }
 });
 
+test('gRPC calls are counted in /metrics by method and code, and share the HTTP rate limit per identity', async () => {
+  const limited = await startTestServer(generated, { RATE_LIMIT: '1', RATE_LIMIT_BURST: '3' });
+  const client = grpcClient(limited.url, limited.token);
+  try {
+    const codes: number[] = [];
+    let last;
+    for (let i = 0; i < 2; i++) {
+      last = await client.call('iam.v2.GroupsService', 'ListGroups', {});
+      codes.push(last.code);
+    }
+    // The third request of the burst over HTTP, the fourth refused over either transport.
+    assert.is((await limited.call('GET', '/iam/v2/groups')).status, 200);
+    last = await client.call('iam.v2.GroupsService', 'ListGroups', {});
+    codes.push(last.code);
+    assert.equal(codes, [0, 0, 8], last.message);
+    assert.match(last.message ?? '', /more than 1 requests per second from identity /);
+    const retry = last.details.find((d) => d['@type'] === 'type.googleapis.com/google.rpc.RetryInfo') as any;
+    assert.match(String(retry?.retryDelay), /^[1-9]\d*s$/, JSON.stringify(last.details));
+    assert.is((await limited.call('GET', '/iam/v2/groups')).status, 429);
+    const text = await (await fetch(`${limited.url}/metrics`)).text();
+    const handled = (code: string) =>
+      new RegExp(
+        `^grpc_server_handled_total\\{grpc_method="/chainguard\\.platform\\.iam\\.v2\\.GroupsService/ListGroups",grpc_code="${code}"\\} (\\d+)$`,
+        'm',
+      ).exec(text)?.[1];
+    assert.is(handled('OK'), '2', text.slice(0, 3000));
+    assert.is(handled('RESOURCE_EXHAUSTED'), '1');
+    assert.match(
+      text,
+      /grpc_server_handling_seconds_count\{grpc_method="\/chainguard\.platform\.iam\.v2\.GroupsService\/ListGroups"\} 3/,
+    );
+  } finally {
+    client.close();
+    await limited.stop();
+  }
+});
+
 test('bad operator settings stop the server with one line naming the variable', () => {
   for (const [env, message] of [
     [{ METRICS: 'public' }, /METRICS must be open, off or token/],
@@ -205,6 +243,10 @@ test('LOG=on: JSON lines, level by outcome, route template, identity and reason,
     await fetch(`${server.url}/iam/v2/groups/${org.uid}/0123456789abcdef`, { headers: auth });
     await fetch(`${server.url}/iam/v2/groups`, { headers: { authorization: 'Bearer not.a.token' } });
     await fetch(`${server.url}/healthz`);
+    const client = grpcClient(server.url, token);
+    await client.call('iam.v2.GroupsService', 'GetGroup', { uid: org.uid });
+    await client.call('iam.v2.GroupsService', 'GetGroup', { uid: `${org.uid}/0123456789abcdef` });
+    client.close();
     server.child.kill('SIGTERM');
     assert.is(await exitOf(server.child), 0, server.output());
     const lines = server
@@ -226,6 +268,15 @@ test('LOG=on: JSON lines, level by outcome, route template, identity and reason,
     assert.equal([missing.level, missing.status, missing.reason], ['warn', 404, 'NOT_FOUND']);
     assert.equal([refused.level, refused.status, refused.reason], ['warn', 401, 'UNAUTHENTICATED']);
     assert.is(requests.length, 5, 'a probe that succeeds is not logged');
+    const rpcs = lines.filter((l) => l.grpc);
+    const subject = JSON.parse(Buffer.from(token.split('.')[1], 'base64url').toString()).sub;
+    assert.equal(
+      rpcs.map((l) => [l.level, l.grpc, l.status, l.identity, l.reason]),
+      [
+        ['info', '/chainguard.platform.iam.v2.GroupsService/GetGroup', 'OK', subject, undefined],
+        ['warn', '/chainguard.platform.iam.v2.GroupsService/GetGroup', 'NOT_FOUND', subject, 'NOT_FOUND'],
+      ],
+    );
     assert.ok(lines.some((l) => l.signal === 'SIGTERM'));
     assert.is(lines.at(-1).message, 'platform-api stopped');
     assert.not.ok(server.output().includes(token), 'the token never appears');

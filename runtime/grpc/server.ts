@@ -12,6 +12,7 @@ import type { RpcMethod } from './operations.js';
 import { decodeRequest, encodeResponse, jsonName } from './proto-json.js';
 import { loadProtoRoot, protoFiles } from './proto-root.js';
 import { statusDetails } from './status.js';
+import { rateLimited, type RateLimit } from '../rate-limit.js';
 
 export interface GrpcOptions {
   generatedDir: string;
@@ -23,6 +24,17 @@ export interface GrpcOptions {
   log(line: Record<string, unknown>): void;
   /** the largest request message accepted, as the HTTP body limit */
   maxMessageBytes: number;
+  /** each rpc answered: its path, its status code's name and its time */
+  finished?(rpc: string, code: string, seconds: number): void;
+  /** the same buckets as HTTP's: a caller is limited across both transports */
+  rateLimit?: RateLimit;
+}
+
+/** The caller's bucket: its identity when known, else the address it calls from (as over HTTP). */
+function limit(rateLimit: RateLimit, principal: Principal, peer: string): void {
+  const who = principal.subject ? `identity ${principal.subject}` : `address ${peer.replace(/:\d+$/, '')}`;
+  const wait = rateLimit.take(who);
+  if (wait > 0) throw rateLimited(who, rateLimit.perSecond, wait);
 }
 
 export interface GrpcServer {
@@ -97,8 +109,10 @@ async function setUp(o: GrpcOptions) {
       responseDeserialize: passThrough,
       originalName: name,
     };
-    const handle = async (call: grpc.ServerUnaryCall<Buffer, Buffer>): Promise<Buffer> => {
+    const handle = async (call: grpc.ServerUnaryCall<Buffer, Buffer>, caller: Principal): Promise<Buffer> => {
       const principal = await principalOf(call.metadata, o.authenticate);
+      caller.subject = principal.subject;
+      if (o.rateLimit) limit(o.rateLimit, principal, call.getPeer());
       const request: Row = decodeRequest(requestType, call.request);
       if (bodyType && typeof request.updateMask === 'string')
         request.updateMask = maskToJson(bodyType, request.updateMask);
@@ -106,17 +120,30 @@ async function setUp(o: GrpcOptions) {
     };
     entry.implementation[name] = (call: grpc.ServerUnaryCall<Buffer, Buffer>, callback: grpc.sendUnaryData<Buffer>) => {
       const started = performance.now();
-      handle(call).then(
+      const caller: Principal = {};
+      /** One line per call, as HTTP's: level by outcome, the rpc, the caller and, for a failure, the reason. */
+      const done = (level: string, status: string, extra: Record<string, unknown> = {}) => {
+        const seconds = (performance.now() - started) / 1000;
+        o.finished?.(path, status, seconds);
+        o.log({
+          level,
+          grpc: path,
+          status,
+          ms: Math.round(seconds * 1000),
+          ...(caller.subject ? { identity: caller.subject } : {}),
+          ...extra,
+        });
+      };
+      handle(call, caller).then(
         (answer) => {
-          o.log({ level: 'info', grpc: path, status: 'OK', ms: Math.round(performance.now() - started) });
+          done('info', 'OK');
           callback(null, answer);
         },
         (e: unknown) => {
           const error = e instanceof ApiError ? e : internal();
           if (!(e instanceof ApiError))
-            o.log({ level: 'error', grpc: path, error: e instanceof Error ? (e.stack ?? e.message) : String(e) });
-          else
-            o.log({ level: 'warn', grpc: path, status: error.codeName, ms: Math.round(performance.now() - started) });
+            done('error', error.codeName, { error: e instanceof Error ? (e.stack ?? e.message) : String(e) });
+          else done(error.status() >= 500 ? 'error' : 'warn', error.codeName, { reason: error.codeName });
           const metadata = new Metadata();
           metadata.set('grpc-status-details-bin', statusDetails(error, o.errorDomain(method.domain)));
           callback({ code: error.code, details: error.message, metadata });

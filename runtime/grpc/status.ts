@@ -10,7 +10,10 @@ const rpc = protobuf.Root.fromJSON(<protobuf.INamespace>{
     google: {
       nested: {
         protobuf: {
-          nested: { Any: { fields: { type_url: { type: 'string', id: 1 }, value: { type: 'bytes', id: 2 } } } },
+          nested: {
+            Any: { fields: { type_url: { type: 'string', id: 1 }, value: { type: 'bytes', id: 2 } } },
+            Duration: { fields: { seconds: { type: 'int64', id: 1 }, nanos: { type: 'int32', id: 2 } } },
+          },
         },
         rpc: {
           nested: {
@@ -44,6 +47,15 @@ const rpc = protobuf.Root.fromJSON(<protobuf.INamespace>{
                 description: { type: 'string', id: 4 },
               },
             },
+            RetryInfo: { fields: { retryDelay: { type: 'google.protobuf.Duration', id: 1 } } },
+            QuotaFailure: {
+              fields: { violations: { rule: 'repeated', type: 'Violation', id: 1 } },
+              nested: {
+                Violation: {
+                  fields: { subject: { type: 'string', id: 1 }, description: { type: 'string', id: 2 } },
+                },
+              },
+            },
             PreconditionFailure: {
               fields: { violations: { rule: 'repeated', type: 'Violation', id: 1 } },
               nested: {
@@ -70,7 +82,9 @@ function packDetail(d: Detail): { type_url: string; value: Uint8Array } | undefi
   const name = d['@type'].startsWith(typePrefix) ? d['@type'].slice(typePrefix.length) : '';
   const type = rpc.lookup(name);
   if (!(type instanceof protobuf.Type)) return undefined;
-  const fields = Object.fromEntries(Object.entries(d).filter(([k]) => k !== '@type'));
+  const fields: Record<string, unknown> = Object.fromEntries(Object.entries(d).filter(([k]) => k !== '@type'));
+  // A Duration is "3s" in JSON and seconds and nanos on the wire.
+  if (typeof fields.retryDelay === 'string') fields.retryDelay = { seconds: parseInt(fields.retryDelay, 10) };
   return { type_url: d['@type'], value: type.encode(type.fromObject(fields)).finish() };
 }
 
@@ -90,7 +104,9 @@ export function readStatusDetails(bytes: Buffer): { code: number; message: strin
   };
   const details = (s.details ?? []).map((any) => {
     const type = rpc.lookupType(any.type_url.slice(typePrefix.length));
-    return { '@type': any.type_url, ...type.toObject(type.decode(any.value)) } as Detail;
+    const fields = type.toObject(type.decode(any.value), { longs: Number });
+    if (fields.retryDelay) fields.retryDelay = `${fields.retryDelay.seconds ?? 0}s`;
+    return { '@type': any.type_url, ...fields } as Detail;
   });
   return { code: s.code ?? 0, message: s.message ?? '', details };
 }
