@@ -28,7 +28,7 @@ import { createRouteOperations } from '../runtime/route-operations.js';
 import { createV1Router } from '../runtime/v1/adapter.js';
 import { createRpcOperations } from '../runtime/grpc/operations.js';
 import { shareConnections } from '../runtime/grpc/same-port.js';
-import { createGrpcServer } from '../runtime/grpc/server.js';
+import { createGrpcServer, type GrpcOptions } from '../runtime/grpc/server.js';
 import { loadValidators } from '../runtime/validation.js';
 import type { Store } from '../runtime/store.js';
 import { healthRoutes } from '../runtime/health.js';
@@ -89,6 +89,19 @@ function operatorRoutes(
   if (config.metrics === 'open') return { before: [health, metricsRoute(metrics)], after: [] };
   const authorize = (principal: Principal) => policy.requireCapability(principal, ['CAP_METRICS_READ'], undefined);
   return { before: [health], after: [metricsRoute(metrics, authorize)] };
+}
+
+/** What the operator settings add to the gRPC server: its calls counted, and the callers' shared buckets. */
+function operatorHooks(
+  metrics: Metrics | undefined,
+  rateLimit: RateLimit | undefined,
+): Pick<GrpcOptions, 'finished' | 'rateLimit'> {
+  return {
+    ...(metrics
+      ? { finished: (rpc: string, code: string, seconds: number) => metrics.rpcFinished(rpc, code, seconds) }
+      : {}),
+    ...(rateLimit ? { rateLimit } : {}),
+  };
 }
 
 export async function startServer(config: Config, generated?: GeneratedParts): Promise<RunningServer> {
@@ -159,8 +172,7 @@ export async function startServer(config: Config, generated?: GeneratedParts): P
     errorDomain: (domain) => `${domain}.${model.service}.dev`,
     log,
     maxMessageBytes: config.maxBodyBytes,
-    ...(metrics ? { finished: (rpc, code, seconds) => metrics.rpcFinished(rpc, code, seconds) } : {}),
-    ...(rateLimit ? { rateLimit } : {}),
+    ...operatorHooks(metrics, rateLimit),
   });
   performance.mark('grpc');
   const server: Server = await listen(app, { ...config, errorDomain: `api.${model.service}.dev` });
