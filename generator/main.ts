@@ -3,6 +3,7 @@ import { mkdirSync, rmSync, writeFileSync } from 'node:fs';
 import { join, relative } from 'node:path';
 import { parseCommandLine } from '../scripts/cli-args.js';
 import { sourceHashes, sourceRecordFile } from '../scripts/source-hash.mjs';
+import { emitClient } from './emit-client.js';
 import { emitConformancePlan } from './emit-conformance.js';
 import { buildOpenApi } from './emit-openapi.js';
 import { banner, emitEntities, emitModel, emitRouter, emitTypes } from './emit-typescript.js';
@@ -41,6 +42,7 @@ try {
     'grpc.ts': emitGrpcTable(model, surface),
     ...Object.fromEntries(protos),
     'types.ts': emitTypes(model),
+    'client/index.ts': emitClient(model, routes, banner),
     'openapi.json': `${JSON.stringify({ 'x-generated': banner.slice(3), ...openapi }, null, 2)}\n`,
     'validators/bodies.cjs': `${banner}\n${validators.bodies}\n`,
     'validators/queries.cjs': `${banner}\n${validators.queries}\n`,

@@ -21,6 +21,7 @@ const onBothEngines = [
   'api',
   'behaviours',
   'capabilities',
+  'client',
   'conformance',
   'escalation',
   'events',
