@@ -141,10 +141,20 @@ async function main(): Promise<number> {
   return failed.length > 0 ? 1 : 0;
 }
 
-main().then(
-  (code) => process.exit(code),
-  (e) => {
-    console.error(`conformance: ${e instanceof UsageError ? e.message : e instanceof Error ? e.message : String(e)}`);
-    process.exit(2);
-  },
-);
+/**
+ * Exits once stdout and stderr have taken everything written: into a pipe (`| tee`) writes can still be queued
+ * when process.exit runs, and the report's end (the summary line) would be lost.
+ */
+function exitFlushed(code: number): void {
+  let pending = 2;
+  const done = () => {
+    if (--pending === 0) process.exit(code);
+  };
+  process.stdout.write('', done);
+  process.stderr.write('', done);
+}
+
+main().then(exitFlushed, (e) => {
+  console.error(`conformance: ${e instanceof UsageError ? e.message : e instanceof Error ? e.message : String(e)}`);
+  exitFlushed(2);
+});

@@ -197,6 +197,28 @@ async function defectProxy(rewrite: Rewrite): Promise<{ url: string; close: () =
   };
 }
 
+test('a target failing nearly every rule: every failure in stdout and --json, the summary line last', async () => {
+  // Groups still work (the suite makes its own group to hold what it creates), nothing else does.
+  const broken = await defectProxy(({ url }) =>
+    /^\/(ping|iam\/v2\/groups)\b/.test(url)
+      ? {}
+      : { respond: () => ({ status: 500, body: { code: 13, message: 'x', details: [] } }) },
+  );
+  try {
+    const run = await runSuite(broken.url);
+    assert.is(run.status, 1);
+    const failed = run.report.results.filter((r) => r.status === 'failed');
+    assert.ok(failed.length > 100, `${failed.length} failures`);
+    assert.is(run.report.failed, failed.length);
+    const reported = new Set([...run.stdout.matchAll(/^FAIL (\S+)/gm)].map((m) => m[1]));
+    assert.equal([...reported].sort(), failed.map((r) => r.name).sort(), 'a FAIL line for each');
+    const lines = run.stdout.trimEnd().split('\n');
+    assert.match(lines.at(-1)!, new RegExp(`^\\d+ passed, ${failed.length} failed, \\d+ skipped$`));
+  } finally {
+    await broken.close();
+  }
+});
+
 test('planted defects are each reported by the rule they break', async () => {
   const { body: decoy } = await s.call('POST', '/iam/v2/groups', { name: 'decoy' });
   const isList = (url: string) => /^\/registry\/v2\/repos\?/.test(url);
