@@ -3,7 +3,7 @@
 // parameters, and `body`) and answers the typed response; a list also gets listAll<Collection>, every item across
 // its pages. The engine (fetch, errors, paging, retries) is runtime/client.ts.
 import type { ApiModel, FieldModel, ResourceModel } from '../runtime/model.js';
-import { cap } from './emit-openapi.js';
+import { cap, itemName } from './emit-openapi.js';
 import { v2Routes, type Route } from './routes-table.js';
 import { objectType } from './typescript.js';
 
@@ -64,6 +64,26 @@ function methods(route: Route, types: Set<string>): string[] {
       const body = `body: ${objectType(inputFields(r!.fields), false)}`;
       return [
         `${name}: (${request([...pathMembers(route), body])}): Promise<${r!.type}Resource> => c.call(${table}, request)`,
+      ];
+    }
+    case 'batchCreate': {
+      types.add(`${r!.type}Resource`);
+      // A shared field may be left out of each request: the top-level one fills it.
+      const fields = Object.fromEntries(
+        Object.entries(inputFields(r!.fields)).map(([name, f]) => [
+          name,
+          r!.batchCreate!.shared.includes(name) ? { ...f, required: false } : f,
+        ]),
+      );
+      const input = objectType(fields, false);
+      const shared = r!.batchCreate!.shared.map((name) => `${propertyName(name)}?: string`);
+      const req = request([
+        'parent: string',
+        `requests: Array<{ parent?: string; ${itemName(r!)}: ${input} }>`,
+        ...shared,
+      ]);
+      return [
+        `batchCreate${cap(r!.collection)}: (${req}): Promise<{ ${r!.collection}: ${r!.type}Resource[] }> => c.call(${table}, { body: request })`,
       ];
     }
     case 'update': {

@@ -105,6 +105,40 @@ function componentSchemas(model: ApiModel): Record<string, JsonSchema> {
   return schemas;
 }
 
+/** The singular name of a resource's item in a batch request: RoleBinding -> roleBinding. */
+export const itemName = (r: ResourceModel) => `${r.type[0].toLowerCase()}${r.type.slice(1)}`;
+
+/** { parent, requests: [{ parent?, <item> }], <shared fields>? }, as the reference's batch requests are. */
+function batchCreateSchema(r: ResourceModel): JsonSchema {
+  const { max, shared } = r.batchCreate!;
+  return {
+    type: 'object',
+    required: ['parent', 'requests'],
+    properties: {
+      parent: { type: 'string', description: 'the parent of every record made' },
+      requests: {
+        type: 'array',
+        minItems: 1,
+        maxItems: max,
+        items: {
+          type: 'object',
+          required: [itemName(r)],
+          properties: {
+            parent: { type: 'string', description: 'the same parent, or left out' },
+            [itemName(r)]: ref(`${r.type}Input`),
+          },
+        },
+      },
+      ...Object.fromEntries(
+        shared.map((name) => [
+          name,
+          { ...fieldSchema(r.fields[name], 'input'), description: `for every request that leaves it out` },
+        ]),
+      ),
+    },
+  };
+}
+
 const ok = (schema: JsonSchema) => ({
   200: { description: 'OK', content: { 'application/json': { schema } } },
   default: errorResponse,
@@ -128,6 +162,16 @@ function describeRoute(route: Route, op: JsonSchema, pathParams: JsonSchema[]): 
       op.operationId = route.params.length ? `create${r!.type}` : `create${r!.type}AtRoot`;
       op.requestBody = body(ref(`${r!.type}Input`));
       op.responses = ok(ref(r!.type));
+      return r!.operations.create!.capability;
+    case 'batchCreate':
+      op.operationId = `batchCreate${cap(r!.collection)}`;
+      op.description = `Creates up to ${r!.batchCreate!.max} ${r!.collection} under one parent in one transaction: all of them, or, when one is refused, none. Each is checked as a create is. Answers them in the order of the requests.`;
+      op.requestBody = body(batchCreateSchema(r!));
+      op.responses = ok({
+        type: 'object',
+        required: [r!.collection],
+        properties: { [r!.collection]: { type: 'array', items: ref(r!.type) } },
+      });
       return r!.operations.create!.capability;
     case 'update':
       op.operationId = `update${r!.type}`;

@@ -305,14 +305,16 @@ function queryParameters(route: Route): string {
 }
 
 /** The hand-written presenter and create step an operation of r takes, as trailing arguments. */
+const creates = (kind: string) => kind === 'create' || kind === 'batchCreate';
+
 export function hooks(r: ResourceModel, kind: string): string {
   const present =
     r.presenter && kind !== 'delete'
       ? `, (resources, context) => handlers.${r.domain}.${r.presenter}(resources as ${r.type}Resource[], context)`
-      : kind === 'create' && r.onCreate
+      : creates(kind) && r.onCreate
         ? ', undefined'
         : '';
-  return present + (kind === 'create' && r.onCreate ? `, ${createStep(r)}` : '');
+  return present + (creates(kind) && r.onCreate ? `, ${createStep(r)}` : '');
 }
 
 /** The hand-written custom method of an endpoint, over its generated request type. */

@@ -3,7 +3,7 @@ import type { ApiModel, EndpointModel, ResourceModel } from '../runtime/model.js
 import { uidCapture } from '../runtime/uid.js';
 
 export type RouteKind =
-  'list' | 'get' | 'create' | 'update' | 'delete' | 'subresourceGet' | 'subresourceUpdate' | 'endpoint';
+  'list' | 'get' | 'create' | 'batchCreate' | 'update' | 'delete' | 'subresourceGet' | 'subresourceUpdate' | 'endpoint';
 
 export interface Route {
   method: 'GET' | 'POST' | 'PATCH' | 'PUT' | 'DELETE';
@@ -92,6 +92,13 @@ export function routesOf(model: ApiModel): Route[] {
       if (!r.parent || r.parentOptional)
         routes.push({ method: 'POST', ...compileTemplate(base, r.path), kind: 'create', resource: r });
     }
+    if (r.batchCreate)
+      routes.push({
+        method: 'POST',
+        ...compileTemplate(base, `${r.path}:batchCreate`),
+        kind: 'batchCreate',
+        resource: r,
+      });
     if (ops.get) routes.push({ method: 'GET', ...compileTemplate(base, `${r.path}/{uid*}`), kind: 'get', resource: r });
     if (ops.update)
       routes.push({ method: 'PATCH', ...compileTemplate(base, `${r.path}/{uid*}`), kind: 'update', resource: r });

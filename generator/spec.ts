@@ -49,6 +49,7 @@ interface RawResource {
   eventFields?: string[];
   indexes?: string[][];
   upsertOn?: string;
+  batchCreate?: { max?: number; shared?: string[] };
   exclusive?: string[][];
   fields: Record<string, FieldModel>;
   filters?: ResourceModel['filters'];
@@ -538,6 +539,7 @@ function toResource(domain: string, r: RawResource, at: string, problems: string
     ...(r.eventFields ? { eventFields: r.eventFields } : {}),
     ...(r.indexes ? { indexes: r.indexes.map((i) => i.map((k) => (k === 'parent' ? 'parentUid' : k))) } : {}),
     upsertOn: r.upsertOn,
+    ...batchCreateOf(r, at, problems),
     exclusive: given.exclusive,
     fields: normalizeFields(r.fields),
     filters: given.filters,
@@ -556,6 +558,17 @@ function toResource(domain: string, r: RawResource, at: string, problems: string
     v1: r.v1 && toV1(r.v1, all, given.filters, ops, given.readOnly, `${at}/v1`, problems),
     ...(r.proto ? { proto: r.proto } : {}),
   };
+}
+
+/** A batch create is creates: it needs the create operation, and shares only declared, writable fields. */
+function batchCreateOf(r: RawResource, at: string, problems: string[]): Pick<ResourceModel, 'batchCreate'> {
+  if (!r.batchCreate) return {};
+  if (!r.operations.create) problems.push(`${at}/batchCreate: needs operations.create (each item is a create)`);
+  const shared = r.batchCreate.shared ?? [];
+  for (const name of shared)
+    if (!r.fields[name] || r.fields[name].outputOnly)
+      problems.push(`${at}/batchCreate/shared: ${name} is not a writable field of ${r.type}`);
+  return { batchCreate: { max: r.batchCreate.max ?? 25, shared } };
 }
 
 /** `values: $capabilities` becomes the capability vocabulary, so that no list of capabilities is written twice. */

@@ -130,6 +130,11 @@ export interface ResourceModel {
   publicRootRecords: boolean;
   /** a create naming an existing value of this field under the same parent replaces that record */
   upsertOn?: string;
+  /**
+   * POST .../<collection>:batchCreate: several creates under one parent, all or none (runtime/operations.ts).
+   * `shared` fields may be given once for every request; a request giving another value is refused.
+   */
+  batchCreate?: { max: number; shared: string[] };
   /** groups of fields of which at most one may be set */
   exclusive: string[][];
   /** hand-written handler of the domain that completes a record before it is stored */

@@ -6,7 +6,7 @@
 //   3. no grant may grow (Policy.noEscalation), inside the write's own transaction;
 //   4. the shared operation (Resources) or a hand-written handler, then the presenter.
 // Adapters translate a request into a Call and the answer back; they neither authorize nor validate.
-import { invalidArgument, type FieldViolation } from './errors.js';
+import { ApiError, invalidArgument, type FieldViolation } from './errors.js';
 import { capabilityScope, isGroupScoped, visibleWhere, type Policy, type Principal } from './authorization.js';
 import { parseListRequest } from './list-request.js';
 import { operationOf, type ApiModel, type EndpointModel, type ResourceModel, type StandardOperation } from './model.js';
@@ -59,6 +59,58 @@ export interface ListAnswer {
   totalCount: string;
   skipped: number;
 }
+
+/** The name of one item in a batch request: RoleBinding -> roleBinding. */
+const batchItemName = (r: ResourceModel) => `${r.type[0].toLowerCase()}${r.type.slice(1)}`;
+
+/** A batch create's parent and the body of each create, the shared fields filled in; refuses a malformed batch. */
+function batchRequest(r: ResourceModel, body: Row): { parent: string; bodies: Row[] } {
+  const { max, shared } = r.batchCreate!;
+  const item = batchItemName(r);
+  const { parent, requests } = body;
+  if (typeof parent !== 'string' || parent === '')
+    throw invalidArgument([{ field: 'parent', description: 'parent is required: the group of every record made' }]);
+  if (!Array.isArray(requests) || requests.length === 0 || requests.length > max)
+    throw invalidArgument([{ field: 'requests', description: `requests must hold 1 to ${max} requests` }]);
+  for (const key of Object.keys(body))
+    if (key !== 'parent' && key !== 'requests' && !shared.includes(key))
+      throw invalidArgument([{ field: key, description: `${key} is not a field of a batch create` }]);
+  const bodies = requests.map((request: unknown, i): Row => {
+    const at = `requests[${i}]`;
+    const req = request as Row | null;
+    if (typeof req !== 'object' || req === null || Array.isArray(req) || typeof req[item] !== 'object' || !req[item])
+      throw invalidArgument([{ field: `${at}.${item}`, description: `each request holds the ${item} to create` }]);
+    if (req.parent !== undefined && req.parent !== '' && req.parent !== parent)
+      throw invalidArgument([
+        { field: `${at}.parent`, description: `must be the batch's parent ${parent}, or left out` },
+      ]);
+    const made = { ...(req[item] as Row) };
+    for (const name of shared) {
+      if (body[name] === undefined) continue;
+      if (made[name] === undefined) made[name] = body[name];
+      else if (made[name] !== body[name])
+        throw invalidArgument([
+          { field: `${at}.${item}.${name}`, description: `conflicts with the batch's ${name} ${String(body[name])}` },
+        ]);
+    }
+    return made;
+  });
+  return { parent, bodies };
+}
+
+/** Runs a validation, its field paths prefixed (the place of an item in a batch). */
+function withFieldPrefix(prefix: string, validate: () => void): void {
+  try {
+    validate();
+  } catch (e) {
+    const bad = e instanceof ApiError && e.codeName === 'INVALID_ARGUMENT' ? e.details.find(isBadRequest) : undefined;
+    if (!bad) throw e;
+    const violations = (bad.fieldViolations as FieldViolation[]).map((v) => ({ ...v, field: `${prefix}${v.field}` }));
+    throw invalidArgument(violations);
+  }
+}
+
+const isBadRequest = (d: { '@type': string }) => d['@type'].endsWith('google.rpc.BadRequest');
 
 /** A condition no record meets: what a caller without the capability sees of a listed collection. */
 const nothing = oneOf('uid', []);
@@ -159,6 +211,33 @@ export class Operations {
       guard: this.policy.noEscalation(call.principal, r),
     });
     return this.present(created, call.principal, options.present);
+  }
+
+  /**
+   * Several creates under one parent (the spec's batchCreate), all or none: the create capability in the parent,
+   * each body validated and checked as a create's is, one transaction. The body is { parent, requests:
+   * [{ parent?, <item> }], <shared fields>? }; a field shared at the top fills each request that leaves it out,
+   * and a request giving another value is INVALID_ARGUMENT.
+   */
+  async batchCreate(
+    r: ResourceModel,
+    call: Call,
+    options: { present?: Present; prepare?: Prepare } = {},
+  ): Promise<Row[]> {
+    const { parent, bodies } = batchRequest(r, call.body);
+    await this.policy.requireCapability(call.principal, this.capability(r, 'create'), this.scope(r, parent));
+    bodies.forEach((body, i) =>
+      withFieldPrefix(`requests[${i}].${batchItemName(r)}.`, () =>
+        this.validate('body', `${r.collection}.create`, body, call.untranslatable),
+      ),
+    );
+    const { prepare } = options;
+    const created = await this.resources.createMany(r, parent, bodies, {
+      actor: call.principal.subject,
+      prepare: prepare && ((record: Row) => prepare(record, this.context(call.principal))),
+      guard: this.policy.noEscalation(call.principal, r),
+    });
+    return Promise.all(created.map((record) => this.present(record, call.principal, options.present)));
   }
 
   async update(r: ResourceModel, call: Call, present?: Present): Promise<Row> {

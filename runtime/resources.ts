@@ -363,31 +363,55 @@ export class Resources {
 
   /** Creates a record; a root record of a resource with a creatorRole binds its creator to that role in it. */
   async create(r: ResourceModel, parent: string | undefined, body: Row, options: WriteOptions = {}): Promise<Row> {
-    const { actor, prepare, guard } = options;
     if (parent !== undefined) checkUid(parent, 'parent');
-    const result = await this.store.transaction(async (sql) => {
-      if (parent !== undefined && r.parent) await this.find(this.model.resources[r.parent], parent, sql);
-      const uid = await this.newUid(sql, r, parent);
-      const time = now();
-      let data: Row = {
-        ...withDefaults(inputObject(body, r.fields), r.fields, time),
-        uid,
-        parentUid: parent ?? null,
-        createTime: time,
-        updateTime: time,
-      };
-      let reveal: Row = {};
-      if (prepare) ({ record: data, reveal = {} } = await prepare(data));
-      this.checkExclusive(r, data);
-      await this.checkReferences(sql, r, data);
-      const existing = await this.sameUpsertKey(sql, r, data);
-      if (existing) return this.replace(sql, r, existing, data, options);
-      await guard?.(sql, data);
-      return { ...(await this.insertNew(sql, r, data, actor)), ...reveal };
-    });
+    const result = await this.store.transaction((sql) => this.createIn(sql, r, parent, body, options));
     // A new organization binds its creator: that is an access change too.
     this.noteWrite(r.creatorRole && parent === undefined ? this.model.resources.roleBindings : r);
     return result;
+  }
+
+  /**
+   * Several records under one parent in one transaction, each made as create makes one: all are made, or, when
+   * one is refused, none. Answers them in the order of the bodies.
+   */
+  async createMany(r: ResourceModel, parent: string, bodies: Row[], options: WriteOptions = {}): Promise<Row[]> {
+    checkUid(parent, 'parent');
+    const result = await this.store.transaction(async (sql) => {
+      const made: Row[] = [];
+      for (const body of bodies) made.push(await this.createIn(sql, r, parent, body, options));
+      return made;
+    });
+    this.noteWrite(r);
+    return result;
+  }
+
+  /** One create inside the caller's transaction: every check of create, then the insert (or the upsert). */
+  private async createIn(
+    sql: Sql,
+    r: ResourceModel,
+    parent: string | undefined,
+    body: Row,
+    options: WriteOptions,
+  ): Promise<Row> {
+    const { actor, prepare, guard } = options;
+    if (parent !== undefined && r.parent) await this.find(this.model.resources[r.parent], parent, sql);
+    const uid = await this.newUid(sql, r, parent);
+    const time = now();
+    let data: Row = {
+      ...withDefaults(inputObject(body, r.fields), r.fields, time),
+      uid,
+      parentUid: parent ?? null,
+      createTime: time,
+      updateTime: time,
+    };
+    let reveal: Row = {};
+    if (prepare) ({ record: data, reveal = {} } = await prepare(data));
+    this.checkExclusive(r, data);
+    await this.checkReferences(sql, r, data);
+    const existing = await this.sameUpsertKey(sql, r, data);
+    if (existing) return this.replace(sql, r, existing, data, options);
+    await guard?.(sql, data);
+    return { ...(await this.insertNew(sql, r, data, actor)), ...reveal };
   }
 
   /** A new record's uid, refused when its parent already has the one record a `uid: parent` resource allows. */

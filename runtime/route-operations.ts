@@ -16,6 +16,7 @@ export interface RouteOperations {
   list(r: ResourceModel, params: string[], present?: Present): Middleware;
   get(r: ResourceModel, params: string[], present?: Present): Middleware;
   create(r: ResourceModel, params: string[], present?: Present, prepare?: Prepare): Middleware;
+  batchCreate(r: ResourceModel, params: string[], present?: Present, prepare?: Prepare): Middleware;
   update(r: ResourceModel, params: string[], present?: Present): Middleware;
   delete(r: ResourceModel, params: string[]): Middleware;
   subresourceGet(r: ResourceModel, name: string): Middleware;
@@ -89,6 +90,9 @@ export function createRouteOperations(operations: Operations): RouteOperations {
     },
     create: (r, names, present, prepare) => async (ctx) => {
       ctx.body = await operations.create(r, callOf(ctx, names), { present, prepare });
+    },
+    batchCreate: (r, names, present, prepare) => async (ctx) => {
+      ctx.body = { [r.collection]: await operations.batchCreate(r, callOf(ctx, names), { present, prepare }) };
     },
     update: (r, names, present) => async (ctx) => {
       ctx.body = await operations.update(r, callOf(ctx, names), present);

@@ -1,0 +1,142 @@
+// POST /iam/v2/roleBindings:batchCreate (spec: batchCreate on roleBindings; runtime Operations.batchCreate): up
+// to 25 creates under one parent in one transaction, all or none, each checked as a create is (capability,
+// references, no escalation), a shared roleUid, answers in request order and hydrated as single creates are.
+import { test } from 'uvu';
+import * as assert from 'uvu/assert';
+import { startTestServer, type Reply, type TestServer } from './support/server.js';
+
+let s: TestServer;
+let org: string;
+let team: string;
+const roles: Record<string, string> = {};
+const people: string[] = [];
+const batch = '/iam/v2/roleBindings:batchCreate';
+
+const ok = (r: Reply, what: string) => {
+  assert.is(r.status, 200, `${what}: ${JSON.stringify(r.body)}`);
+  return r.body;
+};
+const bindingsIn = async (group: string) =>
+  (await s.call('GET', `/iam/v2/roleBindings?uidp.children_of=${group}&page_size=200`)).body.roleBindings as {
+    identity: { uid: string };
+    role: { uid: string };
+  }[];
+
+test.before(async () => {
+  s = await startTestServer();
+  org = s.bootstrap.organization;
+  for (const r of (await s.call('GET', '/iam/v2/roles?page_size=200')).body.roles) roles[r.name] = r.uid;
+  team = ok(await s.call('POST', `/iam/v2/groups/${org}`, { name: 'team' }), 'team').uid;
+  for (const name of ['ann', 'bob', 'cat'])
+    people.push(ok(await s.call('POST', `/iam/v2/identities/${org}`, { name }), name).uid);
+});
+test.after(async () => s.stop());
+
+test('every binding made at once, in request order, hydrated, with a shared roleUid', async () => {
+  const r = ok(
+    await s.call('POST', batch, {
+      parent: team,
+      roleUid: roles.viewer,
+      requests: [
+        { roleBinding: { identityUid: people[2] } },
+        { parent: team, roleBinding: { identityUid: people[0] } },
+        { roleBinding: { identityUid: people[1], roleUid: roles.viewer } },
+      ],
+    }),
+    'batch',
+  );
+  assert.equal(
+    r.roleBindings.map((b: any) => [b.identity.uid, b.role.uid, b.group.uid]),
+    [people[2], people[0], people[1]].map((p) => [p, roles.viewer, team]),
+  );
+  assert.is((await bindingsIn(team)).length, 3);
+  for (const b of r.roleBindings) await s.call('DELETE', `/iam/v2/roleBindings/${b.uid}`);
+});
+
+test('all or none: one refused request leaves nothing made', async () => {
+  const missing = `${org}/0123456789abcdef`;
+  const r = await s.call('POST', batch, {
+    parent: team,
+    roleUid: roles.viewer,
+    requests: [{ roleBinding: { identityUid: people[0] } }, { roleBinding: { identityUid: missing } }],
+  });
+  assert.ok(r.status >= 400 && r.status < 500, JSON.stringify(r.body));
+  assert.equal(await bindingsIn(team), [], 'the first binding was not kept');
+});
+
+test('malformed batches are INVALID_ARGUMENT naming the field', async () => {
+  const cases: [object, string][] = [
+    [{ requests: [{ roleBinding: { identityUid: people[0], roleUid: roles.viewer } }] }, 'parent'],
+    [{ parent: team, requests: [] }, 'requests'],
+    [
+      {
+        parent: team,
+        requests: Array.from({ length: 26 }, () => ({
+          roleBinding: { identityUid: people[0], roleUid: roles.viewer },
+        })),
+      },
+      'requests',
+    ],
+    [
+      {
+        parent: team,
+        roleUid: roles.viewer,
+        requests: [
+          { roleBinding: { identityUid: people[0] } },
+          { roleBinding: { identityUid: people[1], roleUid: roles.owner } },
+        ],
+      },
+      'requests[1].roleBinding.roleUid',
+    ],
+    [
+      { parent: team, requests: [{ parent: org, roleBinding: { identityUid: people[0], roleUid: roles.viewer } }] },
+      'requests[0].parent',
+    ],
+    [{ parent: team, requests: [{ roleBinding: { identityUid: people[0] } }] }, 'requests[0].roleBinding.roleUid'],
+    [{ parent: team, requests: [{ identityUid: people[0] }] }, 'requests[0].roleBinding'],
+    [
+      { parent: team, colour: 'red', requests: [{ roleBinding: { identityUid: people[0], roleUid: roles.viewer } }] },
+      'colour',
+    ],
+  ];
+  for (const [body, field] of cases) {
+    const r = await s.call('POST', batch, body);
+    assert.is(r.status, 400, `${field}: ${JSON.stringify(r.body)}`);
+    const bad = r.body.details.find((d: any) => d['@type'].endsWith('BadRequest'));
+    assert.is(bad?.fieldViolations?.[0]?.field, field, JSON.stringify(r.body));
+  }
+  assert.equal(await bindingsIn(team), []);
+});
+
+test('no escalation: a caller cannot bind through a batch a role it could not bind alone, and nothing is made', async () => {
+  const lead = people[0];
+  ok(await s.call('POST', `/iam/v2/roleBindings/${team}`, { identityUid: lead, roleUid: roles.owner }), 'lead');
+  const asLead = { authorization: `Bearer ${await s.mint(lead)}` };
+  const r = await s.call(
+    'POST',
+    batch,
+    {
+      parent: team,
+      requests: [
+        { roleBinding: { identityUid: people[1], roleUid: roles.viewer } },
+        { roleBinding: { identityUid: people[2], roleUid: roles['advisories.author'] } },
+      ],
+    },
+    asLead,
+  );
+  assert.is(r.status, 403, JSON.stringify(r.body));
+  assert.equal(
+    (await bindingsIn(team)).map((b) => b.identity.uid),
+    [lead],
+    'the viewer binding was not kept',
+  );
+  const outside = await s.call(
+    'POST',
+    batch,
+    { parent: org, requests: [{ roleBinding: { identityUid: people[1], roleUid: roles.viewer } }] },
+    asLead,
+  );
+  assert.is(outside.status, 403, 'no create capability in the organization');
+});
+
+test.run();
