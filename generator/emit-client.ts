@@ -86,6 +86,11 @@ function methods(route: Route, types: Set<string>): string[] {
         `batchCreate${cap(r!.collection)}: (${req}): Promise<{ ${r!.collection}: ${r!.type}Resource[] }> => c.call(${table}, { body: request })`,
       ];
     }
+    case 'batchDelete':
+      types.add(`${r!.type}Resource`);
+      return [
+        `batchDelete${cap(r!.collection)}: (${request(['parent: string', 'names: string[]'])}): Promise<{ ${r!.collection}: ${r!.type}Resource[]; parent: string }> => c.call(${table}, { body: request })`,
+      ];
     case 'update': {
       types.add(`${r!.type}Resource`);
       const body = `body: Partial<${objectType(inputFields(r!.fields), false)}>`;

@@ -173,6 +173,23 @@ function describeRoute(route: Route, op: JsonSchema, pathParams: JsonSchema[]): 
         properties: { [r!.collection]: { type: 'array', items: ref(r!.type) } },
       });
       return r!.operations.create!.capability;
+    case 'batchDelete':
+      op.operationId = `batchDelete${cap(r!.collection)}`;
+      op.description = `Deletes up to ${r!.batchDelete!.max} ${r!.collection} of one parent in one transaction: all of them, or, when one is refused, none. A uid already gone is skipped; a uid of another parent is INVALID_ARGUMENT. Answers the records deleted.`;
+      op.requestBody = body({
+        type: 'object',
+        required: ['parent', 'names'],
+        properties: {
+          parent: { type: 'string', description: 'the parent of every record named' },
+          names: { type: 'array', minItems: 1, maxItems: r!.batchDelete!.max, items: { type: 'string' } },
+        },
+      });
+      op.responses = ok({
+        type: 'object',
+        required: [r!.collection, 'parent'],
+        properties: { [r!.collection]: { type: 'array', items: ref(r!.type) }, parent: { type: 'string' } },
+      });
+      return r!.operations.delete!.capability;
     case 'update':
       op.operationId = `update${r!.type}`;
       op.parameters = [

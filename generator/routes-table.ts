@@ -3,7 +3,16 @@ import type { ApiModel, EndpointModel, ResourceModel } from '../runtime/model.js
 import { uidCapture } from '../runtime/uid.js';
 
 export type RouteKind =
-  'list' | 'get' | 'create' | 'batchCreate' | 'update' | 'delete' | 'subresourceGet' | 'subresourceUpdate' | 'endpoint';
+  | 'list'
+  | 'get'
+  | 'create'
+  | 'batchCreate'
+  | 'batchDelete'
+  | 'update'
+  | 'delete'
+  | 'subresourceGet'
+  | 'subresourceUpdate'
+  | 'endpoint';
 
 export interface Route {
   method: 'GET' | 'POST' | 'PATCH' | 'PUT' | 'DELETE';
@@ -92,6 +101,13 @@ export function routesOf(model: ApiModel): Route[] {
       if (!r.parent || r.parentOptional)
         routes.push({ method: 'POST', ...compileTemplate(base, r.path), kind: 'create', resource: r });
     }
+    if (r.batchDelete)
+      routes.push({
+        method: 'POST',
+        ...compileTemplate(base, `${r.path}:batchDelete`),
+        kind: 'batchDelete',
+        resource: r,
+      });
     if (r.batchCreate)
       routes.push({
         method: 'POST',

@@ -50,6 +50,7 @@ interface RawResource {
   indexes?: string[][];
   upsertOn?: string;
   batchCreate?: { max?: number; shared?: string[] };
+  batchDelete?: { max?: number };
   exclusive?: string[][];
   fields: Record<string, FieldModel>;
   filters?: ResourceModel['filters'];
@@ -540,6 +541,7 @@ function toResource(domain: string, r: RawResource, at: string, problems: string
     ...(r.indexes ? { indexes: r.indexes.map((i) => i.map((k) => (k === 'parent' ? 'parentUid' : k))) } : {}),
     upsertOn: r.upsertOn,
     ...batchCreateOf(r, at, problems),
+    ...batchDeleteOf(r, at, problems),
     exclusive: given.exclusive,
     fields: normalizeFields(r.fields),
     filters: given.filters,
@@ -569,6 +571,14 @@ function batchCreateOf(r: RawResource, at: string, problems: string[]): Pick<Res
     if (!r.fields[name] || r.fields[name].outputOnly)
       problems.push(`${at}/batchCreate/shared: ${name} is not a writable field of ${r.type}`);
   return { batchCreate: { max: r.batchCreate.max ?? 25, shared } };
+}
+
+/** A batch delete is deletes: it needs the delete operation. */
+function batchDeleteOf(r: RawResource, at: string, problems: string[]): Pick<ResourceModel, 'batchDelete'> {
+  if (!r.batchDelete) return {};
+  if (!r.operations.delete) problems.push(`${at}/batchDelete: needs operations.delete (each item is a delete)`);
+  if (!r.parent) problems.push(`${at}/batchDelete: needs a parent (a batch deletes records of one parent)`);
+  return { batchDelete: { max: r.batchDelete.max ?? 100 } };
 }
 
 /** `values: $capabilities` becomes the capability vocabulary, so that no list of capabilities is written twice. */

@@ -135,6 +135,8 @@ export interface ResourceModel {
    * `shared` fields may be given once for every request; a request giving another value is refused.
    */
   batchCreate?: { max: number; shared: string[] };
+  /** POST .../<collection>:batchDelete: records of one parent by uid, in one transaction; a gone one is skipped. */
+  batchDelete?: { max: number };
   /** groups of fields of which at most one may be set */
   exclusive: string[][];
   /** hand-written handler of the domain that completes a record before it is stored */

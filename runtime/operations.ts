@@ -11,6 +11,7 @@ import { capabilityScope, isGroupScoped, visibleWhere, type Policy, type Princip
 import { parseListRequest } from './list-request.js';
 import { operationOf, type ApiModel, type EndpointModel, type ResourceModel, type StandardOperation } from './model.js';
 import type { Row } from './records.js';
+import { isUidPath, parentOf } from './uid.js';
 import type { Resources } from './resources.js';
 import { equal, oneOf, type Condition } from './condition.js';
 import type { Writes } from './writes.js';
@@ -238,6 +239,32 @@ export class Operations {
       guard: this.policy.noEscalation(call.principal, r),
     });
     return Promise.all(created.map((record) => this.present(record, call.principal, options.present)));
+  }
+
+  /**
+   * Deletes records of one parent by uid (the spec's batchDelete) in one transaction, each as a delete (the
+   * delete capability in the parent, its event); a uid already gone is skipped, one of another parent refused.
+   * Answers the records deleted.
+   */
+  async batchDelete(r: ResourceModel, call: Call, present?: Present): Promise<Row[]> {
+    const { parent, names } = call.body;
+    if (typeof parent !== 'string' || !isUidPath(parent))
+      throw invalidArgument([{ field: 'parent', description: "parent is required: the uid of the records' parent" }]);
+    const max = r.batchDelete!.max;
+    if (!Array.isArray(names) || names.length === 0 || names.length > max)
+      throw invalidArgument([{ field: 'names', description: `names must hold 1 to ${max} uids` }]);
+    for (const key of Object.keys(call.body))
+      if (key !== 'parent' && key !== 'names')
+        throw invalidArgument([{ field: key, description: `${key} is not a field of a batch delete` }]);
+    names.forEach((name: unknown, i) => {
+      if (typeof name !== 'string' || !isUidPath(name) || parentOf(name) !== parent)
+        throw invalidArgument([
+          { field: `names[${i}]`, description: `"${String(name)}" is not a uid under ${parent}` },
+        ]);
+    });
+    await this.policy.requireCapability(call.principal, this.capability(r, 'delete'), this.scope(r, parent));
+    const deleted = await this.resources.deleteMany(r, names as string[], call.principal.subject);
+    return present ? present(deleted, this.context(call.principal)) : deleted;
   }
 
   async update(r: ResourceModel, call: Call, present?: Present): Promise<Row> {

@@ -526,6 +526,27 @@ export class Resources {
     this.noteWrite(r);
   }
 
+  /**
+   * Records by uid in one transaction, each deleted as delete deletes one (its children, its event); a uid with
+   * no record is skipped. Answers the records deleted, as the API shows them.
+   */
+  async deleteMany(r: ResourceModel, uids: string[], actor?: string): Promise<Row[]> {
+    const deleted = await this.store.transaction(async (sql) => {
+      const gone: Row[] = [];
+      for (const uid of uids) {
+        const row = await this.table(r.type).get(uid, sql);
+        if (!row) continue;
+        this.refuseManaged(r, uid);
+        await this.deleteWithChildren(sql, r, uid);
+        await this.event(sql, r, operationOf(r, 'delete')?.event, uid, { uid }, actor);
+        gone.push(toResource(row as Row, r));
+      }
+      return gone;
+    });
+    this.noteWrite(r);
+    return deleted;
+  }
+
   async getSubresource(r: ResourceModel, name: string, uid: string): Promise<Row> {
     const s = r.subresources.find((x) => x.name === name)!;
     const row = await this.find(r, uid);

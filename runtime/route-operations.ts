@@ -17,6 +17,7 @@ export interface RouteOperations {
   get(r: ResourceModel, params: string[], present?: Present): Middleware;
   create(r: ResourceModel, params: string[], present?: Present, prepare?: Prepare): Middleware;
   batchCreate(r: ResourceModel, params: string[], present?: Present, prepare?: Prepare): Middleware;
+  batchDelete(r: ResourceModel, params: string[], present?: Present): Middleware;
   update(r: ResourceModel, params: string[], present?: Present): Middleware;
   delete(r: ResourceModel, params: string[]): Middleware;
   subresourceGet(r: ResourceModel, name: string): Middleware;
@@ -93,6 +94,10 @@ export function createRouteOperations(operations: Operations): RouteOperations {
     },
     batchCreate: (r, names, present, prepare) => async (ctx) => {
       ctx.body = { [r.collection]: await operations.batchCreate(r, callOf(ctx, names), { present, prepare }) };
+    },
+    batchDelete: (r, names, present) => async (ctx) => {
+      const call = callOf(ctx, names);
+      ctx.body = { [r.collection]: await operations.batchDelete(r, call, present), parent: call.body.parent };
     },
     update: (r, names, present) => async (ctx) => {
       ctx.body = await operations.update(r, callOf(ctx, names), present);

@@ -19,7 +19,7 @@ const args = whole ? ['test', '\\.test\\.ts$'] : process.argv.slice(2);
 const onBothEngines = [
   'access',
   'api',
-  'batch-create',
+  'batch',
   'behaviours',
   'capabilities',
   'client',

@@ -1,6 +1,9 @@
-// POST /iam/v2/roleBindings:batchCreate (spec: batchCreate on roleBindings; runtime Operations.batchCreate): up
-// to 25 creates under one parent in one transaction, all or none, each checked as a create is (capability,
-// references, no escalation), a shared roleUid, answers in request order and hydrated as single creates are.
+// Batches declared in the spec (runtime Operations.batchCreate and batchDelete):
+// - POST /iam/v2/roleBindings:batchCreate: up to 25 creates under one parent in one transaction, all or none,
+//   each checked as a create is (capability, references, no escalation), a shared roleUid, answers in request
+//   order and hydrated as single creates are;
+// - POST /iam/v2/externalGroupRoleMappings:batchDelete: mappings of one provider by uid, a gone one skipped, one
+//   of another provider refused, each delete's event recorded.
 import { test } from 'uvu';
 import * as assert from 'uvu/assert';
 import { startTestServer, type Reply, type TestServer } from './support/server.js';
@@ -137,6 +140,61 @@ test('no escalation: a caller cannot bind through a batch a role it could not bi
     asLead,
   );
   assert.is(outside.status, 403, 'no create capability in the organization');
+});
+
+test("batchDelete: the named mappings of one provider go, a gone one is skipped, another provider's is refused", async () => {
+  const oidc = { issuer: 'https://idp.example', clientId: 'platform', clientSecret: 's3cret' };
+  const provider = async (name: string) =>
+    ok(await s.call('POST', `/iam/v2/identityProviders/${org}`, { name, defaultRole: roles.viewer, oidc }), name).uid;
+  const [corp, other] = [await provider('corp'), await provider('other')];
+  const map = async (idp: string, group: string) =>
+    ok(
+      await s.call('POST', `/iam/v2/externalGroupRoleMappings/${idp}`, {
+        externalGroupId: group,
+        roleUid: roles.viewer,
+      }),
+      group,
+    ).uid;
+  const mine = [await map(corp, 'a'), await map(corp, 'b'), await map(corp, 'c')];
+  const theirs = await map(other, 'd');
+  const listed = async (idp: string) =>
+    (
+      await s.call('GET', `/iam/v2/externalGroupRoleMappings?identityProviderUid=${idp}`)
+    ).body.externalGroupRoleMappings.map((m: { uid: string }) => m.uid);
+  const refused = await s.call('POST', '/iam/v2/externalGroupRoleMappings:batchDelete', {
+    parent: corp,
+    names: [mine[0], theirs],
+  });
+  assert.is(refused.status, 400, JSON.stringify(refused.body));
+  assert.match(refused.body.message, /names\[1\]/);
+  assert.is((await listed(corp)).length, 3, 'nothing deleted');
+  const gone = `${corp}/0123456789abcdef`;
+  const r = ok(
+    await s.call('POST', '/iam/v2/externalGroupRoleMappings:batchDelete', {
+      parent: corp,
+      names: [mine[0], gone, mine[2]],
+    }),
+    'batchDelete',
+  );
+  assert.equal(r.parent, corp);
+  assert.equal(
+    r.externalGroupRoleMappings.map((m: { uid: string; externalGroupId: string }) => [m.uid, m.externalGroupId]),
+    [
+      [mine[0], 'a'],
+      [mine[2], 'c'],
+    ],
+  );
+  assert.equal(await listed(corp), [mine[1]]);
+  assert.equal(await listed(other), [theirs]);
+  const asStranger = { authorization: `Bearer ${await s.mint(people[2])}` };
+  const denied = await s.call(
+    'POST',
+    '/iam/v2/externalGroupRoleMappings:batchDelete',
+    { parent: corp, names: [mine[1]] },
+    asStranger,
+  );
+  assert.is(denied.status, 403, JSON.stringify(denied.body));
+  assert.equal(await listed(corp), [mine[1]]);
 });
 
 test.run();
