@@ -33,6 +33,10 @@ function readBody(req: IncomingMessage, limit: number): Promise<string> {
       resolve(chunks.length === 1 ? chunks[0].toString('utf8') : Buffer.concat(chunks).toString('utf8')),
     );
     req.once('error', reject);
+    // A client gone before the end of its body: nothing to answer, but the request must not wait forever.
+    req.once('close', () => {
+      if (!req.complete) reject(invalidArgument([{ field: '(body)', description: 'the body ended early' }]));
+    });
   });
 }
 
