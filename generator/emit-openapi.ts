@@ -228,6 +228,10 @@ function describeRoute(route: Route, op: JsonSchema, pathParams: JsonSchema[]): 
       }));
       if (e.body) op.requestBody = body(objectSchema(e.body, 'input', true));
       op.responses = ok(ref(`${cap(e.name)}Response`));
+      if (e.unimplemented) {
+        op.description = `Not served by this server: answers UNIMPLEMENTED (501): ${e.unimplemented}.`;
+        op['x-unimplemented'] = e.unimplemented;
+      }
       return e.capability;
     }
   }
@@ -254,7 +258,8 @@ export async function buildOpenApi(model: ApiModel, routes: Route[]): Promise<Js
       ...((op.parameters as JsonSchema[] | undefined) ?? []).filter((p) => p.in !== 'path'),
     ];
     op.tags = [route.resource?.domain ?? route.endpoint!.domain];
-    op.description = capabilityNote(capability);
+    // What the route says of itself (a batch's rules, a call not served) comes before who may call it.
+    op.description = [op.description, capabilityNote(capability)].filter(Boolean).join(' ');
     if (capability !== 'none') op.security = [{ bearer: [] }];
     (paths[route.path] ??= {})[route.method.toLowerCase()] = op;
   }

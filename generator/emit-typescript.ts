@@ -162,30 +162,37 @@ const presentersOf = (model: ApiModel, domain: string) =>
 const creatorsOf = (model: ApiModel, domain: string) =>
   Object.values(model.resources).filter((r) => r.domain === domain && r.onCreate);
 
+/** An endpoint's request and response types (the typed client uses them too). */
+function addEndpointTypes(f: SourceFile, e: EndpointModel): void {
+  const params = [...e.path.matchAll(/\{(\w+)\*?\}/g)].map((m) => requestParam(m[1]));
+  const query = e.listQuery ? '[parameter: string]: unknown' : objectType(e.query, false).slice(2, -2);
+  const body = e.body ? `body: ${objectType(e.body, false)}` : '';
+  f.addTypeAlias({
+    isExported: true,
+    name: `${cap(e.name)}Request`,
+    type: `{ ${[...params, query, body].filter(Boolean).join('; ')} }`,
+  });
+  f.addTypeAlias({ isExported: true, name: `${cap(e.name)}Response`, type: objectType(e.response, true) });
+}
+
 /** Per domain: the request and response types of its endpoints, and the interface its handlers implement. */
 function emitHandlerInterfaces(f: SourceFile, model: ApiModel): void {
   const presenters = (domain: string) => presentersOf(model, domain);
   const creators = (domain: string) => creatorsOf(model, domain);
   for (const domain of model.domains) {
     const endpoints = model.endpoints.filter((e) => e.domain === domain);
-    if (endpoints.length === 0 && presenters(domain).length === 0 && creators(domain).length === 0) continue;
-    for (const e of endpoints) {
-      const params = [...e.path.matchAll(/\{(\w+)\*?\}/g)].map((m) => requestParam(m[1]));
-      const query = e.listQuery ? '[parameter: string]: unknown' : objectType(e.query, false).slice(2, -2);
-      const body = e.body ? `body: ${objectType(e.body, false)}` : '';
-      f.addTypeAlias({
-        isExported: true,
-        name: `${cap(e.name)}Request`,
-        type: `{ ${[...params, query, body].filter(Boolean).join('; ')} }`,
-      });
-      f.addTypeAlias({ isExported: true, name: `${cap(e.name)}Response`, type: objectType(e.response, true) });
+    const handled = endpoints.filter((e) => !e.unimplemented);
+    if (handled.length === 0 && presenters(domain).length === 0 && creators(domain).length === 0) {
+      for (const e of endpoints) addEndpointTypes(f, e);
+      continue;
     }
+    for (const e of endpoints) addEndpointTypes(f, e);
     f.addInterface({
       isExported: true,
       name: `${cap(domain)}Handlers`,
       docs: [`Hand-written behaviour of the ${domain} domain (handlers/${domain}.ts).`],
       methods: [
-        ...endpoints.map((e) => ({
+        ...handled.map((e) => ({
           name: e.name,
           parameters: [
             { name: 'request', type: `${cap(e.name)}Request` },
@@ -218,7 +225,7 @@ function emitHandlerInterfaces(f: SourceFile, model: ApiModel): void {
   }
   const withHandlers = model.domains.filter(
     (d) =>
-      model.endpoints.some((e) => e.domain === d) ||
+      model.endpoints.some((e) => e.domain === d && !e.unimplemented) ||
       presentersOf(model, d).length > 0 ||
       creatorsOf(model, d).length > 0,
   );
@@ -319,6 +326,8 @@ export function hooks(r: ResourceModel, kind: string): string {
 
 /** The hand-written custom method of an endpoint, over its generated request type. */
 export function endpointHandler(e: EndpointModel): string {
+  // Never called: the runtime answers UNIMPLEMENTED before any handler (runtime/operations.ts endpoint).
+  if (e.unimplemented) return 'async () => ({})';
   return `(request, context) => handlers.${e.domain}.${e.name}(request as ${cap(e.name)}Request, context)`;
 }
 

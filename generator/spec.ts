@@ -91,6 +91,7 @@ interface RawEndpoint {
   body?: Record<string, FieldModel>;
   response: Record<string, FieldModel>;
   event?: string;
+  unimplemented?: string;
   proto?: { service: string; rpc?: string; request: Record<string, RawProtoField>; response?: string };
 }
 type RawCapabilities = Record<string, CapabilityModel & { roles?: string[] }>;
@@ -281,6 +282,8 @@ function readDomain(loading: Loading, file: string): void {
     model.resources[r.collection] = toResource(raw.domain, r, at, problems);
   });
   for (const e of raw.endpoints ?? []) {
+    if (e.unimplemented && e.proto)
+      problems.push(`${file}: endpoint ${e.name}: an unimplemented call is not declared over gRPC (remove proto)`);
     model.endpoints.push({
       domain: raw.domain,
       name: e.name,
@@ -296,6 +299,7 @@ function readDomain(loading: Loading, file: string): void {
       body: e.body,
       response: normalizeFields(e.response),
       event: e.event,
+      ...(e.unimplemented ? { unimplemented: e.unimplemented } : {}),
       ...(e.proto ? { proto: { ...e.proto, request: normalizeRequest(e.proto.request)! } } : {}),
     });
   }

@@ -141,7 +141,11 @@ export class TokenExchange {
     return this.issuer().mint(identityUid, undefined, audience);
   }
 
-  /** The routes of the exchange: GET and POST /sts/exchange, with another issuer's token as the bearer token. */
+  /**
+   * The routes of the exchange: GET and POST /sts/exchange, with another issuer's token as the bearer token; and
+   * the reference's refresh and headless-session calls, which need what this issuer does not have (refresh
+   * tokens, a browser login), answered UNIMPLEMENTED.
+   */
   router(): Router {
     const exchange = async (ctx: Context) => {
       const m = /^Bearer\s+(\S+)\s*$/i.exec(ctx.get('authorization'));
@@ -156,6 +160,19 @@ export class TokenExchange {
       const aud = [ctx.query.aud].flat()[0] || undefined;
       ctx.body = await this.exchange(m[1], identity, aud);
     };
-    return new Router().get('/sts/exchange', exchange).post('/sts/exchange', exchange);
+    const notServed = (what: string) => () => {
+      throw new ApiError('UNIMPLEMENTED', `Unimplemented: ${what}`);
+    };
+    return new Router()
+      .get('/sts/exchange', exchange)
+      .post('/sts/exchange', exchange)
+      .post(
+        '/sts/exchange_refresh_token',
+        notServed('this issuer issues no refresh tokens; exchange the upstream token again (/sts/exchange)'),
+      )
+      .get(
+        '/sts/headless_sessions',
+        notServed('headless sessions need a browser login, which this server does not run'),
+      );
   }
 }

@@ -209,6 +209,8 @@ export interface EndpointModel {
   body?: Record<string, FieldModel>;
   response: Record<string, FieldModel>;
   event?: string;
+  /** not served: what it needs that this server does not run; answered UNIMPLEMENTED, with no handler */
+  unimplemented?: string;
   /** the rpc: request fields by proto name (path parameters, query and body fields); response message name */
   proto?: { service: string; rpc?: string; request: Record<string, ProtoFieldModel>; response?: string };
 }

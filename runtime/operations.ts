@@ -312,6 +312,9 @@ export class Operations {
       this.validate('body', `${e.domain}.${e.name}.body`, call.body);
       request.body = call.body;
     }
+    // A call the spec declares but this server does not serve: refused once checked as any call is.
+    if (e.unimplemented)
+      throw new ApiError('UNIMPLEMENTED', `Unimplemented: ${e.name} is not served by this server: ${e.unimplemented}`);
     return handler(request, this.context(call.principal, e.event, visible));
   }
 }

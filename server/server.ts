@@ -36,6 +36,9 @@ import { docsRoutes } from '../runtime/docs-page.js';
 import { Metrics, metricsRoute } from '../runtime/metrics.js';
 import { RateLimit } from '../runtime/rate-limit.js';
 
+/** The token service's paths (handlers/sts.ts): served before authentication, as they read their own credentials. */
+const stsPaths = new Set(['/sts/exchange', '/sts/exchange_refresh_token', '/sts/headless_sessions']);
+
 export interface GeneratedParts extends DataParts {
   createRouter: typeof CreateRouter;
   createSteps: typeof CreateSteps;
@@ -151,7 +154,7 @@ export async function startServer(config: Config, generated?: GeneratedParts): P
     publicRoutes: [
       ...operator.before,
       docsRoutes(model.title),
-      { router: exchange.router(), serves: (path) => path === '/sts/exchange' },
+      { router: exchange.router(), serves: (path) => stsPaths.has(path) },
     ],
     routes: [
       ...operator.after,

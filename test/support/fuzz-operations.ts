@@ -102,6 +102,8 @@ export interface Operation {
   /** v2: the generated OpenAPI document; v1: the v1 adapter and extensions; other: documents and the token exchange;
    * unserved: in a reference contract, not served here (a structured 404/405/501 is what is expected) */
   api: 'v2' | 'v1' | 'other' | 'unserved';
+  /** declared but not served (x-unimplemented): a structured 501 UNIMPLEMENTED is the right answer */
+  notServed?: boolean;
   method: string;
   template: string;
   params: PathParam[];
@@ -110,6 +112,7 @@ export interface Operation {
 }
 
 interface OpenApiOperation {
+  'x-unimplemented'?: string;
   parameters?: { name: string; in: string; required?: boolean; schema?: Schema }[];
   requestBody?: { required?: boolean; content?: Record<string, { schema?: Schema & { $ref?: string } }> };
 }
@@ -318,6 +321,7 @@ export function v2Operations(doc: OpenApiDocument, model: ApiModel): Operation[]
       ops.push({
         id: `${method.toUpperCase()} ${template}`,
         api: 'v2',
+        ...(op['x-unimplemented'] ? { notServed: true } : {}),
         method: method.toUpperCase(),
         template,
         params: (op.parameters ?? [])
