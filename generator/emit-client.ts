@@ -2,8 +2,8 @@
 // (as in /openapi.json), grouped by domain. Each method takes one request object (path parameters, query
 // parameters, and `body`) and answers the typed response; a list also gets listAll<Collection>, every item across
 // its pages. The engine (fetch, errors, paging, retries) is runtime/client.ts.
-import type { ApiModel, FieldModel, ResourceModel } from '../runtime/model.js';
-import { cap, itemName } from './emit-openapi.js';
+import { batchItemName, type ApiModel, type FieldModel, type ResourceModel } from '../runtime/model.js';
+import { cap } from './emit-openapi.js';
 import { v2Routes, type Route } from './routes-table.js';
 import { objectType } from './typescript.js';
 
@@ -79,7 +79,7 @@ function methods(route: Route, types: Set<string>): string[] {
       const shared = r!.batchCreate!.shared.map((name) => `${propertyName(name)}?: string`);
       const req = request([
         'parent: string',
-        `requests: Array<{ parent?: string; ${itemName(r!)}: ${input} }>`,
+        `requests: Array<{ parent?: string; ${batchItemName(r!)}: ${input} }>`,
         ...shared,
       ]);
       return [

@@ -1,7 +1,7 @@
 // The OpenAPI 3.1 document of the model, validated with @readme/openapi-parser before it is written.
 import { validate } from '@readme/openapi-parser';
 import type { ApiModel, Capability, FieldModel, ResourceModel } from '../runtime/model.js';
-import { filterField, standardFields } from '../runtime/model.js';
+import { batchItemName, filterField, standardFields } from '../runtime/model.js';
 import { fieldSchema, objectSchema, type JsonSchema } from './json-schema.js';
 import { v2Routes, type Route } from './routes-table.js';
 
@@ -105,9 +105,6 @@ function componentSchemas(model: ApiModel): Record<string, JsonSchema> {
   return schemas;
 }
 
-/** The singular name of a resource's item in a batch request: RoleBinding -> roleBinding. */
-export const itemName = (r: ResourceModel) => `${r.type[0].toLowerCase()}${r.type.slice(1)}`;
-
 /** { parent, requests: [{ parent?, <item> }], <shared fields>? }, as the reference's batch requests are. */
 function batchCreateSchema(r: ResourceModel): JsonSchema {
   const { max, shared } = r.batchCreate!;
@@ -122,10 +119,10 @@ function batchCreateSchema(r: ResourceModel): JsonSchema {
         maxItems: max,
         items: {
           type: 'object',
-          required: [itemName(r)],
+          required: [batchItemName(r)],
           properties: {
             parent: { type: 'string', description: 'the same parent, or left out' },
-            [itemName(r)]: ref(`${r.type}Input`),
+            [batchItemName(r)]: ref(`${r.type}Input`),
           },
         },
       },

@@ -186,6 +186,9 @@ export interface V1Model {
 }
 
 /** The operation as either version serves it: v2's, or the write only v1 has. */
+/** The name of one item in a batch create's requests, as the reference names it: RoleBinding -> roleBinding. */
+export const batchItemName = (r: ResourceModel) => `${r.type[0].toLowerCase()}${r.type.slice(1)}`;
+
 export function operationOf(r: ResourceModel, name: StandardOperation): OperationModel | undefined {
   return r.operations[name] ?? (name === 'list' || name === 'get' ? undefined : r.v1?.operations[name]);
 }

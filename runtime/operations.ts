@@ -9,7 +9,14 @@
 import { ApiError, invalidArgument, type FieldViolation } from './errors.js';
 import { capabilityScope, isGroupScoped, visibleWhere, type Policy, type Principal } from './authorization.js';
 import { parseListRequest } from './list-request.js';
-import { operationOf, type ApiModel, type EndpointModel, type ResourceModel, type StandardOperation } from './model.js';
+import {
+  batchItemName,
+  operationOf,
+  type ApiModel,
+  type EndpointModel,
+  type ResourceModel,
+  type StandardOperation,
+} from './model.js';
 import type { Row } from './records.js';
 import { isUidPath, parentOf } from './uid.js';
 import type { Resources } from './resources.js';
@@ -60,9 +67,6 @@ export interface ListAnswer {
   totalCount: string;
   skipped: number;
 }
-
-/** The name of one item in a batch request: RoleBinding -> roleBinding. */
-const batchItemName = (r: ResourceModel) => `${r.type[0].toLowerCase()}${r.type.slice(1)}`;
 
 /** A batch create's parent and the body of each create, the shared fields filled in; refuses a malformed batch. */
 function batchRequest(r: ResourceModel, body: Row): { parent: string; bodies: Row[] } {
