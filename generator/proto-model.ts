@@ -103,11 +103,17 @@ class SurfaceBuilder {
   /** The wire type of a spec field; object and enum fields declare their messages and enums on the way. */
   private typeOf(pkg: string, owner: string, key: string, f: FieldModel, p: ProtoFieldModel): string {
     if (p.scalar) return p.scalar;
+    if (f.resource) {
+      const r = this.model.resources[f.resource];
+      return resolve(this.model.proto.packages[r.domain], r.proto?.message ?? r.type);
+    }
     if (f.type === 'object') {
       const name = resolve(pkg, p.type ?? `${owner.slice(pkg.length + 1)}.${pascal(key)}`);
       this.message(pkg, name, f.fields ?? {});
       return name;
     }
+    // A string that travels as a well-known message (an endpoint's update_mask as google.protobuf.FieldMask).
+    if (f.type === 'string' && p.type) return resolve(pkg, p.type);
     if (f.type === 'enum') return this.enumOf(resolve(pkg, p.type ?? pascal(key)), f.values ?? []);
     return scalars[f.type]!;
   }

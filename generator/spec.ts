@@ -328,9 +328,30 @@ function linkResources({ model, problems, origin }: Loading): void {
     for (const [name, f] of Object.entries(r.fields)) {
       if (f.references && !model.resources[f.references])
         problems.push(`${at}: /fields/${name}/references: no resource has the collection "${f.references}"`);
+      if (f.requires && !model.capabilities[f.requires])
+        problems.push(`${at}: /fields/${name}/requires: unknown capability ${f.requires}`);
+      if (f.protects && !f.requires) problems.push(`${at}: /fields/${name}/protects: needs requires`);
+      for (const other of f.protects ?? [])
+        if (!r.fields[other]) problems.push(`${at}: /fields/${name}/protects: no field "${other}"`);
     }
   }
   for (const r of Object.values(model.resources)) r.children.sort();
+  for (const e of model.endpoints)
+    linkRecordFields(model, e.response, `endpoint ${e.domain}.${e.name}: /response`, problems);
+}
+
+/** A response field holding a record (`resource: groups`) gets the fields that record is shown with. */
+function linkRecordFields(model: ApiModel, fields: Record<string, FieldModel>, at: string, problems: string[]): void {
+  for (const [name, f] of Object.entries(fields)) {
+    if (!f.resource) continue;
+    const r = model.resources[f.resource];
+    if (!r) problems.push(`${at}/${name}/resource: no resource has the collection "${f.resource}"`);
+    else if (f.type !== 'object' || f.fields) problems.push(`${at}/${name}/resource: needs type object and no fields`);
+    else
+      f.fields = Object.fromEntries(
+        Object.entries({ ...standardFields, ...r.fields }).filter(([, field]) => !field.inputOnly),
+      );
+  }
 }
 
 function checkEndpoints({ model, problems }: Loading): void {

@@ -15,6 +15,8 @@ import type {
 import type { RoleBindingResource } from '../generated/types.js';
 import { and, equal, matching, oneOf, type Property } from '../runtime/condition.js';
 import { failedPrecondition, invalidArgument, notFound } from '../runtime/errors.js';
+import { groupAccess } from './group-access.js';
+import { identityMetadata } from './identity-metadata.js';
 import { parseListRequest } from '../runtime/list-request.js';
 import { now } from '../runtime/records.js';
 import { ancestorsOf, newChildUid } from '../runtime/uid.js';
@@ -47,6 +49,8 @@ const hashOf = (secret: string) => createHash('sha256').update(secret).digest();
 
 /** The v1-only calls are in handlers/v1-*.ts. */
 export const iam: Omit<IamHandlers, 'register'> = {
+  ...groupAccess,
+  ...identityMetadata,
   /**
    * A new invite gets a key id and a secret; the code (both) is shown in the create response only, and only
    * the secret's hash is stored. ttl becomes expirationTime.

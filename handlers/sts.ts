@@ -4,6 +4,7 @@
 import Router from '@koa/router';
 import type { Context } from 'koa';
 import { createRemoteJWKSet, decodeJwt, errors, jwtVerify, type JWTPayload } from 'jose';
+import { recordedEmail } from '../runtime/email-domain.js';
 import { ApiError, invalidArgument, notFound, permissionDenied, unauthenticated } from '../runtime/errors.js';
 import { clockSkewSeconds, type TokenIssuer } from '../runtime/issuer.js';
 import type { ApiModel } from '../runtime/model.js';
@@ -137,7 +138,11 @@ export class TokenExchange {
         throw permissionDenied(`the presented token's audience does not match identity ${identityUid}`);
       }
     }
-    await this.resources.write({}, (writes) => writes.update('identities', identityUid, { lastSeenTime: now() }));
+    // The email the upstream token carries is kept with the issuer that vouched for it (runtime/email-domain.ts).
+    const email = recordedEmail(payload, payload.iss!);
+    await this.resources.write({}, (writes) =>
+      writes.update('identities', identityUid, { lastSeenTime: now(), ...email }),
+    );
     return this.issuer().mint(identityUid, undefined, audience);
   }
 

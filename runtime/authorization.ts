@@ -1,7 +1,7 @@
 // Who is calling, and whether they hold an operation's capabilities at a scope. A role binding grants its
 // role's capabilities in its group and every group below, within the scope of the bound identity.
 import { equal, isNull, oneOf, or, range, type Condition } from './condition.js';
-import { failedPrecondition, invalidArgument, permissionDenied, unauthenticated } from './errors.js';
+import { ApiError, failedPrecondition, invalidArgument, permissionDenied, unauthenticated } from './errors.js';
 import type { ApiModel, Capability, ResourceModel } from './model.js';
 import { groupOf } from './outbox.js';
 import type { Row } from './records.js';
@@ -43,12 +43,18 @@ function effectiveGroup(group: string, scope: string | undefined): string | unde
   return within(scope, group) ? scope : undefined;
 }
 
+/** A value other than a field's zero value (what an unset field reads as). */
+const isSet = (v: unknown) =>
+  v !== undefined && v !== null && v !== false && v !== '' && v !== 0 && !(Array.isArray(v) && v.length === 0);
+
 /** The fields of a resource through which a write can make a grant grow, by the flag that declares them. */
 interface GrantFields {
   grantsRole: string[];
   grantsCapabilities: string[];
   scopeField?: string;
   assumable: string[];
+  /** fields whose setting needs a capability, and the fields that need it while they are set */
+  gated: { name: string; capability: string; protects: string[] }[];
 }
 
 /** Read once per resource: the guard is built for every create and update. */
@@ -66,6 +72,9 @@ function grantFields(r: ResourceModel): GrantFields {
       grantsCapabilities: named('grantsCapabilities'),
       scopeField: named('grantScope')[0],
       assumable: named('assumable'),
+      gated: Object.entries(r.fields).flatMap(([name, f]) =>
+        f.requires ? [{ name, capability: f.requires, protects: f.protects ?? [] }] : [],
+      ),
     };
     grantFieldsOf.set(r, fields);
   }
@@ -186,14 +195,30 @@ export class Policy {
    * No escalation, for every way a write can make a grant grow: a record that grants a role (a binding, an
    * invite, an identity provider's default role) needs a caller who holds that role's capabilities where the
    * record applies, whenever it is created or names another role; a role's new capabilities need a caller who
-   * holds them in the role's group and wherever the role is already granted. Runs in the write's transaction,
+   * holds them in the role's group and wherever the role is already granted; a field that `requires` a
+   * capability (an organization's verified mark) is set only by a caller who holds it there. Runs in the write's transaction,
    * so a role cannot be bound between the check and the write.
    */
   noEscalation(principal: Principal, r: ResourceModel): WriteGuard | undefined {
-    const { grantsRole, grantsCapabilities, scopeField, assumable } = grantFields(r);
-    if (grantsRole.length + grantsCapabilities.length + assumable.length === 0) return undefined;
+    const { grantsRole, grantsCapabilities, scopeField, assumable, gated } = grantFields(r);
+    if (grantsRole.length + grantsCapabilities.length + assumable.length + gated.length === 0) return undefined;
     return async (sql, next, current) => {
       const group = groupOf(this.model, r, next.uid as string) ?? undefined;
+      for (const { name, capability, protects } of gated) {
+        const changed = (field: string) => JSON.stringify(next[field]) !== JSON.stringify(current?.[field]);
+        const what =
+          isSet(next[name]) && changed(name)
+            ? `setting ${name}`
+            : current && isSet(current[name]) && protects.some(changed)
+              ? `changing ${protects.filter(changed).join(', ')} while ${name} is set`
+              : undefined;
+        if (what)
+          await this.requireCapability(principal, [capability], group).catch((e: unknown) => {
+            throw e instanceof ApiError && e.codeName === 'PERMISSION_DENIED'
+              ? permissionDenied(`${what} needs ${capability}`)
+              : e;
+          });
+      }
       const appliesAt = this.appliesAt(r, next);
       if (scopeField && group !== undefined && !within(appliesAt!, group)) {
         throw invalidArgument([

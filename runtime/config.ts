@@ -1,6 +1,7 @@
 // Configuration from the environment; a bad value stops start-up with one line saying what to fix.
 import { mkdirSync, rmSync, writeFileSync } from 'node:fs';
 import { join, resolve } from 'node:path';
+import { defaultBlockedDomains, type EmailDomainPolicy } from './email-domain.js';
 import type { DeliveryConfig } from './events/delivery-worker.js';
 import type { Database } from './store.js';
 
@@ -33,6 +34,8 @@ export interface Config {
   maxBodyBytes: number;
   /** requests per second per identity (an anonymous caller: per address), and the burst; undefined: no limit */
   rateLimit?: { perSecond: number; burst: number };
+  /** whose verified emails name an organization by their domain (groups:lookupGroup) */
+  emailDomains: EmailDomainPolicy;
 }
 
 export class ConfigError extends Error {}
@@ -103,6 +106,31 @@ function corsOrigins(env: NodeJS.ProcessEnv): string[] | undefined {
       throw new ConfigError(`CORS_ORIGINS must be * or origins such as https://app.example.com, got "${o.trim()}"`);
     return origin.toLowerCase();
   });
+}
+
+/** TRUSTED_EMAIL_ISSUERS: issuer URLs, comma-separated; BLOCKED_EMAIL_DOMAINS: domains ("none" for none). */
+function emailDomains(env: NodeJS.ProcessEnv): EmailDomainPolicy {
+  const list = (text: string | undefined) =>
+    (text ?? '')
+      .split(',')
+      .map((v) => v.trim())
+      .filter(Boolean);
+  const trustedIssuers = list(env.TRUSTED_EMAIL_ISSUERS).map((issuer) => {
+    if (!/^https?:\/\/[^/\s,]+(\/\S*)?$/.test(issuer))
+      throw new ConfigError(
+        `TRUSTED_EMAIL_ISSUERS must be issuer URLs such as https://accounts.google.com, got "${issuer}"`,
+      );
+    return issuer;
+  });
+  const blocked = env.BLOCKED_EMAIL_DOMAINS?.trim();
+  const blockedDomains =
+    blocked === undefined || blocked === '' ? defaultBlockedDomains : blocked === 'none' ? [] : list(blocked);
+  for (const d of blockedDomains)
+    if (!/^[a-z0-9-]+(\.[a-z0-9-]+)+$/.test(d))
+      throw new ConfigError(
+        `BLOCKED_EMAIL_DOMAINS must be lower-case domains such as example.com, or none, got "${d}"`,
+      );
+  return { trustedIssuers, blockedDomains };
 }
 
 function metricsMode(env: NodeJS.ProcessEnv): Config['metrics'] {
@@ -192,6 +220,7 @@ export function readConfig(env: NodeJS.ProcessEnv = process.env): Config {
     corsOrigins: corsOrigins(env),
     maxBodyBytes: wholeNumber(env, 'MAX_BODY_BYTES', 1024 * 1024, 1024, 1024 * 1024 * 1024),
     rateLimit: rateLimit(env),
+    emailDomains: emailDomains(env),
   };
 }
 

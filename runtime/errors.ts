@@ -61,6 +61,12 @@ export class ApiError extends Error {
   status(): number {
     return this.httpStatus ?? httpStatus[this.code] ?? 500;
   }
+  /** The whole seconds of its RetryInfo detail, for an HTTP Retry-After header. */
+  retryAfterSeconds(): number | undefined {
+    const info = this.details.find((d) => d['@type'] === typeUrl('RetryInfo'));
+    const m = typeof info?.retryDelay === 'string' ? /^(\d+)(\.\d+)?s$/.exec(info.retryDelay) : null;
+    return m ? Math.ceil(Number(m[1] + (m[2] ?? ''))) : undefined;
+  }
   /** The response body; errorDomain is "<domain>.<service>.dev". */
   body(errorDomain: string): { code: number; message: string; details: Detail[] } {
     const info: Detail = { '@type': typeUrl('ErrorInfo'), reason: this.codeName, domain: errorDomain };

@@ -118,6 +118,8 @@ function answer(log: AppOptions['log'], errorDomain: (path: string) => string): 
         });
       }
       ctx.status = error.status();
+      const retryAfter = error.retryAfterSeconds();
+      if (retryAfter !== undefined) ctx.set('Retry-After', String(retryAfter));
       // v1 answers errors with its code and message only, whichever step refused the request.
       ctx.body = /^\/[a-z]+\/v1\//.test(ctx.path)
         ? { code: error.code, message: error.message, details: [] }
@@ -158,7 +160,6 @@ function limit(rateLimit: RateLimit, ctx: Koa.Context): void {
   const subject = (ctx.state.principal as Principal | undefined)?.subject;
   const wait = rateLimit.take(subject ? `identity ${subject}` : `address ${ctx.ip}`);
   if (wait === 0) return;
-  ctx.set('Retry-After', String(wait));
   throw rateLimited(subject ? `identity ${subject}` : `address ${ctx.ip}`, rateLimit.perSecond, wait);
 }
 

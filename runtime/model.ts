@@ -37,6 +37,12 @@ export interface FieldModel {
   assumable?: boolean;
   /** the referenced record must live in this record's group or above it (an identity or role bound here) */
   inScope?: boolean;
+  /** a capability the caller must hold where the record is to set this field to anything but its zero value */
+  requires?: string;
+  /** with requires: while this field is set, changing these fields needs that capability too (a verified name) */
+  protects?: string[];
+  /** an object field holding a record of this collection, shown as its get answers it (fields filled in by the loader) */
+  resource?: string;
   description?: string;
   /** how the field travels in gRPC messages; a field without one is not on the gRPC wire */
   proto?: ProtoFieldModel;

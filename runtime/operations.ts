@@ -22,6 +22,7 @@ import { isUidPath, parentOf } from './uid.js';
 import type { Resources } from './resources.js';
 import { equal, oneOf, type Condition } from './condition.js';
 import type { Writes } from './writes.js';
+import type { EmailDomainPolicy } from './email-domain.js';
 import { check, type Validators } from './validation.js';
 
 /** A request as every transport gives it. */
@@ -46,6 +47,8 @@ export interface HandlerContext {
   visible: Condition[];
   resources: Resources;
   model: ApiModel;
+  /** whose verified emails name an organization by their domain */
+  emailDomains: EmailDomainPolicy;
   /** Writes in one transaction; writes.recordEvent records the event the served operation declares. */
   write<T>(fn: (writes: Writes) => Promise<T>): Promise<T>;
   /** Runs another endpoint for the same caller through the whole pipeline: its checks, its event. */
@@ -128,6 +131,7 @@ export class Operations {
     private readonly resources: Resources,
     private readonly policy: Policy,
     private readonly validators: Validators,
+    private readonly emailDomains: EmailDomainPolicy = { trustedIssuers: [], blockedDomains: [] },
   ) {}
 
   private validate(kind: 'body' | 'query', id: string, data: unknown, untranslatable: FieldViolation[] = []): void {
@@ -154,6 +158,7 @@ export class Operations {
       visible,
       resources: this.resources,
       model: this.model,
+      emailDomains: this.emailDomains,
       write: (fn) => this.resources.write({ type: event, actor: principal.subject }, fn),
       run: (e, body, handler) => this.endpoint(e, { principal, params: {}, query: {}, body }, handler),
     };

@@ -66,14 +66,22 @@ export class Writes {
     this.note(collection);
   }
 
-  /** Records the served operation's declared event about a record of the collection. */
-  async recordEvent(collection: Collection, subject: string, body: Row): Promise<void> {
+  /**
+   * Records the served operation's declared event about a record of the collection. An internal event (the
+   * reference's INTERNAL audience) belongs to no group, so no subscription receives it.
+   */
+  async recordEvent(
+    collection: Collection,
+    subject: string,
+    body: Row,
+    audience: 'customer' | 'internal' = 'customer',
+  ): Promise<void> {
     const r = this.resources.model.resources[collection];
     if (!this.declared.type) throw new Error(`the operation writing ${collection} declares no event`);
     await this.resources.recordEvent(this.sql, {
       type: this.declared.type,
       subject,
-      groupUid: groupOf(this.resources.model, r, subject),
+      groupUid: audience === 'internal' ? null : groupOf(this.resources.model, r, subject),
       actor: this.declared.actor ?? null,
       body,
     });

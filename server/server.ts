@@ -121,7 +121,7 @@ export async function startServer(config: Config, generated?: GeneratedParts): P
   performance.mark('bootstrap');
   const policy = new Policy(resources);
   const validators = loadValidators(parts.dir);
-  const operations = new Operations(model, resources, policy, validators);
+  const operations = new Operations(model, resources, policy, validators, config.emailDomains);
   const v2 = parts.createRouter(createRouteOperations(operations), handlers);
   const v1 = createV1Router(
     { model, resources, policy, validators, operations, createSteps: parts.createSteps(handlers) },

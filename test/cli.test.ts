@@ -23,6 +23,7 @@ const clis: Record<string, string> = {
   'rotate-key': 'scripts/rotate-key.ts',
   migrate: 'scripts/migrate.ts',
   events: 'scripts/events.ts',
+  'verify-group': 'scripts/verify-group.ts',
 };
 
 /** stderr's lines without npm's own warnings about the machine's configuration */

@@ -319,6 +319,18 @@ test('events and ping', async () => {
   assert.equal(await rpc('ping.v2.PingService', 'Ping', {}), { response: 'pong' });
 });
 
+test('organizations found by email: the caller without a trusted email finds none (test/group-access has the rest)', async () => {
+  const G = 'iam.v2.GroupsService';
+  assert.equal(await rpc(G, 'CheckEligibility', {}), { eligible: false });
+  await rpc(G, 'LookupGroup', {}, grpc.status.NOT_FOUND);
+  await rpc(G, 'RequestGroupAccess', { group_uid: org }, grpc.status.NOT_FOUND);
+  const me = await rpc('iam.v2.IdentitiesService', 'UpdateIdentityMetadata', {
+    identity_metadata: { job_title: 'owner of everything' },
+  });
+  assert.is(me.uid, s.bootstrap.owner);
+  assert.is(me.job_title, 'owner of everything');
+});
+
 test('every rpc of the generated protos was called above', () => {
   const definitions = loadDefinitions();
   const all = Object.keys(definitions)

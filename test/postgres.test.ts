@@ -158,17 +158,17 @@ test('npm run migrate on PostgreSQL: nothing to do at the current version; a new
   const env = { DATABASE_URL: databaseUrl, DATA_DIR: dataDir };
   const plan = await runScript('scripts/migrate.ts', ['--dry-run'], env);
   assert.is(plan.status, 0, plan.stderr);
-  assert.match(plan.stdout, /version 1 -> version 1\nthe tables match this server: nothing to apply/);
+  assert.match(plan.stdout, /version (\d+) -> version \1\nthe tables match this server: nothing to apply/);
   const client = new pg.Client({ connectionString: databaseUrl });
   await client.connect();
   try {
     await client.query("insert into schema_migrations (version, applied_time, statements) values (99, 'now', '')");
     const refused = await runScript('server/main.ts', [], { ...env, PORT: '0' });
     assert.is(refused.status, 1);
-    assert.match(refused.stderr, /the database's schema is at version 99, newer than this server's 1/);
+    assert.match(refused.stderr, /the database's schema is at version 99, newer than this server's \d+/);
     const migrate = await runScript('scripts/migrate.ts', [], env);
     assert.is(migrate.status, 1);
-    assert.match(migrate.stderr, /newer than this server's 1/);
+    assert.match(migrate.stderr, /newer than this server's \d+/);
   } finally {
     await client.query('delete from schema_migrations where version = 99');
     await client.end();
