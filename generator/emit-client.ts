@@ -1,5 +1,5 @@
-// generated/client/index.ts: the typed TypeScript client, a method per v2 operation named by its operationId
-// (as in /openapi.json), grouped by domain. Each method takes one request object (path parameters, query
+// generated/client/index.ts: the typed TypeScript client, a method per v2 operation named after it (createRepo,
+// listRepos), grouped by domain. Each method takes one request object (path parameters, query
 // parameters, and `body`) and answers the typed response; a list also gets listAll<Collection>, every item across
 // its pages. The engine (fetch, errors, paging, retries) is runtime/client.ts.
 import { batchItemName, type ApiModel, type FieldModel, type ResourceModel } from '../runtime/model.js';

@@ -3,6 +3,9 @@ import { validate } from '@readme/openapi-parser';
 import type { ApiModel, Capability, FieldModel, ResourceModel } from '../runtime/model.js';
 import { batchItemName, filterField, standardFields } from '../runtime/model.js';
 import { fieldSchema, objectSchema, type JsonSchema } from './json-schema.js';
+import { lowerCamelCase, snakeCase } from '../runtime/field-names.js';
+import { contractNamer } from './contract-names.js';
+import type { ProtoSurface } from './proto-model.js';
 import { v2Routes, type Route } from './routes-table.js';
 
 const ref = (name: string) => ({ $ref: `#/components/schemas/${name}` });
@@ -18,21 +21,21 @@ function listParameters(r: ResourceModel): JsonSchema[] {
   });
   const params = [
     q(
-      'page_size',
+      'pageSize',
       { type: 'integer', minimum: 0 },
-      'Page size, default 50, at most 200 (larger values are reduced to 200). Also pageSize.',
+      'Page size, default 50, at most 200 (larger values are reduced to 200). Also page_size.',
     ),
-    q('page_token', { type: 'string' }, 'nextPageToken of the previous page. Also pageToken.'),
+    q('pageToken', { type: 'string' }, 'nextPageToken of the previous page. Also page_token.'),
     q(
-      'order_by',
+      'orderBy',
       { type: 'string', enum: Object.keys(r.orderBy).flatMap((k) => [k, `${k} desc`]) },
-      'Sort field, optionally followed by " desc". Also orderBy.',
+      'Sort field, optionally followed by " desc". Also order_by.',
     ),
     q('skip', { type: 'integer', minimum: 0 }, 'Rows to skip from where the request starts.'),
-    q('uidp.descendants_of', { type: 'string' }, 'Everything below this uid. Also uidp.descendantsOf.'),
-    q('uidp.children_of', { type: 'string' }, 'Direct children of this uid. Also uidp.childrenOf.'),
-    q('uidp.ancestors_of', { type: 'string' }, 'Ancestors of this uid. Also uidp.ancestorsOf.'),
-    q('uidp.in_root', { type: 'boolean' }, 'Only root records. Also uidp.inRoot.'),
+    q('uidp.descendantsOf', { type: 'string' }, 'Everything below this uid. Also uidp.descendants_of.'),
+    q('uidp.childrenOf', { type: 'string' }, 'Direct children of this uid. Also uidp.children_of.'),
+    q('uidp.ancestorsOf', { type: 'string' }, 'Ancestors of this uid. Also uidp.ancestors_of.'),
+    q('uidp.inRoot', { type: 'boolean' }, 'Only root records. Also uidp.in_root.'),
     q('uidp.ids', { type: 'array', items: { type: 'string' } }, 'Exactly these uids.'),
   ];
   for (const f of r.filters) {
@@ -57,7 +60,32 @@ function resourceSchema(r: ResourceModel): JsonSchema {
   const presented = Object.fromEntries(
     Object.entries(r.presents ?? {}).map(([k, f]) => [k, { ...f, outputOnly: true }]),
   );
-  return objectSchema({ ...standardFields, ...r.fields, ...presented }, 'output', false);
+  const timestamps = r.timestamps ?? ['createTime', 'updateTime'];
+  const standard = Object.fromEntries(
+    Object.entries(standardFields).filter(([name]) => name === 'uid' || timestamps.includes(name as never)),
+  );
+  const schema = objectSchema({ ...standard, ...r.fields, ...presented }, 'output', false);
+  // What every answer carries: the uid, the times it shows, and the fields a create must give.
+  const always = Object.keys(standard).concat(
+    Object.entries(r.fields)
+      .filter(([, f]) => f.required && !f.inputOnly)
+      .map(([name]) => name),
+  );
+  return { ...schema, required: always };
+}
+
+/**
+ * A request body as the document shows it: the validator's schema, with the output-only fields a read-modify-write
+ * client echoes back (accepted and ignored) shown typed and readOnly, as the reference's contract shows them.
+ */
+function documentedInput(r: ResourceModel, requireFields: boolean): JsonSchema {
+  const s = objectSchema(r.fields, 'input', requireFields);
+  const output = resourceSchema(r).properties as Record<string, JsonSchema>;
+  const properties = s.properties as Record<string, JsonSchema>;
+  // An update names its record in the path: its body carries no uid, as the reference's does not.
+  for (const [name, schema] of Object.entries(output))
+    if (schema.readOnly && !(name === 'uid' && !requireFields)) properties[name] = schema;
+  return s;
 }
 
 /** The component schemas: every resource's forms, its list answer, sub-resources and endpoint answers. */
@@ -82,8 +110,8 @@ function componentSchemas(model: ApiModel): Record<string, JsonSchema> {
   };
   for (const r of Object.values(model.resources)) {
     schemas[r.type] = resourceSchema(r);
-    schemas[`${r.type}Input`] = objectSchema(r.fields, 'input', true);
-    schemas[`${r.type}Update`] = objectSchema(r.fields, 'input', false);
+    schemas[`${r.type}Input`] = documentedInput(r, true);
+    schemas[`${r.type}Update`] = documentedInput(r, false);
     schemas[`List${r.type}Response`] = {
       type: 'object',
       properties: {
@@ -138,8 +166,18 @@ function batchCreateSchema(r: ResourceModel): JsonSchema {
 
 const ok = (schema: JsonSchema) => ({
   200: { description: 'OK', content: { 'application/json': { schema } } },
+  '4XX': { ...errorResponse, description: 'The request was refused: an AIP-193 error saying why' },
   default: errorResponse,
 });
+
+/** What a path parameter holds, for the reader of the document. */
+function paramDescription(route: Route, name: string): string | undefined {
+  if (route.kind === 'create' && name === 'parent')
+    return 'The uid of the parent (a group) to create in; its "/" may be sent unescaped or as %2F';
+  return name === 'uid' || name === 'parent' || name.endsWith('Uid')
+    ? 'A uid; its "/" may be sent unescaped or as %2F'
+    : undefined;
+}
 const body = (schema: JsonSchema) => ({ required: true, content: { 'application/json': { schema } } });
 
 /** Fills in what one route's operation says (id, parameters, bodies, answers) and returns the capability it needs. */
@@ -147,21 +185,17 @@ function describeRoute(route: Route, op: JsonSchema, pathParams: JsonSchema[]): 
   const r = route.resource;
   switch (route.kind) {
     case 'list':
-      op.operationId = `list${cap(r!.collection)}`;
       op.parameters = [...pathParams, ...listParameters(r!)];
       op.responses = ok(ref(`List${r!.type}Response`));
       return r!.operations.list!.capability;
     case 'get':
-      op.operationId = `get${r!.type}`;
       op.responses = ok(ref(r!.type));
       return r!.operations.get!.capability;
     case 'create':
-      op.operationId = route.params.length ? `create${r!.type}` : `create${r!.type}AtRoot`;
       op.requestBody = body(ref(`${r!.type}Input`));
       op.responses = ok(ref(r!.type));
       return r!.operations.create!.capability;
     case 'batchCreate':
-      op.operationId = `batchCreate${cap(r!.collection)}`;
       op.description = `Creates up to ${r!.batchCreate!.max} ${r!.collection} under one parent in one transaction: all of them, or, when one is refused, none. Each is checked as a create is. Answers them in the order of the requests.`;
       op.requestBody = body(batchCreateSchema(r!));
       op.responses = ok({
@@ -171,7 +205,6 @@ function describeRoute(route: Route, op: JsonSchema, pathParams: JsonSchema[]): 
       });
       return r!.operations.create!.capability;
     case 'batchDelete':
-      op.operationId = `batchDelete${cap(r!.collection)}`;
       op.description = `Deletes up to ${r!.batchDelete!.max} ${r!.collection} of one parent in one transaction: all of them, or, when one is refused, none. A uid already gone is skipped; a uid of another parent is INVALID_ARGUMENT. Answers the records deleted.`;
       op.requestBody = body({
         type: 'object',
@@ -188,41 +221,45 @@ function describeRoute(route: Route, op: JsonSchema, pathParams: JsonSchema[]): 
       });
       return r!.operations.delete!.capability;
     case 'update':
-      op.operationId = `update${r!.type}`;
       op.parameters = [
         {
-          name: 'update_mask',
+          name: 'updateMask',
           in: 'query',
           required: false,
           schema: { type: 'string' },
-          description: 'Comma-separated field paths, or * for full replacement. Also updateMask.',
+          description: 'Comma-separated field paths, or * for full replacement. Also update_mask.',
         },
       ];
       op.requestBody = body(ref(`${r!.type}Update`));
       op.responses = ok(ref(r!.type));
       return r!.operations.update!.capability;
     case 'delete':
-      op.operationId = `delete${r!.type}`;
       op.responses = ok(ref('Empty'));
       return r!.operations.delete!.capability;
     case 'subresourceGet':
     case 'subresourceUpdate': {
       const s = r!.subresources.find((x) => x.name === route.subresource)!;
       const isGet = route.kind === 'subresourceGet';
-      op.operationId = `${isGet ? 'get' : 'update'}${s.type}`;
       if (!isGet) op.requestBody = body(ref(`${s.type}Update`));
       op.responses = ok(ref(s.type));
       return isGet ? s.get.capability : s.update!.capability;
     }
     case 'endpoint': {
       const e = route.endpoint!;
-      op.operationId = e.name;
-      op.parameters = Object.entries(e.query).map(([name, f]) => ({
-        name,
-        in: 'query',
-        required: !!f.required,
-        schema: fieldSchema(f as FieldModel, 'output'),
-      }));
+      // A parameter declared in both spellings (page_size, pageSize) is documented once, in the camelCase one.
+      const twin = (name: string) => (name.includes('_') ? lowerCamelCase(name) : undefined);
+      op.parameters = Object.entries(e.query)
+        .filter(([name]) => !(twin(name) && twin(name)! in e.query))
+        .map(([name, f]) => {
+          const snake = snakeCase(name);
+          return {
+            name,
+            in: 'query',
+            required: !!f.required,
+            schema: fieldSchema(f as FieldModel, 'output'),
+            ...(snake !== name && snake in e.query ? { description: `Also ${snake}.` } : {}),
+          };
+        });
       if (e.body) op.requestBody = body(objectSchema(e.body, 'input', true));
       op.responses = ok(ref(`${cap(e.name)}Response`));
       if (e.unimplemented) {
@@ -234,20 +271,19 @@ function describeRoute(route: Route, op: JsonSchema, pathParams: JsonSchema[]): 
   }
 }
 
-export async function buildOpenApi(model: ApiModel, routes: Route[]): Promise<JsonSchema> {
+export async function buildOpenApi(model: ApiModel, routes: Route[], surface: ProtoSurface): Promise<JsonSchema> {
   const schemas = componentSchemas(model);
   const paths: Record<string, Record<string, JsonSchema>> = {};
+  const namesOf = contractNamer(model, surface);
   for (const route of v2Routes(routes)) {
-    const op: JsonSchema = { responses: { default: errorResponse } };
+    const names = namesOf(route);
+    const op: JsonSchema = { operationId: names.operationId, summary: names.summary, responses: {} };
     const pathParams = route.params.map((name) => ({
-      name,
+      name: names.params[name] ?? name,
       in: 'path',
       required: true,
       schema: { type: 'string' },
-      description:
-        name === 'uid' || name === 'parent' || name.endsWith('Uid')
-          ? 'A uid; its "/" may be sent unescaped or as %2F'
-          : undefined,
+      description: paramDescription(route, name),
     }));
     const capability = describeRoute(route, op, pathParams);
     op.parameters = [
@@ -257,29 +293,128 @@ export async function buildOpenApi(model: ApiModel, routes: Route[]): Promise<Js
     op.tags = [route.resource?.domain ?? route.endpoint!.domain];
     // What the route says of itself (a batch's rules, a call not served) comes before who may call it.
     op.description = [op.description, capabilityNote(capability)].filter(Boolean).join(' ');
-    if (capability !== 'none') op.security = [{ bearer: [] }];
-    (paths[route.path] ??= {})[route.method.toLowerCase()] = op;
+    op.security = capability === 'none' ? [] : [{ bearer: [] }];
+    (paths[names.path] ??= {})[route.method.toLowerCase()] = op;
   }
 
+  Object.assign(paths, tokenServicePaths());
   const doc: JsonSchema = {
     openapi: '3.1.0',
     info: {
       title: model.title,
       version: model.version,
       description: 'Generated from spec/ by npm run generate. Do not edit.',
+      ...model.info,
     },
-    tags: model.domains.map((d) => ({ name: d })),
+    // The server that serves the document puts its own URL here (runtime/http.ts).
+    servers: [{ url: 'http://127.0.0.1:8080', description: 'npm start, as it starts by default' }],
+    tags: [
+      ...model.domains.map((d) => ({ name: d, description: `${model.domainTitles[d]}: /${d}/${model.version}/` })),
+      { name: 'sts', description: "The token service: exchanges another issuer's token for one of this server" },
+    ],
     paths,
     components: {
       schemas,
       securitySchemes: { bearer: { type: 'http', scheme: 'bearer', bearerFormat: 'JWT' } },
     },
   };
+  keepReachedSchemas(doc);
   const result = await validate(structuredClone(doc) as never);
   if (!result.valid) {
     throw new Error(`the generated OpenAPI document is invalid:\n${JSON.stringify(result.errors, null, 2)}`);
   }
   return doc;
+}
+
+/** Drops the component schemas no operation reaches (a read-only resource's input forms, say). */
+function keepReachedSchemas(doc: JsonSchema): void {
+  const schemas = (doc.components as { schemas: Record<string, JsonSchema> }).schemas;
+  const reached = new Set<string>();
+  const walk = (node: unknown): void => {
+    if (Array.isArray(node)) node.forEach(walk);
+    else if (node && typeof node === 'object') {
+      const target = (node as { $ref?: unknown }).$ref;
+      if (typeof target === 'string') {
+        const name = target.replace('#/components/schemas/', '');
+        if (!reached.has(name)) {
+          reached.add(name);
+          walk(schemas[name]);
+        }
+      }
+      Object.values(node).forEach(walk);
+    }
+  };
+  walk(doc.paths);
+  for (const name of Object.keys(schemas)) if (!reached.has(name)) delete schemas[name];
+}
+
+/**
+ * The token service's calls (handlers/sts.ts), served beside the generated routes: the exchange, and the two the
+ * reference has that need what this server does not run.
+ */
+function tokenServicePaths(): Record<string, Record<string, JsonSchema>> {
+  const exchanged = {
+    type: 'object',
+    required: ['token', 'expiry'],
+    properties: {
+      token: { type: 'string', description: 'a token of this server for the identity' },
+      expiry: { type: 'string', format: 'date-time' },
+    },
+  };
+  const exchange = (operationId: string) => ({
+    operationId,
+    summary: 'Exchange',
+    description:
+      'Exchanges an OIDC token of another issuer, sent as the bearer token, for a token of this server for an identity whose claimMatch it satisfies (README "Access control").',
+    tags: ['sts'],
+    security: [{ bearer: [] }],
+    parameters: [
+      {
+        name: 'identity',
+        in: 'query',
+        required: true,
+        schema: { type: 'string' },
+        description: 'the uid of the identity to assume',
+      },
+      {
+        name: 'aud',
+        in: 'query',
+        required: false,
+        schema: { type: 'string' },
+        description: 'the audience of the token made',
+      },
+    ],
+    responses: ok(exchanged),
+  });
+  const notServed = (operationId: string, summary: string, why: string) => ({
+    operationId,
+    summary,
+    description: `Not served by this server: answers UNIMPLEMENTED (501): ${why}.`,
+    'x-unimplemented': why,
+    tags: ['sts'],
+    security: [],
+    responses: ok(ref('Empty')),
+  });
+  return {
+    '/sts/exchange': {
+      get: exchange('SecurityTokenService_Exchange2'),
+      post: exchange('SecurityTokenService_Exchange'),
+    },
+    '/sts/exchange_refresh_token': {
+      post: notServed(
+        'SecurityTokenService_ExchangeRefreshToken',
+        'Exchange Refresh Token',
+        'this issuer issues no refresh tokens; exchange the upstream token again',
+      ),
+    },
+    '/sts/headless_sessions': {
+      get: notServed(
+        'Auth_GetHeadlessSession',
+        'Get Headless Session',
+        'headless sessions need a browser login, which this server does not run',
+      ),
+    },
+  };
 }
 
 export function cap(s: string): string {

@@ -65,10 +65,14 @@ export function emitValidators(model: ApiModel): { bodies: string; queries: stri
   for (const r of Object.values(model.resources)) {
     const all = { ...r.fields };
     add(bodies, bodyExports, `${r.collection}.record`, objectSchema({ ...standardFields, ...all }, 'record', true));
+    // What a read-modify-write client echoes back (the uid, times, a binding's hydrated identity) is ignored.
+    const echoed = Object.fromEntries(
+      Object.entries({ ...standardFields, ...r.presents }).map(([k, f]) => [k, { ...f, outputOnly: true }]),
+    );
     if (operationOf(r, 'create'))
-      add(bodies, bodyExports, `${r.collection}.create`, objectSchema({ ...standardFields, ...all }, 'input', true));
+      add(bodies, bodyExports, `${r.collection}.create`, objectSchema({ ...echoed, ...all }, 'input', true));
     if (operationOf(r, 'update'))
-      add(bodies, bodyExports, `${r.collection}.update`, objectSchema({ ...standardFields, ...all }, 'input', false));
+      add(bodies, bodyExports, `${r.collection}.update`, objectSchema({ ...echoed, ...all }, 'input', false));
     for (const s of r.subresources) {
       if (s.update)
         add(bodies, bodyExports, `${r.collection}.${s.name}.update`, objectSchema(s.fields, 'input', false));

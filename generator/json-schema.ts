@@ -104,6 +104,8 @@ export function objectSchema(fields: Record<string, FieldModel>, mode: SchemaMod
   const required: string[] = [];
   for (const [name, f] of Object.entries(fields)) {
     if (mode === 'output' && f.inputOnly) continue;
+    // Set by the server and never returned (a hash, a kept issuer): no request may carry it.
+    if (mode === 'input' && f.inputOnly && f.outputOnly) continue;
     // Output-only fields echoed back by read-modify-write clients are ignored, so any value passes.
     properties[name] = mode === 'input' && f.outputOnly ? {} : fieldSchema(f, mode);
     if (requireFields && f.required && !(mode === 'input' && f.outputOnly)) required.push(name);

@@ -29,11 +29,11 @@ try {
   const sources = sourceHashes(values.spec);
   const model = loadSpec(values.spec!);
   const routes = routesOf(model);
-  const openapi = await buildOpenApi(model, routes);
-  const validators = emitValidators(model);
   const problems: string[] = [];
   const surface = protoSurface(model, problems);
   if (problems.length > 0) throw new SpecError(problems);
+  const openapi = await buildOpenApi(model, routes, surface);
+  const validators = emitValidators(model);
   const protos = Object.entries(emitProtoFiles(surface)).map(([path, text]) => [`proto/${path}`, text]);
   const files: Record<string, string> = {
     'model.ts': emitModel(model),

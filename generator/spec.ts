@@ -13,7 +13,7 @@ import type {
   ResourceModel,
   V1Model,
 } from '../runtime/model.js';
-import { standardFields } from '../runtime/model.js';
+import { standardFields, type ApiInfo } from '../runtime/model.js';
 import type { ProtoApiModel, ProtoOperationModel } from '../runtime/model.js';
 import { checkProto, normalizeFields, normalizeOperation, normalizeRequest, type RawProtoField } from './spec-proto.js';
 
@@ -36,6 +36,7 @@ interface RawResource {
   path?: string;
   description?: string;
   parent?: string;
+  timestamps?: ResourceModel['timestamps'];
   parentOptional?: boolean;
   uid?: 'generated' | 'parent';
   onParentDelete?: 'restrict' | 'cascade';
@@ -192,6 +193,21 @@ export function loadSpec(specDir: string): ApiModel {
   return loading.model;
 }
 
+/** The OpenAPI info api.yaml declares: who answers for the API, and its license. */
+function apiInfo(api: ApiInfo, file: string, problems: string[]): ApiInfo {
+  const { contact, license } = api;
+  if (license !== undefined && (typeof license.name !== 'string' || !(license.identifier || license.url)))
+    problems.push(`${file}: license needs a name, and an SPDX identifier or a url`);
+  return { ...(contact ? { contact } : {}), ...(license ? { license } : {}) };
+}
+
+function checkedSchemaVersion(given: number | undefined, file: string, problems: string[]): number {
+  const schemaVersion = given ?? 1;
+  if (!Number.isSafeInteger(schemaVersion) || schemaVersion < 1)
+    problems.push(`${file}: schemaVersion must be a whole number from 1, got ${JSON.stringify(schemaVersion)}`);
+  return schemaVersion;
+}
+
 function readApi(file: string, problems: string[]): ApiModel {
   const api = readYaml(file, problems) as
     | {
@@ -199,6 +215,8 @@ function readApi(file: string, problems: string[]): ApiModel {
         version?: string;
         service?: string;
         schemaVersion?: number;
+        contact?: ApiInfo['contact'];
+        license?: ApiInfo['license'];
         proto?: { hierarchyFilter?: string };
       }
     | undefined;
@@ -208,11 +226,11 @@ function readApi(file: string, problems: string[]): ApiModel {
   ) {
     problems.push(`${file}: needs title and service (lowercase name used in error domains)`);
   }
-  const schemaVersion = api?.schemaVersion ?? 1;
-  if (!Number.isSafeInteger(schemaVersion) || schemaVersion < 1)
-    problems.push(`${file}: schemaVersion must be a whole number from 1, got ${JSON.stringify(schemaVersion)}`);
+  const schemaVersion = checkedSchemaVersion(api?.schemaVersion, file, problems);
   return {
     title: api?.title ?? '',
+    info: apiInfo(api ?? {}, file, problems),
+    domainTitles: {},
     version: api?.version ?? 'v2',
     service: api?.service ?? '',
     schemaVersion,
@@ -271,6 +289,7 @@ function readDomain(loading: Loading, file: string): void {
   if (model.domains.includes(raw.domain)) problems.push(`${file}: /domain: "${raw.domain}" is declared twice`);
   if (raw.capabilities) addCapabilities(loading, raw.capabilities, file, !!raw.proto && !!model.proto.capabilities);
   model.domains.push(raw.domain);
+  model.domainTitles[raw.domain] = raw.title;
   if (raw.proto) model.proto.packages[raw.domain] = raw.proto.package;
   raw.resources.forEach((r, i) => {
     const at = `${file}: /resources/${i}`;
@@ -560,6 +579,7 @@ function toResource(domain: string, r: RawResource, at: string, problems: string
     publicRootRecords: given.publicRootRecords,
     creatorRole: r.creatorRole,
     presenter: r.presenter,
+    ...(r.timestamps ? { timestamps: r.timestamps } : {}),
     ...(r.presents ? { presents: normalizeFields(r.presents) } : {}),
     onCreate: r.onCreate,
     ...(r.eventFields ? { eventFields: r.eventFields } : {}),

@@ -156,7 +156,7 @@ export class TokenExchange {
       const m = /^Bearer\s+(\S+)\s*$/i.exec(ctx.get('authorization'));
       if (!m) throw unauthenticated('present the upstream OIDC token as Authorization: Bearer <token>');
       // The reference's scope, cap, scopes and identityProvider are not served: refused, not ignored.
-      checkParameterNames(ctx.query, ['identity', 'aud']);
+      checkParameterNames(ctx.query, ['identity', 'aud'], ['scope', 'cap', 'scopes', 'identityProvider']);
       const identity = [ctx.query.identity].flat()[0];
       if (!identity)
         throw invalidArgument([
@@ -165,7 +165,9 @@ export class TokenExchange {
       const aud = [ctx.query.aud].flat()[0] || undefined;
       ctx.body = await this.exchange(m[1], identity, aud);
     };
-    const notServed = (what: string) => () => {
+    // As for any call, the request is checked before the answer: the reference's parameters pass, others do not.
+    const notServed = (what: string, parameters: string[]) => (ctx: Context) => {
+      checkParameterNames(ctx.query, parameters);
       throw new ApiError('UNIMPLEMENTED', `Unimplemented: ${what}`);
     };
     return new Router()
@@ -173,11 +175,16 @@ export class TokenExchange {
       .post('/sts/exchange', exchange)
       .post(
         '/sts/exchange_refresh_token',
-        notServed('this issuer issues no refresh tokens; exchange the upstream token again (/sts/exchange)'),
+        notServed('this issuer issues no refresh tokens; exchange the upstream token again (/sts/exchange)', [
+          'aud',
+          'cap',
+          'scope',
+          'scopes',
+        ]),
       )
       .get(
         '/sts/headless_sessions',
-        notServed('headless sessions need a browser login, which this server does not run'),
+        notServed('headless sessions need a browser login, which this server does not run', ['code']),
       );
   }
 }

@@ -188,7 +188,8 @@ export function createApp(o: AppOptions): Koa {
   const documents = new Router();
   const documentPaths = new Set<string>();
   for (const [path, document] of Object.entries<() => unknown>({
-    '/openapi.json': () => openapi,
+    // The document names this server as its server: its public URL, the issuer of its tokens.
+    '/openapi.json': () => ({ ...(openapi as object), servers: [{ url: issuer().issuer }] }),
     '/.well-known/openid-configuration': () => issuer().discovery(),
     '/.well-known/jwks.json': () => issuer().jwks(),
   })) {

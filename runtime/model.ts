@@ -119,6 +119,8 @@ export interface SubresourceModel {
 }
 
 export interface ResourceModel {
+  /** the timestamps it shows; undefined: both */
+  timestamps?: ('createTime' | 'updateTime')[];
   domain: string;
   type: string;
   collection: string;
@@ -250,12 +252,21 @@ export interface ApiModel {
   /** the version of the stored schema (spec/api.yaml schemaVersion): runtime/schema-versions.ts */
   schemaVersion: number;
   domains: string[];
+  /** who answers for the API and under what terms, as api.yaml declares them (the OpenAPI info object) */
+  info: ApiInfo;
+  /** domain -> the title its spec file gives it */
+  domainTitles: Record<string, string>;
   resources: Record<string, ResourceModel>;
   endpoints: EndpointModel[];
   /** v2 enum name -> v1 form */
   capabilities: Record<string, CapabilityModel>;
   roles: BuiltInRole[];
   proto: ProtoApiModel;
+}
+
+export interface ApiInfo {
+  contact?: { name?: string; url?: string; email?: string };
+  license?: { name: string; identifier?: string; url?: string };
 }
 
 /** What gRPC needs of the API as a whole. */

@@ -37,7 +37,15 @@ export function outputObject(row: Row, fields: Record<string, FieldModel>): Row 
 
 /** The JSON form of a stored row. */
 export function toResource(row: Row, r: ResourceModel): Row {
-  return { uid: row.uid, ...outputObject(row, r.fields), createTime: row.createTime, updateTime: row.updateTime };
+  const shown = {
+    uid: row.uid,
+    ...outputObject(row, r.fields),
+    createTime: row.createTime,
+    updateTime: row.updateTime,
+  };
+  if (r.timestamps && !r.timestamps.includes('updateTime')) delete shown.updateTime;
+  if (r.timestamps && !r.timestamps.includes('createTime')) delete shown.createTime;
+  return shown;
 }
 
 /**

@@ -101,9 +101,20 @@ export function violationsOf(errors: ErrorObject[], paramNames?: Record<string, 
 const notAParameter = (name: string) => `${name} is not a parameter of this call`;
 
 /** Refuses, by name, every query parameter a hand-written call does not take: none is ever ignored. */
-export function checkParameterNames(query: Record<string, unknown>, takes: readonly string[] = []): void {
+export function checkParameterNames(
+  query: Record<string, unknown>,
+  takes: readonly string[] = [],
+  /** the reference's parameters of the call that this server does not serve */
+  notServed: readonly string[] = [],
+): void {
   const unknown = Object.keys(query).filter((name) => !takes.includes(name));
-  if (unknown.length > 0) throw invalidArgument(unknown.map((field) => ({ field, description: notAParameter(field) })));
+  if (unknown.length > 0)
+    throw invalidArgument(
+      unknown.map((field) => ({
+        field,
+        description: notServed.includes(field) ? `${field} is not supported by this server` : notAParameter(field),
+      })),
+    );
 }
 
 /** Validates data, throwing INVALID_ARGUMENT with one violation per failed field. */

@@ -381,12 +381,37 @@ test('concurrent writes are all acknowledged and all kept', async () => {
   assert.is(list.body.totalCount, '60');
 });
 
+test('read-modify-write: what a get answers, sent back whole, updates nothing it should not', async () => {
+  const repo = (await s.call('POST', `/registry/v2/repos/${org}`, { name: 'rmw' })).body;
+  const identity = (await s.call('POST', `/iam/v2/identities/${org}`, { name: 'rmw' })).body;
+  const viewer = (await s.call('GET', '/iam/v2/roles?name=viewer')).body.roles[0].uid;
+  const binding = (await s.call('POST', `/iam/v2/roleBindings/${org}`, { identityUid: identity.uid, roleUid: viewer }))
+    .body;
+  assert.ok(binding.identity && binding.group && binding.role, 'a binding answers hydrated');
+  assert.is(binding.updateTime, undefined, 'and without updateTime');
+  for (const [path, got] of [
+    [`/registry/v2/repos/${repo.uid}`, repo],
+    [`/iam/v2/identities/${identity.uid}`, identity],
+    [`/iam/v2/roleBindings/${binding.uid}`, binding],
+    [`/iam/v2/groups/${org}`, (await s.call('GET', `/iam/v2/groups/${org}`)).body],
+  ]) {
+    const sent = { ...got, description: 'changed', uid: 'ignored', createTime: '2000-01-01T00:00:00.000Z' };
+    if (path.includes('roleBindings')) delete sent.description;
+    const r = await s.call('PATCH', path, sent);
+    assert.is(r.status, 200, `${path}: ${JSON.stringify(r.body)}`);
+    assert.is(r.body.uid, got.uid, path);
+    assert.is(r.body.createTime, got.createTime, `${path}: output only, ignored`);
+    if (!path.includes('roleBindings')) assert.is(r.body.description, 'changed', path);
+  }
+});
+
 test('the OpenAPI document is served', async () => {
   const r = await s.call('GET', '/openapi.json');
   assert.is(r.status, 200);
   assert.is(r.body.openapi, '3.1.0');
   assert.ok(r.body.paths['/registry/v2/repos/{uid}'].patch);
-  assert.ok(r.body.paths['/iam/v2/identities/{parent}'].post);
+  assert.ok(r.body.paths['/iam/v2/identities/{uid}'].post, 'a create names its parent {uid}, as the reference does');
+  assert.equal(r.body.servers, [{ url: s.url }], 'the document names the server that serves it');
 });
 
 test.run();

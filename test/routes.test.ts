@@ -5,6 +5,7 @@ import { randomBytes } from 'node:crypto';
 import { test } from 'uvu';
 import * as assert from 'uvu/assert';
 import { buildOpenApi } from '../generator/emit-openapi.js';
+import { protoSurface } from '../generator/proto-model.js';
 import { emitRouter } from '../generator/emit-typescript.js';
 import { routesOf, type Route } from '../generator/routes-table.js';
 import { loadSpec } from '../generator/spec.js';
@@ -135,7 +136,7 @@ test("v1's own calls are routes of the table under /<prefix or domain>/v1/, and 
   });
   for (const path of ['/registry/v1/eoltags', '/registry/v1/vuln_reports', '/registry/v1/vuln_reports/counts'])
     assert.ok(answering('GET', path), path);
-  const openapi = await buildOpenApi(model, routes);
+  const openapi = await buildOpenApi(model, routes, protoSurface(model, []));
   const paths = Object.keys(openapi.paths as object);
   assert.ok(paths.length > 0);
   assert.equal(

@@ -288,7 +288,7 @@ function validBody(doc: OpenApiDocument, schema: Schema | undefined, name: strin
 }
 
 /** Which fixture a path parameter of a v2 path names. */
-function v2PathFixture(model: ApiModel, template: string, param: string): PathParam['fixture'] {
+function v2PathFixture(model: ApiModel, method: string, template: string, param: string): PathParam['fixture'] {
   if (param === 'digest') return 'digest';
   if (param === 'repoUid') return 'imageRepo';
   if (param === 'group') return 'group';
@@ -297,7 +297,9 @@ function v2PathFixture(model: ApiModel, template: string, param: string): PathPa
   const r = Object.values(model.resources).find((x) => x.domain === domain && x.path === segment);
   if (!r) throw new Error(`the fuzz test does not know what ${param} names in ${template}`);
   if (template.endsWith('/versions')) return 'artifact';
-  if (param === 'parent') return fixtureOfCollection[r.parent ?? 'groups'] ?? 'group';
+  // A create names its parent {uid}, as the reference's contract does.
+  if (param === 'parent' || (method === 'post' && param === 'uid' && template.endsWith('/{uid}')))
+    return fixtureOfCollection[r.parent ?? 'groups'] ?? 'group';
   return fixtureOfCollection[r.collection] ?? 'group';
 }
 
@@ -326,7 +328,7 @@ export function v2Operations(doc: OpenApiDocument, model: ApiModel): Operation[]
         template,
         params: (op.parameters ?? [])
           .filter((p) => p.in === 'path')
-          .map((p) => ({ name: p.name, fixture: v2PathFixture(model, template, p.name) })),
+          .map((p) => ({ name: p.name, fixture: v2PathFixture(model, method, template, p.name) })),
         query: (op.parameters ?? [])
           .filter((p) => p.in === 'query')
           .map((p) => querySpec(p.name, p.schema, !!p.required, maskFields)),
@@ -577,7 +579,7 @@ function v1ExtensionOperations(doc: OpenApiDocument, model: ApiModel): Operation
   ];
 }
 
-/** Served outside the generated routes: the documents and the token exchange. */
+/** Served outside the generated routes: the documents. */
 export function otherOperations(): Operation[] {
   const doc = (template: string): Operation => ({
     id: `GET ${template}`,
@@ -587,31 +589,8 @@ export function otherOperations(): Operation[] {
     params: [],
     query: [],
   });
-  const exchangeQuery = [
-    querySpec('identity', { type: 'string' }, true, []),
-    querySpec('aud', { type: 'string' }, false, []),
-  ];
-  return [
-    doc('/openapi.json'),
-    doc('/.well-known/openid-configuration'),
-    doc('/.well-known/jwks.json'),
-    {
-      id: 'GET /sts/exchange',
-      api: 'other',
-      method: 'GET',
-      template: '/sts/exchange',
-      params: [],
-      query: exchangeQuery,
-    },
-    {
-      id: 'POST /sts/exchange',
-      api: 'other',
-      method: 'POST',
-      template: '/sts/exchange',
-      params: [],
-      query: exchangeQuery,
-    },
-  ];
+  // The token service's calls are in /openapi.json, so v2Operations has them.
+  return [doc('/openapi.json'), doc('/.well-known/openid-configuration'), doc('/.well-known/jwks.json')];
 }
 
 const shapeOf = (method: string, template: string) => `${method} ${template.replace(/\{[^}]+\}/g, '{}')}`;
