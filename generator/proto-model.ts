@@ -220,6 +220,61 @@ class SurfaceBuilder {
       }
     }
     for (const s of r.subresources) this.subresource(r, pkg, service, s);
+    if (r.batchCreate && r.operations.create) this.batchCreateRpc(r, pkg, service, message);
+    if (r.batchDelete) this.batchDeleteRpc(r, pkg, service, message);
+  }
+
+  /**
+   * BatchCreate<Collection>: { parent = 1, requests = 2 (each a create's request), the shared fields from 3 in the
+   * order the spec gives them }, answered { <collection> = 1 }, as the reference's BatchCreateRoleBindings is.
+   */
+  private batchCreateRpc(r: ResourceModel, pkg: string, service: string, message: string): void {
+    const name = `BatchCreate${pascal(r.collection)}`;
+    const request = `${pkg}.${name}Request`;
+    const create = `${pkg}.${r.operations.create!.proto?.rpc ?? `Create${r.type}`}Request`;
+    const shared = r.batchCreate!.shared.map((field, i) =>
+      this.fieldDecl(pkg, request, field, r.fields[field], { number: 3 + i }),
+    );
+    this.addMessage({
+      name: request,
+      fields: [
+        { name: 'parent', number: 1, type: 'string' },
+        { name: 'requests', number: 2, type: create, label: 'repeated' },
+        ...shared,
+      ],
+    });
+    const response = `${pkg}.${name}Response`;
+    this.addMessage({
+      name: response,
+      fields: [{ name: snakeCase(r.collection), number: 1, type: message, label: 'repeated' }],
+    });
+    const fields: RpcRoute['fields'] = Object.fromEntries(
+      ['parent', 'requests', ...r.batchCreate!.shared].map((f) => [f, { to: 'body', name: f }]),
+    );
+    this.rpc({ service, name, kind: 'batchCreate', resource: r, request, response, fields });
+  }
+
+  /** BatchDelete<Collection>: { parent = 1, names = 2 }, answered { parent = 1, <collection> = 2 }. */
+  private batchDeleteRpc(r: ResourceModel, pkg: string, service: string, message: string): void {
+    const name = `BatchDelete${pascal(r.collection)}`;
+    const request = `${pkg}.${name}Request`;
+    this.addMessage({
+      name: request,
+      fields: [
+        { name: 'parent', number: 1, type: 'string' },
+        { name: 'names', number: 2, type: 'string', label: 'repeated' },
+      ],
+    });
+    const response = `${pkg}.${name}Response`;
+    this.addMessage({
+      name: response,
+      fields: [
+        { name: 'parent', number: 1, type: 'string' },
+        { name: snakeCase(r.collection), number: 2, type: message, label: 'repeated' },
+      ],
+    });
+    const fields: RpcRoute['fields'] = { parent: { to: 'body', name: 'parent' }, names: { to: 'body', name: 'names' } };
+    this.rpc({ service, name, kind: 'batchDelete', resource: r, request, response, fields });
   }
 
   private updateRpc(std: Omit<RpcDecl, 'path' | 'fields'>, request: string, singular: string, message: string): void {

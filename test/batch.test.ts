@@ -4,11 +4,14 @@
 //   order and hydrated as single creates are;
 // - POST /iam/v2/externalGroupRoleMappings:batchDelete: mappings of one provider by uid, a gone one skipped, one
 //   of another provider refused, each delete's event recorded.
+// Both over HTTP and gRPC (BatchCreateRoleBindings, BatchDeleteExternalGroupRoleMappings), one pipeline.
 import { test } from 'uvu';
 import * as assert from 'uvu/assert';
+import { grpcClient, type GrpcTestClient } from './support/grpc-client.js';
 import { startTestServer, type Reply, type TestServer } from './support/server.js';
 
 let s: TestServer;
+let grpc: GrpcTestClient;
 let org: string;
 let team: string;
 const roles: Record<string, string> = {};
@@ -27,13 +30,17 @@ const bindingsIn = async (group: string) =>
 
 test.before(async () => {
   s = await startTestServer();
+  grpc = grpcClient(s.url, s.token);
   org = s.bootstrap.organization;
   for (const r of (await s.call('GET', '/iam/v2/roles?page_size=200')).body.roles) roles[r.name] = r.uid;
   team = ok(await s.call('POST', `/iam/v2/groups/${org}`, { name: 'team' }), 'team').uid;
   for (const name of ['ann', 'bob', 'cat'])
     people.push(ok(await s.call('POST', `/iam/v2/identities/${org}`, { name }), name).uid);
 });
-test.after(async () => s.stop());
+test.after(async () => {
+  grpc.close();
+  await s.stop();
+});
 
 test('every binding made at once, in request order, hydrated, with a shared roleUid', async () => {
   const r = ok(
@@ -195,6 +202,48 @@ test("batchDelete: the named mappings of one provider go, a gone one is skipped,
   );
   assert.is(denied.status, 403, JSON.stringify(denied.body));
   assert.equal(await listed(corp), [mine[1]]);
+  const overGrpc = await grpc.call('iam.v2.ExternalGroupRoleMappingsService', 'BatchDeleteExternalGroupRoleMappings', {
+    parent: corp,
+    names: [mine[1]],
+  });
+  assert.is(overGrpc.code, 0, overGrpc.message);
+  assert.is(overGrpc.value.parent, corp);
+  assert.equal(
+    overGrpc.value.external_group_role_mappings.map((m: { uid: string }) => m.uid),
+    [mine[1]],
+  );
+  assert.equal(await listed(corp), []);
+});
+
+test('over gRPC, the same batch: all or none, hydrated, the escalation refused', async () => {
+  const service = 'iam.v2.RoleBindingsService';
+  const made = await grpc.call(service, 'BatchCreateRoleBindings', {
+    parent: team,
+    role_uid: roles.viewer,
+    requests: [{ role_binding: { identity_uid: people[0] } }, { role_binding: { identity_uid: people[1] } }],
+  });
+  assert.is(made.code, 0, made.message);
+  assert.equal(
+    made.value.role_bindings.map((b: any) => [b.identity.uid, b.role.uid]),
+    [people[0], people[1]].map((p) => [p, roles.viewer]),
+  );
+  // people[0] owns the team (the test above): advisories.author holds what an owner does not.
+  const lead = await s.mint(people[0]);
+  const before = (await bindingsIn(team)).length;
+  const escalating = await grpc.call(
+    service,
+    'BatchCreateRoleBindings',
+    {
+      parent: team,
+      requests: [{ role_binding: { identity_uid: people[2], role_uid: roles['advisories.author'] } }],
+    },
+    lead,
+  );
+  assert.is(escalating.code, 7, 'PERMISSION_DENIED');
+  const malformed = await grpc.call(service, 'BatchCreateRoleBindings', { parent: team, requests: [] });
+  assert.is(malformed.code, 3, 'INVALID_ARGUMENT');
+  assert.is((await bindingsIn(team)).length, before, 'nothing made by the refused batches');
+  for (const b of made.value.role_bindings) await s.call('DELETE', `/iam/v2/roleBindings/${b.uid}`);
 });
 
 test.run();

@@ -331,6 +331,22 @@ test('organizations found by email: the caller without a trusted email finds non
   assert.is(me.job_title, 'owner of everything');
 });
 
+test('the batch rpcs answer (test/batch has their rules)', async () => {
+  const { roles } = await rpc('iam.v2.RolesService', 'ListRoles', { name: 'viewer' });
+  const who = await rpc('iam.v2.IdentitiesService', 'CreateIdentity', { parent: org, identity: { name: 'batched' } });
+  const made = await rpc('iam.v2.RoleBindingsService', 'BatchCreateRoleBindings', {
+    parent: org,
+    role_uid: roles[0].uid,
+    requests: [{ role_binding: { identity_uid: who.uid } }],
+  });
+  assert.is(made.role_bindings[0].identity.uid, who.uid);
+  const none = await rpc('iam.v2.ExternalGroupRoleMappingsService', 'BatchDeleteExternalGroupRoleMappings', {
+    parent: `${org}/0123456789abcdef`,
+    names: [`${org}/0123456789abcdef/0123456789abcdef`],
+  });
+  assert.equal(none.external_group_role_mappings ?? [], [], 'a mapping already gone is skipped');
+});
+
 test('every rpc of the generated protos was called above', () => {
   const definitions = loadDefinitions();
   const all = Object.keys(definitions)

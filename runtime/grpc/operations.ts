@@ -23,6 +23,8 @@ export interface RpcOperations {
   list(r: ResourceModel, route: RpcRoute, present?: Present): RpcMethod;
   get(r: ResourceModel, route: RpcRoute, present?: Present): RpcMethod;
   create(r: ResourceModel, route: RpcRoute, present?: Present, prepare?: Prepare): RpcMethod;
+  batchCreate(r: ResourceModel, route: RpcRoute, present?: Present, prepare?: Prepare): RpcMethod;
+  batchDelete(r: ResourceModel, route: RpcRoute, present?: Present): RpcMethod;
   update(r: ResourceModel, route: RpcRoute, present?: Present): RpcMethod;
   delete(r: ResourceModel, route: RpcRoute): RpcMethod;
   subresourceGet(r: ResourceModel, route: RpcRoute, name: string): RpcMethod;
@@ -115,6 +117,15 @@ export function createRpcOperations(operations: Operations): RpcOperations {
         callOf,
         r.parent && !r.parentOptional ? undefined : 'parent',
       ),
+    batchCreate: (r, route, present, prepare) =>
+      method(r.domain, route, async (call) => ({
+        [r.collection]: await operations.batchCreate(r, call, { present, prepare }),
+      })),
+    batchDelete: (r, route, present) =>
+      method(r.domain, route, async (call) => ({
+        [r.collection]: await operations.batchDelete(r, call, present),
+        parent: call.body.parent,
+      })),
     update: (r, route, present) => method(r.domain, route, (call) => operations.update(r, call, present), updateCall),
     delete: (r, route) =>
       method(r.domain, route, async (call) => {

@@ -2,7 +2,16 @@
 // the pipeline's Call (generated/grpc.ts holds one RpcRoute per rpc).
 
 export type RpcKind =
-  'list' | 'get' | 'create' | 'update' | 'delete' | 'subresourceGet' | 'subresourceUpdate' | 'endpoint';
+  | 'list'
+  | 'get'
+  | 'create'
+  | 'batchCreate'
+  | 'batchDelete'
+  | 'update'
+  | 'delete'
+  | 'subresourceGet'
+  | 'subresourceUpdate'
+  | 'endpoint';
 
 /** Where a request field (by its JSON name) goes: a path parameter, a query parameter, the body, or the mask. */
 export interface FieldRoute {
