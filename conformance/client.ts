@@ -8,6 +8,8 @@ export interface Exchange {
   requestBody?: unknown;
   status: number;
   body: any;
+  /** the answer's headers, lower-cased (HTTP only) */
+  headers?: Record<string, string>;
 }
 
 export class ConformanceFailure extends Error {
@@ -63,7 +65,8 @@ export class Client implements ApiClient {
     } catch {
       // keep the text: a rule reports it
     }
-    return { method, path, requestBody: body, status: res.status, body: parsed };
+    const answered = Object.fromEntries(res.headers.entries());
+    return { method, path, requestBody: body, status: res.status, body: parsed, headers: answered };
   }
 }
 

@@ -554,6 +554,79 @@ export const apiRuleChecks: Record<string, (fx: Fixture) => Promise<void>> = {
   },
 };
 
+/** The headers of an HTTP answer; over gRPC there are none to read. */
+function headersOf(x: Exchange): Record<string, string> {
+  if (!x.headers) throw new Skip('headers are read over HTTP only');
+  return x.headers;
+}
+
+const isJson = (x: Exchange) => /^application\/json\b/i.test(headersOf(x)['content-type'] ?? '');
+
+/** Spec 9.3: v2 is generally available; no response of it carries deprecation or sunset headers. */
+function expectNoDeprecation(x: Exchange): void {
+  const h = headersOf(x);
+  expect(h.deprecation === undefined && h.sunset === undefined, 'no Deprecation or Sunset header', h, x);
+}
+
+/** Rules about the API as a whole, beyond any one resource's (spec sections 2, 4, 5 and 9). */
+export const apiShapeChecks: Record<string, (fx: Fixture) => Promise<void>> = {
+  'api/built-in-viewer-role': async (fx) => {
+    const roles = fx.resource('roles');
+    const x = await fx.client.call('GET', `${roles.base}?name=viewer`);
+    const viewer = expectOk(x, 'list roles named viewer').roles?.find((r: any) => r.name === 'viewer');
+    expect(!!viewer, 'a built-in role named viewer', x.body, x);
+    expect(/^[0-9a-f]+$/.test(viewer.uid), "a built-in role's uid: plain hexadecimal", viewer.uid, x);
+    // The suite's own group is a root group unless --parent named another.
+    if (!fx.root.includes('/'))
+      expect(/^[0-9a-f]+$/.test(fx.root), "a root group's uid: plain hexadecimal", fx.root, x);
+  },
+  'api/json-answers': async (fx) => {
+    const groups = fx.resource('groups');
+    const ok = await fx.client.call('GET', `${groups.base}/${fx.root}`);
+    expectOk(ok, 'get the suite group');
+    expect(isJson(ok), 'Content-Type: application/json', headersOf(ok)['content-type'], ok);
+    const refused = await fx.client.call('GET', `${groups.base}/${missingUid(fx)}`);
+    expect(isJson(refused), 'an error answered as application/json too', headersOf(refused)['content-type'], refused);
+    expectNoDeprecation(ok);
+  },
+  'api/identity-create-shows-last-seen': async (fx) => {
+    const identities = fx.resource('identities');
+    const x = await fx.client.call('POST', `${identities.base}/${fx.root}`, await fx.variant(identities));
+    const made = expectOk(x, 'create an identity');
+    fx.created.push({ base: identities.base, uid: made.uid });
+    expect(rfc3339ms.test(made.lastSeenTime ?? ''), 'lastSeenTime in the create answer', made.lastSeenTime, x);
+  },
+  'api/role-binding-hydrated': async (fx) => {
+    const [identities, roles, bindings] = ['identities', 'roles', 'roleBindings'].map((c) => fx.resource(c));
+    const who = await fx.create(identities, fx.root);
+    const viewer = expectOk(await fx.client.call('GET', `${roles.base}?name=viewer`), 'viewer').roles?.[0];
+    if (!viewer) throw new Skip('the target has no viewer role');
+    const x = await fx.client.call('POST', `${bindings.base}/${fx.root}`, {
+      identityUid: who.uid,
+      roleUid: viewer.uid,
+    });
+    const b = expectOk(x, 'create a role binding');
+    fx.created.push({ base: bindings.base, uid: b.uid });
+    const has = (o: any, keys: string[]) => typeof o === 'object' && o !== null && keys.every((k) => k in o);
+    expect(has(b.identity, ['uid', 'name']) && b.identity.uid === who.uid, 'identity {uid, name, ...}', b.identity, x);
+    expect(has(b.group, ['uid', 'name']) && b.group.uid === fx.root, `group {uid: ${fx.root}, name, ...}`, b.group, x);
+    expect(has(b.role, ['uid', 'name']) && b.role.uid === viewer.uid, 'role {uid, name, ...}', b.role, x);
+    expect(rfc3339ms.test(b.createTime ?? ''), 'createTime', b.createTime, x);
+    expect(b.updateTime === undefined, 'no updateTime in the create answer', b.updateTime, x);
+  },
+  'api/v1-beside-v2': async (fx) => {
+    // Spec 9.1 gives the v1 prefixes; /iam/v1/groups is the reference's v1 list of groups.
+    const x = await fx.client.call('GET', '/iam/v1/groups');
+    expect(
+      x.status === 200,
+      'v1 answering with the same token as v2 (HTTP 200)',
+      `HTTP ${x.status} ${JSON.stringify(x.body)}`,
+      x,
+    );
+    expectNoDeprecation(x);
+  },
+};
+
 export function ruleFor(rule: string): { fn: RuleFn; arg: string } | undefined {
   if (resourceRules[rule]) return { fn: resourceRules[rule], arg: '' };
   for (const [pattern, fn] of Object.entries(resourceRules)) {

@@ -1,7 +1,8 @@
 // Runs the plan's rules against a target and collects one result per rule.
-import type { ConformancePlan } from './plan.js';
+import type { ConformancePlan, PlannedRule } from './plan.js';
+import { coverageOf } from './spec-coverage.js';
 import { ConformanceFailure, Skip, type ApiClient, type Exchange } from './client.js';
-import { apiRuleChecks, Fixture, ruleFor } from './rules.js';
+import { apiRuleChecks, apiShapeChecks, Fixture, ruleFor } from './rules.js';
 
 export interface RuleResult {
   name: string;
@@ -21,6 +22,8 @@ export interface RunOptions {
   only: string[];
   /** rule names or globs of known failures, reported as skipped */
   known: string[];
+  /** spec: only what the spec itself requires (rules checking decisions of ours are left out); all: every rule */
+  profile?: Profile;
   progress: (line: string) => void;
 }
 
@@ -43,10 +46,20 @@ function describeRequest(x?: Exchange): string | undefined {
   return `${x.method} ${x.path}${rpc}${body.length > 300 ? `${body.slice(0, 300)}...` : body}`;
 }
 
+export type Profile = 'spec' | 'all';
+
+/** The plan's rules a run takes: those --filter names (all without one), and with the spec profile, none of ours. */
+export function selectRules(plan: ConformancePlan, filters: string[], profile: Profile = 'all'): PlannedRule[] {
+  const only = filters.map(globToRegExp);
+  return plan.rules.filter(
+    (r) =>
+      (only.length === 0 || only.some((re) => re.test(r.name))) && (profile === 'all' || !coverageOf(r.rule)?.decision),
+  );
+}
+
 export async function runConformance(o: RunOptions): Promise<RuleResult[]> {
-  const only = o.only.map(globToRegExp);
   const known = o.known.map(globToRegExp);
-  const selected = o.plan.rules.filter((r) => only.length === 0 || only.some((re) => re.test(r.name)));
+  const selected = selectRules(o.plan, o.only, o.profile);
   const results: RuleResult[] = [];
 
   const groups = o.plan.resources.find((r) => r.collection === 'groups');
@@ -77,7 +90,7 @@ export async function runConformance(o: RunOptions): Promise<RuleResult[]> {
         if (!found) throw new Skip(`this suite has no check for ${r.rule}`);
         await found.fn(fx, fx.resource(r.resource), found.arg);
       } else {
-        const check = apiRuleChecks[r.rule];
+        const check = apiRuleChecks[r.rule] ?? apiShapeChecks[r.rule];
         if (!check) throw new Skip(`this suite has no check for ${r.rule}`);
         await check(fx);
       }

@@ -211,6 +211,11 @@ export const apiRules = [
   'api/no-token-unauthenticated',
   'api/bad-token-unauthenticated',
   'api/low-privilege-permission-denied',
+  'api/built-in-viewer-role',
+  'api/json-answers',
+  'api/identity-create-shows-last-seen',
+  'api/role-binding-hydrated',
+  'api/v1-beside-v2',
 ];
 
 /** Each v2 route with the rpc of the same operation; routes without one (HTTP only) are left out. */

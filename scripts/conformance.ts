@@ -1,13 +1,14 @@
 // npm run conformance -- --base-url URL [--token T | --token-command CMD] [--low-privilege-token T] [--parent GROUP_UID]
 //   [--filter GLOB]... [--skip-file FILE] [--json FILE] [--plan FILE] [--wait SECONDS] [--protocol http|grpc]
-//   [--proto-dir DIR]
+//   [--proto-dir DIR] [--profile spec|all] | --coverage
 // Checks any implementation of the API against the rules generated from spec/.
 import { execSync } from 'node:child_process';
 import { readFileSync, writeFileSync } from 'node:fs';
 import { Client, type ApiClient } from '../conformance/client.js';
 import { GrpcClient } from '../conformance/grpc-client.js';
 import type { ConformancePlan } from '../conformance/plan.js';
-import { runConformance } from '../conformance/run.js';
+import { runConformance, type Profile } from '../conformance/run.js';
+import { coverageProblems, formatCoverage } from '../conformance/spec-coverage.js';
 import { parseCommandLine } from './cli-args.js';
 
 class UsageError extends Error {}
@@ -44,6 +45,10 @@ Runs the rules generated from spec/ (generated/conformance/plan.json) against an
   --wait SECONDS               how long to wait for the target to answer (default 30)
   --protocol http|grpc         call the target over HTTP/JSON (default) or its gRPC surface, by the same rules
   --proto-dir DIR              the .proto files of the gRPC surface (default generated/proto)
+  --profile spec|all           spec: only what the spec requires, leaving out the rules that check decisions of
+                               ours where the spec says "not shown" (default all)
+  --coverage                   print the spec coverage matrix (each statement of the spec and the rules that
+                               check it, or why none does) and exit: 1 if a statement has neither
 Prints failures first, then "N passed, N failed, N skipped"; exits 1 on any failure.`,
   options: {
     'base-url': { type: 'string' },
@@ -58,6 +63,8 @@ Prints failures first, then "N passed, N failed, N skipped"; exits 1 on any fail
     wait: { type: 'string', default: '30' },
     protocol: { type: 'string', default: 'http' },
     'proto-dir': { type: 'string', default: 'generated/proto' },
+    profile: { type: 'string', default: 'all' },
+    coverage: { type: 'boolean', default: false },
   },
 });
 
@@ -87,7 +94,18 @@ async function connect(
   return client;
 }
 
+/** --coverage: the matrix on stdout, its problems on stderr; 1 when it has any. */
+function printCoverage(): number {
+  console.log(formatCoverage());
+  const problems = coverageProblems();
+  for (const p of problems) console.error(`coverage: ${p}`);
+  return problems.length > 0 ? 1 : 0;
+}
+
 async function main(): Promise<number> {
+  if (values.coverage) return printCoverage();
+  if (values.profile !== 'spec' && values.profile !== 'all')
+    throw new UsageError(`--profile is spec or all, not ${JSON.stringify(values.profile)}`);
   const baseUrl = values['base-url']?.replace(/\/+$/, '');
   if (!baseUrl)
     throw new UsageError('--base-url URL is required, e.g. npm run conformance -- --base-url http://127.0.0.1:8080');
@@ -119,6 +137,7 @@ async function main(): Promise<number> {
     parent: values.parent,
     only: values.filter ?? [],
     known,
+    profile: values.profile as Profile,
     progress: (line) => console.log(line),
   }).finally(() => client.close?.());
   const failed = results.filter((r) => r.status === 'failed');

@@ -105,7 +105,7 @@ test('--protocol grpc runs the same rules over the gRPC surface, skipping only w
     'api/low-privilege-permission-denied',
   ])
     assert.is(status(rule), 'passed', rule);
-  // HTTP-only routes and bodies, list requests of the reference protos without paging, undeclared enum names,
+  // Headers and v1 (HTTP only), HTTP-only routes and bodies, list requests of the reference protos without paging, undeclared enum names,
   // and a field the message does not carry.
   const skipped = run.report.results.filter((r) => r.status === 'skipped').map((r) => r.name);
   assert.equal(skipped.sort(), [
@@ -113,8 +113,10 @@ test('--protocol grpc runs the same rules over the gRPC surface, skipping only w
     'advisory.documents/list/page-size-bounds',
     'advisory.resolvedVulnsReports/list/envelope',
     'advisory.resolvedVulnsReports/list/page-size-bounds',
+    'api/json-answers',
     'api/malformed-json-invalid-argument',
     'api/unknown-route-not-found',
+    'api/v1-beside-v2',
     'events.subscriptions/create/ignores-output-only',
     'iam.groups/create/rejects-invalid-kind',
     'iam.identities/create/rejects-invalid-servicePrincipal',
@@ -123,7 +125,7 @@ test('--protocol grpc runs the same rules over the gRPC surface, skipping only w
     'registry.tags/list/order-by-created_at',
     'registry.tags/list/order-by-created_at-desc',
   ]);
-  assert.match(run.stdout, /^\d+ passed, 0 failed, 13 skipped$/m);
+  assert.match(run.stdout, /^\d+ passed, 0 failed, 15 skipped$/m);
   assert.is((await s.call('GET', '/registry/v2/repos')).body.totalCount, '0', 'cleaned up over gRPC');
   await s.call('DELETE', `/iam/v2/identities/${nobody.uid}`);
 });
@@ -161,7 +163,7 @@ test('an unreachable target fails clearly', async () => {
 
 type Rewrite = (req: { method: string; url: string; body: string }) => {
   url?: string;
-  respond?: (status: number, body: any) => { status: number; body: any };
+  respond?: (status: number, body: any) => { status: number; body: any; headers?: Record<string, string> };
 };
 
 /** A proxy in front of our server that plants one defect by rewriting requests or responses. */
@@ -186,8 +188,9 @@ async function defectProxy(rewrite: Rewrite): Promise<{ url: string; close: () =
     } catch {
       /* not JSON */
     }
-    if (plan.respond) ({ status, body: out } = plan.respond(status, out));
-    res.writeHead(status, { 'content-type': 'application/json' });
+    let headers: Record<string, string> = {};
+    if (plan.respond) ({ status, body: out, headers = {} } = plan.respond(status, out));
+    res.writeHead(status, { 'content-type': 'application/json', ...headers });
     res.end(typeof out === 'string' ? out : JSON.stringify(out));
   });
   await new Promise<void>((r) => server.listen(0, '127.0.0.1', r));
@@ -219,10 +222,18 @@ test('a target failing nearly every rule: every failure in stdout and --json, th
   }
 });
 
-test('planted defects are each reported by the rule they break', async () => {
-  const { body: decoy } = await s.call('POST', '/iam/v2/groups', { name: 'decoy' });
+interface Defect {
+  name: string;
+  rewrite: Rewrite;
+  caught: string[];
+  /** the rules run against it (default registry.repos/*) */
+  filter?: string;
+}
+
+/** The departures a proxy plants, each with the rules that must report it; decoy: a group to misdirect creates to. */
+function plantedDefects(decoy: { uid: string }): Defect[] {
   const isList = (url: string) => /^\/registry\/v2\/repos\?/.test(url);
-  const defects: { name: string; rewrite: Rewrite; caught: string[] }[] = [
+  return [
     {
       name: 'totalCount as a number',
       rewrite: () => ({
@@ -259,11 +270,66 @@ test('planted defects are each reported by the rule they break', async () => {
         method === 'POST' && url.startsWith('/registry/v2/repos/') ? { url: `/registry/v2/repos/${decoy.uid}` } : {},
       caught: ['registry.repos/create/returns-resource'],
     },
+    {
+      name: 'a Sunset header on a generally available version',
+      rewrite: () => ({
+        respond: (status, b) => ({ status, body: b, headers: { sunset: 'Wed, 01 Jan 2031 00:00:00 GMT' } }),
+      }),
+      caught: ['api/json-answers', 'api/v1-beside-v2'],
+      filter: 'api/*',
+    },
+    {
+      name: 'answers as text/plain',
+      rewrite: () => ({ respond: (status, b) => ({ status, body: b, headers: { 'content-type': 'text/plain' } }) }),
+      caught: ['api/json-answers'],
+      filter: 'api/*',
+    },
+    {
+      name: 'v1 gone',
+      rewrite: ({ url }) => (url.startsWith('/iam/v1/') ? { url: '/iam/v1/no-such-call' } : {}),
+      caught: ['api/v1-beside-v2'],
+      filter: 'api/*',
+    },
+    {
+      name: 'a role binding answered with bare uids',
+      rewrite: ({ method, url }) => ({
+        respond: (status, b) => {
+          if (method !== 'POST' || !url.startsWith('/iam/v2/roleBindings/')) return { status, body: b };
+          const { identity, group, role, ...bare } = b;
+          return { status, body: { ...bare, identityUid: identity?.uid, roleUid: role?.uid, group: undefined } };
+        },
+      }),
+      caught: ['api/role-binding-hydrated'],
+      filter: 'api/*',
+    },
+    {
+      name: 'no built-in viewer role',
+      rewrite: ({ url }) => ({
+        respond: (status, b) => ({ status, body: url.startsWith('/iam/v2/roles?') ? { ...b, roles: [] } : b }),
+      }),
+      caught: ['api/built-in-viewer-role'],
+      filter: 'api/*',
+    },
+    {
+      name: 'an identity created without lastSeenTime',
+      rewrite: ({ method, url }) => ({
+        respond: (status, b) => ({
+          status,
+          body: method === 'POST' && url.startsWith('/iam/v2/identities') ? { ...b, lastSeenTime: undefined } : b,
+        }),
+      }),
+      caught: ['api/identity-create-shows-last-seen'],
+      filter: 'api/*',
+    },
   ];
-  for (const d of defects) {
+}
+
+test('planted defects are each reported by the rule they break', async () => {
+  const { body: decoy } = await s.call('POST', '/iam/v2/groups', { name: 'decoy' });
+  for (const d of plantedDefects(decoy)) {
     const proxy = await defectProxy(d.rewrite);
     try {
-      const run = await runSuite(proxy.url, '--filter', 'registry.repos/*');
+      const run = await runSuite(proxy.url, '--filter', d.filter ?? 'registry.repos/*');
       assert.is(run.status, 1, `${d.name}: the suite exits non-zero`);
       const failed = run.report.results.filter((r) => r.status === 'failed').map((r) => r.name);
       for (const rule of d.caught)

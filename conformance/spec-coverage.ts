@@ -1,0 +1,312 @@
+// The spec coverage matrix: every statement of ../shared/spec/platform-api-v2.md that a server could break has an
+// id (spec:<section>.<what>), and every conformance rule declares the ids it checks. A statement no rule checks
+// says why: not observable from outside, or a gap not closed yet (named as such). A rule that goes beyond the
+// spec (what the spec leaves "not shown") says so: it checks our documented decision, and `--profile spec`
+// leaves it out, so that a correct foreign server is not failed for our choices.
+
+export interface SpecStatement {
+  id: string;
+  /** what the spec says, in short */
+  says: string;
+  /** why no rule checks it: "not observable: ..." or "gap: ..." */
+  unchecked?: string;
+}
+
+export const specStatements: SpecStatement[] = [
+  { id: 'spec:1.domains', says: 'each domain under its versioned prefix (/iam/v2/, /registry/v2/, ...)' },
+  { id: 'spec:1.conv.1', says: 'every resource has uid, createTime, updateTime (a few responses omit one)' },
+  { id: 'spec:1.conv.2', says: 'every List has cursor pagination, ordering, skip and a total count' },
+  { id: 'spec:1.conv.3', says: 'Get fetches a single resource by uid' },
+  { id: 'spec:1.conv.4', says: 'updates are partial: PATCH with a field mask' },
+  { id: 'spec:1.conv.5', says: 'errors are structured (AIP-193 typed details)' },
+  { id: 'spec:1.conv.6', says: 'hierarchy scoping by uidp.descendants_of and uidp.children_of' },
+  { id: 'spec:1.conv.7', says: 'field names are camelCase in JSON' },
+  { id: 'spec:2.envelope.items', says: 'a list answers its items under the plural resource name' },
+  { id: 'spec:2.envelope.nextPageToken', says: 'nextPageToken: empty or absent when there are no more results' },
+  { id: 'spec:2.envelope.totalCount', says: 'totalCount: an integer as a JSON string, across all pages' },
+  { id: 'spec:2.envelope.skipped', says: 'skipped: equal to the requested skip, 0 when none' },
+  { id: 'spec:2.uid.shape', says: 'the uid of a record under a group is <parent_group_uid>/<hex_id>' },
+  {
+    id: 'spec:2.uid.root',
+    says: "a group's uid and a built-in role's uid are plain hexadecimal strings",
+  },
+  { id: 'spec:2.timestamps', says: 'timestamps are RFC 3339 UTC with millisecond precision' },
+  { id: 'spec:2.repo.fields', says: 'a repo has uid, name, description, createTime, updateTime' },
+  { id: 'spec:2.repo.name-filter', says: "a repo's name is exact-match filterable in List" },
+  { id: 'spec:2.repo.description-updatable', says: "a repo's description is updatable" },
+  {
+    id: 'spec:2.tag.fields',
+    says: 'a tag has name, digest (sha256:<hex>), deprecated, updateTime',
+    unchecked: 'gap: tags are read-only records; no rule reads their shape yet',
+  },
+  { id: 'spec:2.identity.name', says: "an identity's name is required and matches ^[a-z0-9 ._-]{1,}$" },
+  { id: 'spec:2.identity.claimMatch', says: 'an identity has claimMatch {issuer, subject}' },
+  {
+    id: 'spec:2.identity.lastSeenTime',
+    says: 'an identity create answers lastSeenTime',
+  },
+  {
+    id: 'spec:2.role.viewer',
+    says: 'a built-in role named viewer exists',
+  },
+  {
+    id: 'spec:2.rolebinding.hydrated',
+    says: 'a role binding answers identity, group and role objects, and createTime',
+  },
+  { id: 'spec:2.advisory.fields', says: 'an advisory has uid, advisoryId, artifactName, updateTime' },
+  {
+    id: 'spec:3.tag.deprecated',
+    says: "the only state is a tag's boolean deprecated",
+    unchecked: 'gap: no rule reads deprecated tags yet',
+  },
+  {
+    id: 'spec:3.page-token.expiry',
+    says: 'a page token expires 3 days after issue; an expired one restarts the query without error',
+    unchecked: 'not observable: a run would have to wait 3 days for a token to expire',
+  },
+  { id: 'spec:4.parent', says: '{parent} in a create path is the group that will own the new resource' },
+  {
+    id: 'spec:4.json',
+    says: 'request and response bodies are JSON; write requests carry Content-Type: application/json',
+  },
+  { id: 'spec:4.list.scope', says: 'uidp.descendants_of: the group and all below; uidp.children_of: direct children' },
+  {
+    id: 'spec:4.list.page_size.default',
+    says: 'page_size defaults to 50',
+    unchecked: 'gap: needs more than 50 records in one scope',
+  },
+  { id: 'spec:4.list.page_size.max', says: 'page_size is at most 200' },
+  { id: 'spec:4.list.page_token', says: 'page_token is the previous nextPageToken; omitted for the first page' },
+  { id: 'spec:4.list.order_by', says: 'order_by: a sortable field, optionally " desc"; ascending by default' },
+  { id: 'spec:4.list.skip', says: 'skip jumps over results, combinable with page_size and order_by' },
+  { id: 'spec:4.list.order-across-pages', says: 'sort order is kept across cursors' },
+  { id: 'spec:4.list.last-page', says: 'when nextPageToken is absent, the last page has been reached' },
+  { id: 'spec:4.ops', says: 'the operations table: list, get, create, update and delete at their paths' },
+  { id: 'spec:4.rules.1', says: 'create keeps the parent in the path and the fields directly in the body' },
+  {
+    id: 'spec:4.rules.2',
+    says: 'an identity under a subgroup cannot see the registry of the root group',
+    unchecked:
+      'not observable: it needs a token for an identity the suite makes, and how tokens are issued is not shown (5.5)',
+  },
+  { id: 'spec:4.rules.3', says: 'PATCH without updateMask changes only the fields present' },
+  { id: 'spec:4.rules.4', says: 'PATCH with updateMask changes only the listed fields; * replaces' },
+  { id: 'spec:4.rules.5', says: 'DELETE answers an empty body; a group with children is FAILED_PRECONDITION' },
+  {
+    id: 'spec:4.rules.6',
+    says: 'no v2 end-of-life tag call and no server-side deprecated filter: clients filter',
+    unchecked: 'gap: no rule reads deprecated tags yet',
+  },
+  {
+    id: 'spec:4.rules.7',
+    says: 'no v2 vulnerability-report operation',
+    unchecked: 'not observable: the spec names no path for the operation that does not exist',
+  },
+  { id: 'spec:4.rules.8', says: 'the name filter returns exact matches only' },
+  { id: 'spec:4.rules.9', says: 'direct Get by uid for each resource with a Get' },
+  { id: 'spec:5.1', says: 'every request carries Authorization: Bearer <token>' },
+  { id: 'spec:5.2', says: 'access is identity-based: roles bound to identities in groups' },
+  { id: 'spec:5.3', says: 'scope is the group hierarchy' },
+  {
+    id: 'spec:5.4',
+    says: 'a token valid for v1 is valid for v2',
+  },
+  { id: 'spec:6.subscriptions', says: 'subscriptions: List, Get, Create, Delete under /events/v2/' },
+  { id: 'spec:7.body', says: 'an error body has code, message and details, each detail with @type' },
+  { id: 'spec:7.message', says: 'a validation message reads "Invalid argument: <field>: <description>"' },
+  { id: 'spec:7.type-url', says: 'detail @type values are type.googleapis.com/<type>' },
+  { id: 'spec:7.errorinfo', says: 'ErrorInfo has reason and domain (iam.<service>.dev for IAM)' },
+  { id: 'spec:7.badrequest', says: 'validation: code 3 with a BadRequest field violation per failed field' },
+  { id: 'spec:7.not-empty', says: 'deleting a group with children: code 9, PreconditionFailure RESOURCE_NOT_EMPTY' },
+  { id: 'spec:7.not-found', says: 'a resource that does not exist: NOT_FOUND, HTTP 404, ResourceInfo' },
+  { id: 'spec:7.dependent', says: 'any delete blocked by a dependent resource: PreconditionFailure' },
+  { id: 'spec:7.rules.1', says: 'a missing resource is an error, not an empty HTTP 200' },
+  { id: 'spec:8.page_size.max', says: 'page_size maximum 200' },
+  {
+    id: 'spec:8.page_size.default',
+    says: 'page_size default 50',
+    unchecked: 'gap: needs more than 50 records in one scope',
+  },
+  {
+    id: 'spec:8.page-token.lifetime',
+    says: 'a page token lives 3 days',
+    unchecked: 'not observable: a run would have to wait 3 days',
+  },
+  { id: 'spec:8.identity.name', says: 'identity names match ^[a-z0-9 ._-]{1,}$' },
+  { id: 'spec:9.1', says: 'the version is a path segment per domain' },
+  {
+    id: 'spec:9.2',
+    says: 'v2beta1 was renamed v2, shapes unchanged',
+    unchecked: 'not observable: whether v2beta1 still answers is not stated',
+  },
+  {
+    id: 'spec:9.3',
+    says: 'v1 stays beside v2; no deprecation or sunset headers',
+  },
+  { id: 'spec:9.4', says: 'the host is the same for v1 and v2' },
+  { id: 'spec:9.5', says: 'v2: Get by uid, paged lists with totals, PATCH with masks, structured errors' },
+  { id: 'spec:9.6', says: 'gRPC list fields are snake_case; their JSON rendering camelCase' },
+];
+
+export interface RuleCoverage {
+  /** the spec ids the rule checks */
+  checks: string[];
+  /** set when the rule checks our documented decision beyond the spec: why */
+  decision?: string;
+}
+
+/** By rule (the part after the resource: list/envelope, api/error-body-shape); `*` rules by their pattern. */
+export const ruleCoverage: Record<string, RuleCoverage> = {
+  'create/returns-resource': {
+    checks: [
+      'spec:1.conv.1',
+      'spec:1.conv.7',
+      'spec:2.uid.shape',
+      'spec:2.timestamps',
+      'spec:2.repo.fields',
+      'spec:4.parent',
+      'spec:4.rules.1',
+      'spec:4.ops',
+    ],
+  },
+  'create/ignores-output-only': {
+    checks: [],
+    decision: 'AIP-203: output-only fields in a create body are ignored; the spec does not say',
+  },
+  'create/requires-*': { checks: ['spec:2.identity.name', 'spec:7.badrequest', 'spec:7.message', 'spec:1.conv.5'] },
+  'create/rejects-invalid-*': { checks: ['spec:2.identity.name', 'spec:8.identity.name', 'spec:7.badrequest'] },
+  'get/returns-created': {
+    checks: [
+      'spec:1.conv.3',
+      'spec:4.rules.9',
+      'spec:2.identity.claimMatch',
+      'spec:4.ops',
+      'spec:9.5',
+      'spec:6.subscriptions',
+    ],
+  },
+  'get/returns-listed': { checks: ['spec:1.conv.3', 'spec:4.rules.9', 'spec:2.advisory.fields'] },
+  'get/not-found-has-resource-info': { checks: ['spec:7.not-found', 'spec:7.rules.1'] },
+  'list/envelope': {
+    checks: [
+      'spec:1.domains',
+      'spec:1.conv.2',
+      'spec:1.conv.7',
+      'spec:2.envelope.items',
+      'spec:2.envelope.totalCount',
+      'spec:2.envelope.skipped',
+      'spec:2.envelope.nextPageToken',
+      'spec:9.1',
+      'spec:9.5',
+      'spec:9.6',
+      'spec:6.subscriptions',
+    ],
+  },
+  'list/page-size-bounds': { checks: ['spec:4.list.page_size.max', 'spec:8.page_size.max'] },
+  'list/page-walk-size-1': {
+    checks: ['spec:1.conv.2', 'spec:4.list.page_token', 'spec:4.list.last-page', 'spec:2.envelope.nextPageToken'],
+  },
+  'list/page-walk-size-7': {
+    checks: ['spec:1.conv.2', 'spec:4.list.page_token', 'spec:4.list.last-page', 'spec:2.envelope.nextPageToken'],
+  },
+  'list/order-by-*': { checks: ['spec:4.list.order_by', 'spec:4.list.order-across-pages', 'spec:1.conv.2'] },
+  'list/skip': { checks: ['spec:4.list.skip', 'spec:2.envelope.skipped', 'spec:2.envelope.totalCount'] },
+  'list/page-token-bound-to-query': {
+    checks: [],
+    decision: 'a token is refused with another order or filter; the spec only calls it opaque',
+  },
+  'list/page-token-tamper-rejected': {
+    checks: [],
+    decision: 'a changed token is INVALID_ARGUMENT; the spec only calls it opaque',
+  },
+  'list/children-of-vs-descendants-of': {
+    checks: ['spec:1.conv.6', 'spec:4.list.scope', 'spec:5.3'],
+  },
+  'list/filter-*': { checks: ['spec:2.repo.name-filter', 'spec:4.rules.8'] },
+  'update/no-mask-changes-present-fields': {
+    checks: ['spec:1.conv.4', 'spec:4.rules.3', 'spec:2.repo.description-updatable', 'spec:9.5'],
+  },
+  'update/mask-ignores-other-fields': { checks: ['spec:1.conv.4', 'spec:4.rules.4'] },
+  'update/star-replaces': { checks: ['spec:4.rules.4'] },
+  'update/unknown-mask-rejected': {
+    checks: [],
+    decision: 'AIP-134: a mask naming no field is INVALID_ARGUMENT; the spec does not say',
+  },
+  'delete/then-not-found': { checks: ['spec:4.rules.5', 'spec:7.not-found', 'spec:4.ops', 'spec:6.subscriptions'] },
+  'delete/refused-when-not-empty': { checks: ['spec:4.rules.5', 'spec:7.not-empty', 'spec:7.dependent'] },
+  'api/unknown-route-not-found': {
+    checks: [],
+    decision: 'an unknown path is NOT_FOUND with an AIP-193 body; the spec does not say',
+  },
+  'api/malformed-json-invalid-argument': {
+    checks: [],
+    decision: 'a body that is not JSON is INVALID_ARGUMENT; the spec does not say',
+  },
+  'api/error-body-shape': { checks: ['spec:7.body', 'spec:7.type-url', 'spec:7.errorinfo', 'spec:1.conv.5'] },
+  'api/no-token-unauthenticated': { checks: ['spec:5.1'] },
+  'api/bad-token-unauthenticated': { checks: ['spec:5.1'] },
+  'api/low-privilege-permission-denied': { checks: ['spec:5.2'] },
+  'api/built-in-viewer-role': { checks: ['spec:2.role.viewer', 'spec:2.uid.root'] },
+  'api/json-answers': { checks: ['spec:4.json', 'spec:9.3'] },
+  'api/identity-create-shows-last-seen': { checks: ['spec:2.identity.lastSeenTime'] },
+  'api/role-binding-hydrated': { checks: ['spec:2.rolebinding.hydrated', 'spec:1.conv.1'] },
+  'api/v1-beside-v2': { checks: ['spec:5.4', 'spec:9.3', 'spec:9.4'] },
+};
+
+/** The coverage of a rule by its name (with or without the resource prefix), through `*` patterns. */
+export function coverageOf(rule: string): RuleCoverage | undefined {
+  const name = rule.replace(/^[a-z]+\.[A-Za-z]+\//, '');
+  if (ruleCoverage[name]) return ruleCoverage[name];
+  const pattern = Object.keys(ruleCoverage).find((p) => p.endsWith('*') && name.startsWith(p.slice(0, -1)));
+  return pattern ? ruleCoverage[pattern] : undefined;
+}
+
+export interface MatrixRow extends SpecStatement {
+  rules: string[];
+}
+
+/** Each spec statement with the rules (patterns) that check it. */
+export function coverageMatrix(): MatrixRow[] {
+  return specStatements.map((s) => ({
+    ...s,
+    rules: Object.entries(ruleCoverage)
+      .filter(([, c]) => c.checks.includes(s.id))
+      .map(([rule]) => rule),
+  }));
+}
+
+/** What is wrong with the matrix: ids checked by no rule and given no reason, and ids rules name that do not exist. */
+export function coverageProblems(): string[] {
+  const ids = new Set(specStatements.map((s) => s.id));
+  const problems: string[] = [];
+  for (const row of coverageMatrix())
+    if (row.rules.length === 0 && !row.unchecked) problems.push(`${row.id}: no rule checks it and no reason is given`);
+    else if (row.rules.length > 0 && row.unchecked)
+      problems.push(`${row.id}: checked by ${row.rules.join(', ')}, yet says "${row.unchecked}"`);
+  for (const [rule, c] of Object.entries(ruleCoverage)) {
+    for (const id of c.checks) if (!ids.has(id)) problems.push(`${rule}: checks ${id}, which the matrix does not have`);
+    if (c.checks.length === 0 && !c.decision) problems.push(`${rule}: checks no spec id and names no decision`);
+  }
+  return problems;
+}
+
+/** The matrix as text: each id, what checks it or why nothing does; then the rules that check decisions of ours. */
+export function formatCoverage(): string {
+  const rows = coverageMatrix();
+  const lines = rows.map((r) =>
+    r.rules.length > 0 ? `${r.id}  ${r.rules.join(', ')}` : `${r.id}  (unchecked: ${r.unchecked ?? 'NO REASON'})`,
+  );
+  const decisions = Object.entries(ruleCoverage)
+    .filter(([, c]) => c.decision)
+    .map(([rule, c]) => `${rule}  ${c.decision}`);
+  const checked = rows.filter((r) => r.rules.length > 0).length;
+  const gaps = rows.filter((r) => r.unchecked?.startsWith('gap')).length;
+  return [
+    ...lines,
+    '',
+    'rules beyond the spec (our documented decisions; --profile spec leaves them out):',
+    ...decisions.map((d) => `  ${d}`),
+    '',
+    `${rows.length} spec statements: ${checked} checked, ${gaps} gaps, ${rows.length - checked - gaps} not observable`,
+  ].join('\n');
+}
