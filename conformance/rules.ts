@@ -241,8 +241,8 @@ export const resourceRules: Record<string, RuleFn> = {
       x,
     );
     expect(
-      b.message.startsWith('Invalid argument: '),
-      'the message "Invalid argument: <field>: <description>"',
+      new RegExp(`^Invalid argument: (\\S+\\.)?${field}: \\S`).test(b.message),
+      `the message "Invalid argument: ${field}: <description>"`,
       b.message,
       x,
     );
@@ -320,6 +320,62 @@ export const resourceRules: Record<string, RuleFn> = {
       expect(b.totalCount === '8', 'totalCount "8" for the 8 records made for this rule', b.totalCount, x);
     if (!p.operations.includes('create') && b[p.collection].length === 0)
       throw new Skip('the target has no records of this resource');
+  },
+  'list/page-size-default': async (fx, p) => {
+    // The default (50) shows only with more records than it in one scope: 51, under a parent of their own.
+    const parent = await fx.freshParent(p);
+    for (let i = 0; i < 51; i++) await fx.create(p, parent);
+    const x = await fx.client.call('GET', fx.listUrl(p, parent));
+    const b = expectOk(x, `list ${p.collection} without page_size`);
+    expect(b[p.collection].length === 50, '50 items, the default page size', b[p.collection].length, x);
+    expect(!!b.nextPageToken, 'a nextPageToken for the 51st', b.nextPageToken, x);
+    expect(b.totalCount === '51', 'totalCount "51"', b.totalCount, x);
+  },
+  'list/exact-last-page': async (fx, p) => {
+    const { parent, records } = await fx.walkSet(p);
+    const first = expectOk(await fx.client.call('GET', fx.listUrl(p, parent, { page_size: '4' })), 'page 1 of 4');
+    const x = await fx.client.call('GET', fx.listUrl(p, parent, { page_size: '4', page_token: first.nextPageToken }));
+    const second = expectOk(x, 'page 2 of 4, exactly full and the last');
+    expect(second[p.collection].length === records.length - 4, `the last ${records.length - 4}`, second, x);
+    if (!second.nextPageToken) return;
+    // A token on an exactly full last page may be handed out, but it must lead to nothing more.
+    const y = await fx.client.call('GET', fx.listUrl(p, parent, { page_size: '4', page_token: second.nextPageToken }));
+    const third = expectOk(y, 'the page after the last');
+    expect(
+      third[p.collection].length === 0 && !third.nextPageToken,
+      'no items and no further token after the last page',
+      third,
+      y,
+    );
+  },
+  'list/fresh-after-writes': async (fx, p) => {
+    const parent = await fx.freshParent(p);
+    const listed = async (what: string) => {
+      const x = await fx.client.call('GET', fx.listUrl(p, parent, { order_by: 'uid' }));
+      const b = expectOk(x, what);
+      return { x, total: b.totalCount, uids: b[p.collection].map((i: any) => i.uid) };
+    };
+    const before = await listed('list before the writes');
+    const a = await fx.create(p, parent);
+    const b = await fx.create(p, parent);
+    const grown = await listed('list after two creates');
+    expect(
+      grown.total === String(Number(before.total) + 2),
+      `totalCount ${Number(before.total) + 2} right after two creates`,
+      grown.total,
+      grown.x,
+    );
+    expect(grown.uids.includes(a.uid) && grown.uids.includes(b.uid), 'both new records listed', grown.uids, grown.x);
+    const gone = await fx.client.call('DELETE', `${p.base}/${a.uid}`);
+    expectOk(gone, 'delete one');
+    const shrunk = await listed('list after a delete');
+    expect(
+      shrunk.total === String(Number(before.total) + 1),
+      `totalCount ${Number(before.total) + 1} right after a delete`,
+      shrunk.total,
+      shrunk.x,
+    );
+    expect(!shrunk.uids.includes(a.uid), 'the deleted record no longer listed', shrunk.uids, shrunk.x);
   },
   'list/page-size-bounds': async (fx, p) => {
     const parent = await listParent(fx, p);
@@ -516,7 +572,8 @@ export const apiRuleChecks: Record<string, (fx: Fixture) => Promise<void>> = {
     const x = await fx.client.call('POST', `${groups.base}/${fx.root}`, {});
     const b = expectError(x, 3, 'INVALID_ARGUMENT', 'BadRequest');
     const info = b.details.find((d: any) => d['@type'] === 'type.googleapis.com/google.rpc.ErrorInfo');
-    expect(typeof info.domain === 'string' && info.domain.length > 0, 'ErrorInfo.domain', info, x);
+    // Spec 7: the domain of an IAM error is iam.<service>.dev.
+    expect(/^iam\.[a-z0-9-]+\.dev$/.test(info.domain ?? ''), 'ErrorInfo.domain iam.<service>.dev', info, x);
     expect(
       !/\bat .+:\d+:\d+|SQLITE|SELECT |INSERT /i.test(JSON.stringify(b)),
       'no stack trace or SQL in the body',

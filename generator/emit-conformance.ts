@@ -166,6 +166,10 @@ function listRulesWithRecords(p: ResourcePlan): string[] {
   return [
     'list/page-walk-size-1',
     'list/page-walk-size-7',
+    'list/exact-last-page',
+    // 51 records in one scope: not where each record needs a parent of its own.
+    ...(p.uidIsParent ? [] : ['list/page-size-default']),
+    ...(p.operations.includes('delete') && !p.uidIsParent ? ['list/fresh-after-writes'] : []),
     ...Object.keys(p.orderBy).flatMap((key) => [`list/order-by-${key}`, `list/order-by-${key}-desc`]),
     'list/skip',
     'list/page-token-bound-to-query',

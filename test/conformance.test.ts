@@ -230,45 +230,71 @@ interface Defect {
   filter?: string;
 }
 
-/** The departures a proxy plants, each with the rules that must report it; decoy: a group to misdirect creates to. */
-function plantedDefects(decoy: { uid: string }): Defect[] {
-  const isList = (url: string) => /^\/registry\/v2\/repos\?/.test(url);
+const isList = (url: string) => /^\/registry\/v2\/repos\?/.test(url);
+
+/** Departures of paging: limits that show only with enough data, freshness, the end of a walk. */
+function pagingDefects(): Defect[] {
+  const totals = new Map<string, string>();
+  let firstToken = '';
   return [
     {
-      name: 'totalCount as a number',
-      rewrite: () => ({
-        respond: (status, b) => ({ status, body: b?.totalCount ? { ...b, totalCount: Number(b.totalCount) } : b }),
-      }),
-      caught: ['registry.repos/list/envelope'],
+      name: 'a default page size of 20',
+      rewrite: ({ url }) => (isList(url) && !/page_?[sS]ize=/.test(url) ? { url: `${url}&page_size=20` } : {}),
+      caught: ['registry.repos/list/page-size-default'],
     },
     {
-      name: 'off by one at a page boundary',
+      name: 'a totalCount that does not follow writes',
       rewrite: ({ url }) => ({
+        respond: (status, b) => {
+          if (!isList(url) || !b?.totalCount) return { status, body: b };
+          if (!totals.has(url)) totals.set(url, b.totalCount);
+          return { status, body: { ...b, totalCount: totals.get(url) } };
+        },
+      }),
+      caught: ['registry.repos/list/fresh-after-writes'],
+    },
+    {
+      name: 'an exactly full last page with a token back to the start',
+      rewrite: ({ url }) => ({
+        respond: (status, b) => {
+          if (!isList(url) || !/page_size=4/.test(url)) return { status, body: b };
+          if (!/page_token=/.test(url)) firstToken = b.nextPageToken ?? firstToken;
+          else if (!b.nextPageToken && b.repos?.length === 4)
+            return { status, body: { ...b, nextPageToken: firstToken } };
+          return { status, body: b };
+        },
+      }),
+      caught: ['registry.repos/list/exact-last-page'],
+    },
+    {
+      name: 'a validation message without the field',
+      rewrite: () => ({
         respond: (status, b) => ({
           status,
-          body: isList(url) && b?.nextPageToken ? { ...b, repos: b.repos.slice(0, -1) } : b,
+          body: status === 400 ? { ...b, message: 'Invalid argument: bad request' } : b,
         }),
       }),
-      caught: ['registry.repos/list/page-walk-size-7', 'registry.repos/list/page-walk-size-1'],
+      caught: ['registry.repos/create/requires-name'],
     },
+  ];
+}
+
+/** Departures of the API as a whole: error shapes, headers, versions, special resources. */
+function apiDefects(): Defect[] {
+  return [
     {
-      name: 'PATCH ignores the mask',
-      rewrite: ({ method, url }) => (method === 'PATCH' ? { url: url.replace(/[?&]update_?[mM]ask=[^&]*/, '') } : {}),
-      caught: ['registry.repos/update/mask-ignores-other-fields'],
-    },
-    {
-      name: '500 instead of NOT_FOUND',
+      name: 'an ErrorInfo domain not of the iam.<service>.dev shape',
       rewrite: () => ({
-        respond: (status, b) =>
-          status === 404 ? { status: 500, body: { code: 13, message: 'internal', details: [] } } : { status, body: b },
+        respond: (status, b) => ({
+          status,
+          body:
+            status >= 400 && Array.isArray(b?.details)
+              ? { ...b, details: b.details.map((d: any) => (d.domain ? { ...d, domain: 'errors.example' } : d)) }
+              : b,
+        }),
       }),
-      caught: ['registry.repos/get/not-found-has-resource-info', 'registry.repos/delete/then-not-found'],
-    },
-    {
-      name: 'the parent ignored on create',
-      rewrite: ({ method, url }) =>
-        method === 'POST' && url.startsWith('/registry/v2/repos/') ? { url: `/registry/v2/repos/${decoy.uid}` } : {},
-      caught: ['registry.repos/create/returns-resource'],
+      caught: ['api/error-body-shape'],
+      filter: 'api/*',
     },
     {
       name: 'a Sunset header on a generally available version',
@@ -320,6 +346,50 @@ function plantedDefects(decoy: { uid: string }): Defect[] {
       }),
       caught: ['api/identity-create-shows-last-seen'],
       filter: 'api/*',
+    },
+  ];
+}
+
+/** The departures a proxy plants, each with the rules that must report it; decoy: a group to misdirect creates to. */
+function plantedDefects(decoy: { uid: string }): Defect[] {
+  return [
+    ...pagingDefects(),
+    ...apiDefects(),
+    {
+      name: 'totalCount as a number',
+      rewrite: () => ({
+        respond: (status, b) => ({ status, body: b?.totalCount ? { ...b, totalCount: Number(b.totalCount) } : b }),
+      }),
+      caught: ['registry.repos/list/envelope'],
+    },
+    {
+      name: 'off by one at a page boundary',
+      rewrite: ({ url }) => ({
+        respond: (status, b) => ({
+          status,
+          body: isList(url) && b?.nextPageToken ? { ...b, repos: b.repos.slice(0, -1) } : b,
+        }),
+      }),
+      caught: ['registry.repos/list/page-walk-size-7', 'registry.repos/list/page-walk-size-1'],
+    },
+    {
+      name: 'PATCH ignores the mask',
+      rewrite: ({ method, url }) => (method === 'PATCH' ? { url: url.replace(/[?&]update_?[mM]ask=[^&]*/, '') } : {}),
+      caught: ['registry.repos/update/mask-ignores-other-fields'],
+    },
+    {
+      name: '500 instead of NOT_FOUND',
+      rewrite: () => ({
+        respond: (status, b) =>
+          status === 404 ? { status: 500, body: { code: 13, message: 'internal', details: [] } } : { status, body: b },
+      }),
+      caught: ['registry.repos/get/not-found-has-resource-info', 'registry.repos/delete/then-not-found'],
+    },
+    {
+      name: 'the parent ignored on create',
+      rewrite: ({ method, url }) =>
+        method === 'POST' && url.startsWith('/registry/v2/repos/') ? { url: `/registry/v2/repos/${decoy.uid}` } : {},
+      caught: ['registry.repos/create/returns-resource'],
     },
   ];
 }
