@@ -671,6 +671,35 @@ export const apiShapeChecks: Record<string, (fx: Fixture) => Promise<void>> = {
     expect(rfc3339ms.test(b.createTime ?? ''), 'createTime', b.createTime, x);
     expect(b.updateTime === undefined, 'no updateTime in the create answer', b.updateTime, x);
   },
+  'api/tags-deprecated-listed': async (fx) => {
+    const [repos, tags] = ['repos', 'tags'].map((c) => fx.resource(c));
+    const repo = await fx.create(repos, fx.root);
+    const current = await fx.create(tags, repo.uid);
+    const old = await fx.create(tags, repo.uid, { ...(await fx.variant(tags)), deprecated: true });
+    const x = await fx.client.call('GET', `${tags.base}?uidp.children_of=${repo.uid}`);
+    const listed = expectOk(x, "list the repo's tags").tags ?? [];
+    // Spec 4 rule 6: no server-side filter on deprecated; clients filter the listed tags themselves.
+    const uids = listed.map((t: any) => t.uid);
+    expect(
+      uids.includes(current.uid) && uids.includes(old.uid),
+      'the deprecated tag listed beside the current one',
+      uids,
+      x,
+    );
+    for (const t of listed) {
+      expect(typeof t.name === 'string' && t.name.length > 0, 'a tag name', t, x);
+      expect(/^sha256:[0-9a-f]+$/.test(t.digest ?? ''), 'a digest sha256:<hex>', t.digest, x);
+      expect(rfc3339ms.test(t.updateTime ?? ''), 'updateTime', t.updateTime, x);
+    }
+    const shown = listed.find((t: any) => t.uid === old.uid);
+    expect(shown.deprecated === true, 'deprecated: true on the end-of-life tag', shown, x);
+    expect(
+      unset(listed.find((t: any) => t.uid === current.uid).deprecated),
+      'the current tag not deprecated',
+      listed,
+      x,
+    );
+  },
   'api/v1-beside-v2': async (fx) => {
     // Spec 9.1 gives the v1 prefixes; /iam/v1/groups is the reference's v1 list of groups.
     const x = await fx.client.call('GET', '/iam/v1/groups');

@@ -37,7 +37,6 @@ export const specStatements: SpecStatement[] = [
   {
     id: 'spec:2.tag.fields',
     says: 'a tag has name, digest (sha256:<hex>), deprecated, updateTime',
-    unchecked: 'gap: tags are read-only records; no rule reads their shape yet',
   },
   { id: 'spec:2.identity.name', says: "an identity's name is required and matches ^[a-z0-9 ._-]{1,}$" },
   { id: 'spec:2.identity.claimMatch', says: 'an identity has claimMatch {issuer, subject}' },
@@ -57,7 +56,6 @@ export const specStatements: SpecStatement[] = [
   {
     id: 'spec:3.tag.deprecated',
     says: "the only state is a tag's boolean deprecated",
-    unchecked: 'gap: no rule reads deprecated tags yet',
   },
   {
     id: 'spec:3.page-token.expiry',
@@ -94,7 +92,6 @@ export const specStatements: SpecStatement[] = [
   {
     id: 'spec:4.rules.6',
     says: 'no v2 end-of-life tag call and no server-side deprecated filter: clients filter',
-    unchecked: 'gap: no rule reads deprecated tags yet',
   },
   {
     id: 'spec:4.rules.7',
@@ -254,6 +251,7 @@ export const ruleCoverage: Record<string, RuleCoverage> = {
   'api/identity-create-shows-last-seen': { checks: ['spec:2.identity.lastSeenTime'] },
   'api/role-binding-hydrated': { checks: ['spec:2.rolebinding.hydrated', 'spec:1.conv.1'] },
   'api/v1-beside-v2': { checks: ['spec:5.4', 'spec:9.3', 'spec:9.4'] },
+  'api/tags-deprecated-listed': { checks: ['spec:2.tag.fields', 'spec:3.tag.deprecated', 'spec:4.rules.6'] },
 };
 
 /** The coverage of a rule by its name (with or without the resource prefix), through `*` patterns. */

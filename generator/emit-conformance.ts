@@ -220,6 +220,7 @@ export const apiRules = [
   'api/identity-create-shows-last-seen',
   'api/role-binding-hydrated',
   'api/v1-beside-v2',
+  'api/tags-deprecated-listed',
 ];
 
 /** Each v2 route with the rpc of the same operation; routes without one (HTTP only) are left out. */

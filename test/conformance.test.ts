@@ -297,6 +297,20 @@ function apiDefects(): Defect[] {
       filter: 'api/*',
     },
     {
+      name: 'deprecated tags filtered out by the server',
+      rewrite: ({ url }) => ({
+        respond: (status, b) => ({
+          status,
+          body:
+            url.startsWith('/registry/v2/tags?') && b?.tags
+              ? { ...b, tags: b.tags.filter((t: any) => !t.deprecated) }
+              : b,
+        }),
+      }),
+      caught: ['api/tags-deprecated-listed'],
+      filter: 'api/*',
+    },
+    {
       name: 'a Sunset header on a generally available version',
       rewrite: () => ({
         respond: (status, b) => ({ status, body: b, headers: { sunset: 'Wed, 01 Jan 2031 00:00:00 GMT' } }),
