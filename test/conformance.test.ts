@@ -5,6 +5,7 @@ import { readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { test } from 'uvu';
 import * as assert from 'uvu/assert';
+import { grpcDefectProxy, type GrpcRewrite } from './support/grpc-defect-proxy.js';
 import { runScript } from './support/process.js';
 import { createOrg, startTestServer, type TestServer } from './support/server.js';
 
@@ -128,6 +129,42 @@ test('--protocol grpc runs the same rules over the gRPC surface, skipping only w
   assert.match(run.stdout, /^\d+ passed, 0 failed, 15 skipped$/m);
   assert.is((await s.call('GET', '/registry/v2/repos')).body.totalCount, '0', 'cleaned up over gRPC');
   await s.call('DELETE', `/iam/v2/identities/${nobody.uid}`);
+});
+
+test('over gRPC, planted defects are reported by the same rules', async () => {
+  const repos = '/chainguard.platform.registry.v2.ReposService/';
+  const defects: { name: string; rewrite: GrpcRewrite; caught: string[] }[] = [
+    {
+      name: 'total_count off by one',
+      rewrite: (rpc) =>
+        rpc === `${repos}ListRepos`
+          ? { response: (m) => ({ ...m, total_count: String(Number(m.total_count ?? 0) + 1) }) }
+          : {},
+      caught: ['registry.repos/list/envelope'],
+    },
+    {
+      name: 'NOT_FOUND answered as INTERNAL',
+      rewrite: (rpc) => (rpc === `${repos}GetRepo` ? { error: (code) => (code === 5 ? 13 : code) } : {}),
+      caught: ['registry.repos/get/not-found-has-resource-info'],
+    },
+    {
+      name: 'the update_mask dropped',
+      rewrite: (rpc) => (rpc === `${repos}UpdateRepo` ? { request: ({ update_mask: _, ...m }) => m } : {}),
+      caught: ['registry.repos/update/mask-ignores-other-fields'],
+    },
+  ];
+  for (const d of defects) {
+    const proxy = await grpcDefectProxy(s.url, d.rewrite);
+    try {
+      const run = await runSuite(proxy.url, '--protocol', 'grpc', '--filter', 'registry.repos/*');
+      assert.is(run.status, 1, `${d.name}: the suite exits non-zero`);
+      const failed = run.report.results.filter((r) => r.status === 'failed').map((r) => r.name);
+      for (const rule of d.caught)
+        assert.ok(failed.includes(rule), `${d.name}: ${rule} is reported (failed: ${failed.join(', ')})`);
+    } finally {
+      await proxy.close();
+    }
+  }
 });
 
 test('--protocol takes http or grpc', async () => {
