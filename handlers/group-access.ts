@@ -12,7 +12,7 @@ import type {
   RequestGroupAccessResponse,
 } from '../generated/routes.js';
 import type { GroupRecord, IdentityRecord } from '../generated/types.js';
-import { and, equal, isNull, matching, range } from '../runtime/condition.js';
+import { and, equal, isNull, or, range } from '../runtime/condition.js';
 import { trustedEmailDomain } from '../runtime/email-domain.js';
 import { ApiError, invalidArgument } from '../runtime/errors.js';
 import { now, toResource } from '../runtime/records.js';
@@ -77,24 +77,29 @@ export const groupAccess = {
     const group = isUidPath(request.groupUid) ? await organizationOf(context, identity) : null;
     if (!group || group.uid !== request.groupUid) throw noOrganization();
     const identityUid = identity!.uid;
+    const email = identity!.email!.toLowerCase();
     await context.write(async (writes) => {
       const since = new Date(Date.now() - repeatRequestSeconds * 1000).toISOString();
+      // One person, many identities: a repeat is the same identity or the same email.
       const [recent] = await writes.find(
         'groupAccessRequests',
-        and(matching({ parentUid: group.uid, identityUid }), range('createTime', { gt: since })),
+        and(
+          equal('parentUid', group.uid),
+          or(equal('identityUid', identityUid), equal('email', email)),
+          range('createTime', { gt: since }),
+        ),
         1,
       );
       if (recent) {
         const retry = Math.max(1, Math.ceil((Date.parse(recent.createTime) - Date.parse(since)) / 1000));
         throw new ApiError(
           'RESOURCE_EXHAUSTED',
-          `Resource exhausted: you asked to join ${group.uid} already; the request was sent, and may be repeated in ${retry} s`,
+          `Resource exhausted: ${email} asked to join ${group.uid} already; the request was sent, and may be repeated in ${retry} s`,
           [{ '@type': 'type.googleapis.com/google.rpc.RetryInfo', retryDelay: `${retry}s` }],
         );
       }
       const time = now();
       const uid = newChildUid(group.uid);
-      const email = identity!.email!;
       await writes.insert('groupAccessRequests', {
         uid,
         parentUid: group.uid,

@@ -47,6 +47,9 @@ function effectiveGroup(group: string, scope: string | undefined): string | unde
 const isSet = (v: unknown) =>
   v !== undefined && v !== null && v !== false && v !== '' && v !== 0 && !(Array.isArray(v) && v.length === 0);
 
+/** A value to compare, every zero value alike: false given and a field left out are the same. */
+const valueOf = (v: unknown) => (isSet(v) ? JSON.stringify(v) : '');
+
 /** The fields of a resource through which a write can make a grant grow, by the flag that declares them. */
 interface GrantFields {
   grantsRole: string[];
@@ -196,7 +199,7 @@ export class Policy {
    * invite, an identity provider's default role) needs a caller who holds that role's capabilities where the
    * record applies, whenever it is created or names another role; a role's new capabilities need a caller who
    * holds them in the role's group and wherever the role is already granted; a field that `requires` a
-   * capability (an organization's verified mark) is set only by a caller who holds it there. Runs in the write's transaction,
+   * capability (an organization's verified mark) is set or cleared only by a caller who holds it there. Runs in the write's transaction,
    * so a role cannot be bound between the check and the write.
    */
   noEscalation(principal: Principal, r: ResourceModel): WriteGuard | undefined {
@@ -205,13 +208,13 @@ export class Policy {
     return async (sql, next, current) => {
       const group = groupOf(this.model, r, next.uid as string) ?? undefined;
       for (const { name, capability, protects } of gated) {
-        const changed = (field: string) => JSON.stringify(next[field]) !== JSON.stringify(current?.[field]);
-        const what =
-          isSet(next[name]) && changed(name)
-            ? `setting ${name}`
-            : current && isSet(current[name]) && protects.some(changed)
-              ? `changing ${protects.filter(changed).join(', ')} while ${name} is set`
-              : undefined;
+        const changed = (field: string) => valueOf(next[field]) !== valueOf(current?.[field]);
+        // Either way: taking the mark away (a PUT that leaves it out, a mask naming it) needs the capability too.
+        const what = changed(name)
+          ? `changing ${name}`
+          : current && isSet(current[name]) && protects.some(changed)
+            ? `changing ${protects.filter(changed).join(', ')} while ${name} is set`
+            : undefined;
         if (what)
           await this.requireCapability(principal, [capability], group).catch((e: unknown) => {
             throw e instanceof ApiError && e.codeName === 'PERMISSION_DENIED'

@@ -45,11 +45,13 @@ export function trustedEmailDomain(identity: RecordedEmail | null, policy: Email
   return policy.blockedDomains.includes(domain) ? undefined : domain;
 }
 
-/** The email claims of a verified upstream token, as the identity keeps them. */
+/**
+ * The email claims of a verified upstream token, as the identity keeps them: always all three, so that a login
+ * without a verified email (another person matching the identity's claimMatch, another issuer) takes away the
+ * email an earlier login left.
+ */
 export function recordedEmail(claims: Record<string, unknown>, issuer: string): Record<string, string | null> {
-  const email = typeof claims.email === 'string' && claims.email.length <= 320 ? claims.email : undefined;
-  if (email === undefined) return {};
-  return claims.email_verified === true
-    ? { email, emailUnverified: null, emailIssuer: issuer }
-    : { email: null, emailUnverified: email, emailIssuer: null };
+  const email = typeof claims.email === 'string' && claims.email.length <= 320 ? claims.email : null;
+  if (email !== null && claims.email_verified === true) return { email, emailUnverified: null, emailIssuer: issuer };
+  return { email: null, emailUnverified: email, emailIssuer: null };
 }

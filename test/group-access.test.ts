@@ -43,8 +43,13 @@ async function userWith(issuer: Issuer, email: string, verified = true, name = '
   const subject = `user-${Math.random().toString(16).slice(2)}`;
   const made = await s.call('POST', `/iam/v2/identities/${org}`, { name, claimMatch: { issuer: issuer.url, subject } });
   assert.is(made.status, 200, JSON.stringify(made.body));
+  return exchange(issuer, made.body.uid, subject, { email, email_verified: verified });
+}
+
+/** Exchanges an upstream token of the issuer, with these claims, for a token of ours for the identity. */
+async function exchange(issuer: Issuer, identity: string, subject: string, claims: object): Promise<string> {
   const now = Math.floor(Date.now() / 1000);
-  const upstream = await new SignJWT({ email, email_verified: verified })
+  const upstream = await new SignJWT({ ...claims })
     .setProtectedHeader({ alg: 'ES256', kid: 'k1' })
     .setIssuer(issuer.url)
     .setSubject(subject)
@@ -52,7 +57,7 @@ async function userWith(issuer: Issuer, email: string, verified = true, name = '
     .setIssuedAt(now - 60)
     .setExpirationTime(now + 300)
     .sign(issuer.key);
-  const r = await s.call('POST', `/sts/exchange?identity=${made.body.uid}`, undefined, {
+  const r = await s.call('POST', `/sts/exchange?identity=${identity}`, undefined, {
     authorization: `Bearer ${upstream}`,
   });
   assert.is(r.status, 200, JSON.stringify(r.body));
@@ -103,7 +108,7 @@ test('the exchange keeps the upstream email: verified as email, else as emailUnv
 test('verified needs CAP_INTERNAL over the API, even for the organization owner', async () => {
   const created = await s.call('POST', '/iam/v2/groups', { name: 'squat.example', verified: true });
   assert.is(created.status, 403, JSON.stringify(created.body));
-  assert.match(created.body.message, 'setting verified needs CAP_INTERNAL');
+  assert.match(created.body.message, 'changing verified needs CAP_INTERNAL');
   const patched = await s.call('PATCH', `/iam/v2/groups/${org}`, { verified: true });
   assert.is(patched.status, 403, JSON.stringify(patched.body));
   const plain = await s.call('PATCH', `/iam/v2/groups/${org}`, { description: 'ours', verified: false });
@@ -137,6 +142,19 @@ test('nobody finds an organization until the operator verifies it', async () => 
   assert.match(renamed.body.message, 'changing name while verified is set needs CAP_INTERNAL');
   const described = await s.call('PATCH', `/iam/v2/groups/${org}`, { description: 'still ours' });
   assert.is(described.status, 200, "its other fields are its owner's");
+  for (const [method, path, body] of [
+    ['PATCH', `/iam/v2/groups/${org}`, { verified: false }],
+    ['PATCH', `/iam/v2/groups/${org}?updateMask=verified`, {}],
+    ['PUT', `/iam/v1/groups/${org}`, { name: 'example.com', description: 'a PUT that leaves verified out' }],
+  ] as const) {
+    const r = await s.call(method, path, body);
+    assert.is(
+      r.status,
+      403,
+      `${method} ${path}: taking the mark away needs CAP_INTERNAL too: ${JSON.stringify(r.body)}`,
+    );
+  }
+  assert.is((await s.call('GET', `/iam/v2/groups/${org}`)).body.verified, true);
   const overGrpc = await grpc.call('iam.v2.GroupsService', 'LookupGroup', {}, ann);
   assert.is(overGrpc.code, 0, overGrpc.message);
   assert.is(overGrpc.value.group.uid, org);
@@ -191,6 +209,22 @@ test('every way of not qualifying is the same NOT_FOUND, and not eligible', asyn
   assert.is((await s.call('GET', '/iam/v2/groups:lookupGroup', undefined, { authorization: '' })).status, 401);
 });
 
+test('a login without a verified email takes away the email an earlier login left', async () => {
+  const subject = 'shared-subject';
+  const made = await s.call('POST', `/iam/v2/identities/${org}`, {
+    name: 'shared',
+    claimMatch: { issuer: trusted.url, subject },
+  });
+  const first = await exchange(trusted, made.body.uid, subject, { email: 'erin@example.com', email_verified: true });
+  assert.is((await s.call('GET', '/iam/v2/groups:lookupGroup', undefined, as(first))).status, 200);
+  const second = await exchange(trusted, made.body.uid, subject, {});
+  assert.is((await s.call('GET', '/iam/v2/groups:lookupGroup', undefined, as(second))).status, 404);
+  assert.equal((await s.call('GET', '/iam/v2/groups:checkEligibility', undefined, as(first))).body, {
+    eligible: false,
+  });
+  assert.is((await s.call('GET', `/iam/v2/identities/${made.body.uid}`)).body.email, undefined);
+});
+
 test('requestGroupAccess: recorded once, announced to the organization, a repeat is 429 with Retry-After', async () => {
   const carl = await userWith(trusted, 'carl@example.com');
   const other = await createOrg(s, 'other.example');
@@ -206,6 +240,9 @@ test('requestGroupAccess: recorded once, announced to the organization, a repeat
   assert.ok(retry > 86_000 && retry <= 86_400, String(retry));
   const overGrpc = await grpc.call('iam.v2.GroupsService', 'RequestGroupAccess', { group_uid: org }, carl);
   assert.is(overGrpc.code, 8, 'RESOURCE_EXHAUSTED over gRPC too');
+  const carlAgain = await userWith(trusted, 'Carl@Example.com');
+  const sameEmail = await s.call('POST', `/iam/v2/groups/${org}:requestGroupAccess`, {}, as(carlAgain));
+  assert.is(sameEmail.status, 429, 'the same email from another identity is a repeat');
   const rows = await query(s, 'select email from group_access_requests where parent_uid = ?', [org]);
   assert.equal(rows, [{ email: 'carl@example.com' }]);
   const events = await query(s, 'select group_uid, body from event_outbox where type = ?', [
