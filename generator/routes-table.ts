@@ -1,18 +1,10 @@
 // Every HTTP route of the model, in match order: the one list both the router and the OpenAPI document use.
 import type { ApiModel, EndpointModel, ResourceModel } from '../runtime/model.js';
+import type { RpcKind } from '../runtime/grpc/rpc.js';
 import { uidCapture } from '../runtime/uid.js';
 
-export type RouteKind =
-  | 'list'
-  | 'get'
-  | 'create'
-  | 'batchCreate'
-  | 'batchDelete'
-  | 'update'
-  | 'delete'
-  | 'subresourceGet'
-  | 'subresourceUpdate'
-  | 'endpoint';
+/** A route serves the same operations an rpc does: one list of kinds for both transports. */
+export type RouteKind = RpcKind;
 
 export interface Route {
   method: 'GET' | 'POST' | 'PATCH' | 'PUT' | 'DELETE';
