@@ -31,12 +31,15 @@ export class GroupCommit {
   transaction<T>(fn: (sql: Sql) => Promise<T>): Promise<T> {
     return new Promise<T>((resolve, reject) => {
       this.queue.push({ fn, resolve: resolve as (value: unknown) => void, reject });
-      if (!this.running) void this.drain();
+      if (this.running) return;
+      // The driver is synchronous, so a transaction started now would end before any other request is read:
+      // the group would always be one. Started after the requests that arrived in this turn, it takes them all.
+      this.running = true;
+      setImmediate(() => void this.drain());
     });
   }
 
   private async drain(): Promise<void> {
-    this.running = true;
     try {
       while (this.queue.length > 0) {
         const group = this.queue.splice(0, maxGroup);

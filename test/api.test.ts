@@ -381,6 +381,29 @@ test('concurrent writes are all acknowledged and all kept', async () => {
   assert.is(list.body.totalCount, '60');
 });
 
+test('concurrent writes committed together: one refused inside the transaction leaves the others kept', async () => {
+  const g = await newGroup(org, 'refused-among-many');
+  // A well-formed parent that does not exist passes authorization (it is under org) and is refused only
+  // inside the transaction, where the writes arriving together share one commit.
+  const missing = `${g}/0123456789abcdef`;
+  const replies = await Promise.all(
+    Array.from({ length: 40 }, (_, i) =>
+      s.call('POST', `/registry/v2/repos/${i % 4 === 1 ? missing : g}`, { name: `m${i}` }),
+    ),
+  );
+  assert.equal(
+    replies.map((r) => r.status),
+    replies.map((_, i) => (i % 4 === 1 ? 404 : 200)),
+  );
+  const list = await s.call('GET', `/registry/v2/repos?uidp.children_of=${g}&page_size=200`);
+  assert.is(list.body.totalCount, '30');
+  assert.equal(
+    list.body.repos.map((r: { name: string }) => r.name).sort(),
+    replies.flatMap((r) => (r.status === 200 ? [r.body.name] : [])).sort(),
+    'exactly the answered writes are stored',
+  );
+});
+
 test('read-modify-write: what a get answers, sent back whole, updates nothing it should not', async () => {
   const repo = (await s.call('POST', `/registry/v2/repos/${org}`, { name: 'rmw' })).body;
   const identity = (await s.call('POST', `/iam/v2/identities/${org}`, { name: 'rmw' })).body;
