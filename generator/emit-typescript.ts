@@ -1,4 +1,4 @@
-// TypeScript sources of generated/: the model table, MikroORM entity schemas, the Koa router and handler interfaces.
+// TypeScript sources of generated/: the model table, MikroORM entity schemas, the router and handler interfaces.
 import { Project, VariableDeclarationKind, type SourceFile } from 'ts-morph';
 import type { ApiModel, EndpointModel, FieldModel, ResourceModel } from '../runtime/model.js';
 import { cap } from './emit-openapi.js';
@@ -261,7 +261,8 @@ function routeLines(model: ApiModel, routes: Route[]): string[] {
 
 export function emitRouter(model: ApiModel, routes: Route[]): string {
   return source('routes.ts', (f) => {
-    f.addImportDeclaration({ defaultImport: 'Router', moduleSpecifier: '@koa/router' });
+    // Type-only: generated code imports no runtime values, so it loads wherever generated/ is written.
+    f.addImportDeclaration({ namedImports: ['Router'], moduleSpecifier: '../runtime/router.js', isTypeOnly: true });
     f.addImportDeclaration({
       namedImports: ['RouteOperations', 'HandlerContext', 'Prepare'],
       moduleSpecifier: '../runtime/route-operations.js',
@@ -281,13 +282,16 @@ export function emitRouter(model: ApiModel, routes: Route[]): string {
     f.addFunction({
       isExported: true,
       name: 'createRouter',
-      docs: ['Every route of the API, most specific first; each calls the shared runtime or a hand-written handler.'],
+      docs: [
+        'Every route of the API added to the router, most specific first; each calls the shared runtime or a hand-written handler.',
+      ],
       parameters: [
         { name: 'ops', type: 'RouteOperations' },
         { name: 'handlers', type: 'Handlers' },
+        { name: 'router', type: 'Router' },
       ],
       returnType: 'Router',
-      statements: ['const router = new Router();', ...lines, 'return router;'],
+      statements: [...lines, 'return router;'],
     });
     const steps = Object.values(model.resources)
       .filter((r) => r.onCreate)

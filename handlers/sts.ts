@@ -1,8 +1,8 @@
 // Token exchange (POST or GET /sts/exchange?identity=<uid>[&aud=...]): an upstream OIDC token, presented as the
 // bearer token, is exchanged for a token of ours for an identity whose claimMatch it satisfies. Upstream
 // keys are found through the issuer's discovery document and cached; a slow or dead issuer cannot hang us.
-import Router from '@koa/router';
-import type { Context } from 'koa';
+import type { HttpContext } from '../runtime/http-context.js';
+import { Router } from '../runtime/router.js';
 import { createRemoteJWKSet, decodeJwt, errors, jwtVerify, type JWTPayload } from 'jose';
 import { recordedEmail } from '../runtime/email-domain.js';
 import { ApiError, invalidArgument, notFound, permissionDenied, unauthenticated } from '../runtime/errors.js';
@@ -152,7 +152,7 @@ export class TokenExchange {
    * tokens, a browser login), answered UNIMPLEMENTED.
    */
   router(): Router {
-    const exchange = async (ctx: Context) => {
+    const exchange = async (ctx: HttpContext) => {
       const m = /^Bearer\s+(\S+)\s*$/i.exec(ctx.get('authorization'));
       if (!m) throw unauthenticated('present the upstream OIDC token as Authorization: Bearer <token>');
       // The reference's scope, cap, scopes and identityProvider are not served: refused, not ignored.
@@ -166,7 +166,7 @@ export class TokenExchange {
       ctx.body = await this.exchange(m[1], identity, aud);
     };
     // As for any call, the request is checked before the answer: the reference's parameters pass, others do not.
-    const notServed = (what: string, parameters: string[]) => (ctx: Context) => {
+    const notServed = (what: string, parameters: string[]) => (ctx: HttpContext) => {
       checkParameterNames(ctx.query, parameters);
       throw new ApiError('UNIMPLEMENTED', `Unimplemented: ${what}`);
     };

@@ -5,8 +5,8 @@
 //   PUT  /vulnerabilities/v1/advisory_events/{id}          {...event fields}        -> the event
 // An event's id is its advisory's uid and its position (16 hex digits): events are only ever appended, so the
 // position is stable, and the id is a child uid of the advisory as the reference's are.
-import type Router from '@koa/router';
-import type { Context } from 'koa';
+import type { HttpContext } from '../runtime/http-context.js';
+import type { Router } from '../runtime/router.js';
 import { capabilityScope, type Principal } from '../runtime/authorization.js';
 import { invalidArgument, notFound } from '../runtime/errors.js';
 import { operationOf, type ResourceModel } from '../runtime/model.js';
@@ -51,7 +51,7 @@ function addAdvisoryEventRoutes(
 ): void {
   const list = operationOf(advisories, 'list')!;
   const update = operationOf(advisories, 'update');
-  const principal = (ctx: Context) => ctx.state.principal as Principal;
+  const principal = (ctx: HttpContext) => ctx.state.principal as Principal;
   const scope = (uid: string) => capabilityScope(model, advisories, uid);
   /** One event in v1's shape: the advisory's v1 rendering, narrowed to the event. */
   const v1Event = (advisory: Row, index: number) => (shape.out(advisory).events as Row[])[index];

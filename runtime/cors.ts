@@ -1,7 +1,7 @@
 // CORS (Fetch standard), for browsers calling the API from the origins CORS_ORIGINS allows. Credentials are bearer
 // tokens, never cookies, so no Allow-Credentials. An origin not allowed gets no CORS header at all: the browser
 // then refuses the response, and a preflight from it gets the answer OPTIONS gets without CORS.
-import type Koa from 'koa';
+import type { Middleware } from './http-context.js';
 
 const methods = 'GET, HEAD, POST, PUT, PATCH, DELETE';
 /** How long a browser may keep a preflight's answer (10 minutes, as Chromium caps it at 2 hours anyway). */
@@ -10,7 +10,7 @@ const maxAgeSeconds = '600';
 const headerList = /^[!#$%&'*+.^_`|~\w-]+(?:\s*,\s*[!#$%&'*+.^_`|~\w-]+)*$/;
 
 /** origins: those allowed, or ['*'] for any. */
-export function cors(origins: string[]): Koa.Middleware {
+export function cors(origins: string[]): Middleware {
   const any = origins.includes('*');
   const allowed = new Set(origins);
   return async (ctx, next) => {

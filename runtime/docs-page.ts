@@ -2,7 +2,7 @@
 // standalone bundle come from here, so it works offline and behind a firewall. No token: the contract is public.
 import { readFileSync } from 'node:fs';
 import { createRequire } from 'node:module';
-import Router from '@koa/router';
+import { Router } from './router.js';
 import type { RouteTable } from './http.js';
 import { checkParameterNames } from './validation.js';
 

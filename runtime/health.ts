@@ -1,6 +1,6 @@
 // /healthz: the process answers. /readyz: it can serve, each check bounded by a timeout so that a stuck database
 // makes the probe fail fast rather than hang. Neither needs a token: an orchestrator's probes carry none.
-import Router from '@koa/router';
+import { Router } from './router.js';
 import { ApiError } from './errors.js';
 import type { RouteTable } from './http.js';
 import { checkParameterNames } from './validation.js';

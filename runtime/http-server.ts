@@ -2,7 +2,7 @@
 // refuses before the application ever sees a request (bad bytes, oversized headers, a request never finished).
 import { createServer, STATUS_CODES, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
 import type { Duplex } from 'node:stream';
-import type Koa from 'koa';
+import type { RequestListener } from './http.js';
 import { ApiError } from './errors.js';
 
 export interface ListenOptions {
@@ -53,7 +53,7 @@ function writeRaw(socket: Duplex, e: ApiError, errorDomain: string): void {
   );
 }
 
-export async function listen(app: Koa, o: ListenOptions): Promise<Server> {
+export async function listen(app: RequestListener, o: ListenOptions): Promise<Server> {
   const server = createServer(
     {
       requestTimeout: o.requestTimeoutMs,
@@ -63,7 +63,7 @@ export async function listen(app: Koa, o: ListenOptions): Promise<Server> {
       // Node would answer a request without Host with an empty 400; the application answers it in JSON instead.
       requireHostHeader: false,
     },
-    app.callback(),
+    app,
   );
   server.keepAliveTimeout = o.keepAliveTimeoutMs;
   server.on('clientError', (error: NodeJS.ErrnoException, socket: Duplex) =>

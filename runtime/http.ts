@@ -1,7 +1,8 @@
-// The Koa application: request id and log, errors, body, public routes, authenticate, then the route tables.
+// The HTTP application: request id and log, errors, body, public routes, authenticate, then the route tables.
 import { randomUUID } from 'node:crypto';
-import Koa from 'koa';
-import Router from '@koa/router';
+import type { IncomingMessage, ServerResponse } from 'node:http';
+import { compose, HttpContext, type Middleware } from './http-context.js';
+import { Router } from './router.js';
 import { ApiError, internal, invalidArgument, unauthenticated } from './errors.js';
 import { unsafeRequestLine } from './input-safety.js';
 import { checkParameterNames } from './validation.js';
@@ -42,7 +43,7 @@ export interface AppOptions {
 
 /** The methods any table serves at this path (HEAD goes with GET). */
 function allowedMethods(tables: RouteTable[], path: string): string[] {
-  const methods = tables.flatMap((t) => t.router.match(path, 'GET').path.flatMap((layer) => layer.methods));
+  const methods = tables.flatMap((t) => t.router.methodsAt(path));
   return [...new Set(methods)].filter((m) => m !== 'HEAD');
 }
 
@@ -53,8 +54,8 @@ function methodNotAllowed(method: string, path: string, allowed: string[]): ApiE
 }
 
 /** The table's routes as middleware, skipped for paths it does not serve. */
-function dispatch(t: RouteTable): Koa.Middleware {
-  const routes = t.router.routes() as unknown as Koa.Middleware;
+function dispatch(t: RouteTable): Middleware {
+  const routes = t.router.routes();
   return t.serves ? (ctx, next) => (t.serves!(ctx.path) ? routes(ctx, next) : next()) : routes;
 }
 
@@ -65,8 +66,8 @@ const templates = new WeakMap<RegExp, string>();
  * The matched route's template, never the path itself (it holds uids): a route given as a regular expression
  * reads as its path with an asterisk for each capture. "(none)" when no route matched.
  */
-export function routeTemplate(ctx: Koa.Context): string {
-  const route = (ctx as { _matchedRoute?: string | RegExp })._matchedRoute;
+export function routeTemplate(ctx: HttpContext): string {
+  const route = ctx.route;
   if (route === undefined) return '(none)';
   if (typeof route === 'string') return route;
   let template = templates.get(route);
@@ -95,7 +96,7 @@ function levelOf(status: number): string {
  * outcome. The line has the route template, the caller and the error's reason, never the query (a page token
  * or any other value in it could be a secret).
  */
-function answer(log: AppOptions['log'], errorDomain: (path: string) => string): Koa.Middleware {
+function answer(log: AppOptions['log'], errorDomain: (path: string) => string): Middleware {
   return async (ctx, next) => {
     const started = performance.now();
     // A caller's request id is echoed only when it is a plain token: a header value is the client's to choose.
@@ -126,7 +127,7 @@ function answer(log: AppOptions['log'], errorDomain: (path: string) => string): 
         : error.body(errorDomain(ctx.path));
     }
     if (ctx.status < 400 && probePaths.has(ctx.path)) return;
-    const subject = (ctx.state.principal as Principal | undefined)?.subject;
+    const subject = ctx.state.principal?.subject;
     log({
       level: levelOf(ctx.status),
       requestId,
@@ -142,7 +143,7 @@ function answer(log: AppOptions['log'], errorDomain: (path: string) => string): 
 }
 
 /** Requests in flight, and each one's route template, method, status and time, once answered. */
-function measure(metrics: Metrics): Koa.Middleware {
+function measure(metrics: Metrics): Middleware {
   return async (ctx, next) => {
     const started = performance.now();
     metrics.requestStarted();
@@ -155,17 +156,21 @@ function measure(metrics: Metrics): Koa.Middleware {
 }
 
 /** Takes a request from the caller's bucket: the identity when known, else the address it comes from. */
-function limit(rateLimit: RateLimit, ctx: Koa.Context): void {
+function limit(rateLimit: RateLimit, ctx: HttpContext): void {
   if (probePaths.has(ctx.path)) return;
-  const subject = (ctx.state.principal as Principal | undefined)?.subject;
+  const subject = ctx.state.principal?.subject;
   const wait = rateLimit.take(subject ? `identity ${subject}` : `address ${ctx.ip}`);
   if (wait === 0) return;
   throw rateLimited(subject ? `identity ${subject}` : `address ${ctx.ip}`, rateLimit.perSecond, wait);
 }
 
-export function createApp(o: AppOptions): Koa {
+/** What answers each request: the middleware below in order, then the answer written. */
+export type RequestListener = (req: IncomingMessage, res: ServerResponse) => void;
+
+export function createApp(o: AppOptions): RequestListener {
   const { model, openapi, log, issuer, authenticate, publicRoutes, routes } = o;
-  const app = new Koa();
+  const steps: Middleware[] = [];
+  const app = { use: (step: Middleware) => steps.push(step) };
   const domains = new Set(model.domains);
   const errorDomain = (path: string) => {
     const first = path.split('/')[1] ?? '';
@@ -212,8 +217,7 @@ export function createApp(o: AppOptions): Koa {
     app.use(dispatch(t));
     app.use(async (ctx, next) => {
       if (t.serves && !t.serves(ctx.path)) return next();
-      const matched = t.router.match(ctx.path, ctx.method);
-      if (matched.path.some((layer) => layer.methods.length > 0) && !matched.route) {
+      if (t.router.methodsAt(ctx.path).length > 0) {
         const allowed = allowedMethods(tables, ctx.path);
         ctx.set('Allow', allowed.join(', '));
         throw methodNotAllowed(ctx.method, ctx.path, allowed);
@@ -249,5 +253,16 @@ export function createApp(o: AppOptions): Koa {
     throw new ApiError('NOT_FOUND', `Not found: no route ${ctx.method} ${ctx.path}`);
   });
 
-  return app;
+  const run = compose(steps);
+  return (req, res) => {
+    const ctx = new HttpContext(req, res);
+    run(ctx).then(
+      () => ctx.respond(),
+      // Only a fault of the steps around `answer` (metrics) gets here: the connection is closed unanswered.
+      (e: unknown) => {
+        log({ level: 'error', method: ctx.method, path: ctx.path, error: e instanceof Error ? e.stack : String(e) });
+        res.destroy();
+      },
+    );
+  };
 }

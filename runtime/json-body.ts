@@ -1,6 +1,6 @@
 // Reads a JSON request body: bounded size, right content type, parse errors as INVALID_ARGUMENT.
 import type { IncomingMessage } from 'node:http';
-import type { Middleware } from 'koa';
+import type { Middleware } from './http-context.js';
 import { ApiError, invalidArgument } from './errors.js';
 import { unsafeJson } from './input-safety.js';
 
@@ -67,7 +67,7 @@ export function jsonBody(limit = maxBodyBytes): Middleware {
     }
     const unsafe = unsafeJson(parsed);
     if (unsafe) throw invalidArgument([unsafe]);
-    (ctx.request as { body?: unknown }).body = parsed;
+    ctx.requestBody = parsed;
     return next();
   };
 }

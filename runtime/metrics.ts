@@ -1,7 +1,7 @@
 // The server's Prometheus metrics (prom-client), in a registry of its own: requests by route template, method and
 // status, their latency and how many are in flight; statement time and the write queue; token verifications;
 // event deliveries; the process. Labels take only bounded values (templates, never paths holding uids).
-import Router from '@koa/router';
+import { Router } from './router.js';
 import { collectDefaultMetrics, Counter, Gauge, Histogram, Registry } from 'prom-client';
 import type { Principal } from './authorization.js';
 import type { RouteTable } from './http.js';

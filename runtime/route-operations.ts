@@ -1,6 +1,6 @@
-// The v2 HTTP adapter: reads a Koa request into a Call, runs it through the one pipeline (runtime/operations.ts)
+// The v2 HTTP adapter: reads an HTTP request into a Call, runs it through the one pipeline (runtime/operations.ts)
 // and writes the JSON answer. It translates only: the pipeline authorizes and validates.
-import type { Context, Middleware } from 'koa';
+import type { HttpContext, Middleware } from './http-context.js';
 import { invalidArgument } from './errors.js';
 import { updateMaskParameters } from './field-mask.js';
 import { isUidPath } from './uid.js';
@@ -30,8 +30,8 @@ export interface RouteOperations {
 const uidParams = new Set(['uid', 'parent', 'id']);
 
 /** Path parameters from the route's captures; a uid may arrive with its "/" escaped as %2F. */
-export function pathParams(ctx: Context, names: string[]): Record<string, string> {
-  const captures = (ctx as Context & { captures?: string[] }).captures ?? [];
+export function pathParams(ctx: HttpContext, names: string[]): Record<string, string> {
+  const captures = ctx.captures;
   const out: Record<string, string> = {};
   names.forEach((name, i) => {
     try {
@@ -54,8 +54,8 @@ export function checkUidParams(params: Record<string, string>): Record<string, s
 }
 
 /** The JSON object body ({} when there is none). */
-export function requestBody(ctx: Context): Row {
-  const b = (ctx.request as { body?: unknown }).body;
+export function requestBody(ctx: HttpContext): Row {
+  const b = ctx.requestBody;
   if (b === undefined) return {};
   if (typeof b !== 'object' || b === null || Array.isArray(b))
     throw invalidArgument([{ field: '(body)', description: 'the body must be a JSON object' }]);
@@ -63,7 +63,7 @@ export function requestBody(ctx: Context): Row {
 }
 
 /** The request as the pipeline takes it; `names` are the route's path parameters, in order. */
-export function callOf(ctx: Context, names: string[], body?: Row): Call {
+export function callOf(ctx: HttpContext, names: string[], body?: Row): Call {
   const query = { ...ctx.query };
   const q = updateMaskParameters.map((name) => query[name]).find((v) => v !== undefined);
   return {

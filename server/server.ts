@@ -25,6 +25,7 @@ import { DeliveryWorker } from '../runtime/events/delivery-worker.js';
 import { recordIssuer } from '../runtime/issuer-record.js';
 import { Operations } from '../runtime/operations.js';
 import { createRouteOperations } from '../runtime/route-operations.js';
+import { Router } from '../runtime/router.js';
 import { createV1Router } from '../runtime/v1/adapter.js';
 import { createRpcOperations } from '../runtime/grpc/operations.js';
 import { shareConnections } from '../runtime/grpc/same-port.js';
@@ -122,7 +123,7 @@ export async function startServer(config: Config, generated?: GeneratedParts): P
   const policy = new Policy(resources);
   const validators = loadValidators(parts.dir);
   const operations = new Operations(model, resources, policy, validators, config.emailDomains);
-  const v2 = parts.createRouter(createRouteOperations(operations), handlers);
+  const v2 = parts.createRouter(createRouteOperations(operations), handlers, new Router());
   const v1 = createV1Router(
     { model, resources, policy, validators, operations, createSteps: parts.createSteps(handlers) },
     v1Extensions,

@@ -23,7 +23,7 @@ const nameOf = (r: Route) => `${r.method} ${r.path} (${r.kind} ${r.resource?.col
 
 /**
  * The route that answers a request and its raw captures: the first in table order whose method and pattern match
- * the raw path, as @koa/router runs them (ctx.path is not decoded; the runtime decodes captures).
+ * the raw path, as runtime/router.ts runs them (ctx.path is not decoded; the runtime decodes captures).
  */
 function answering(method: string, path: string): { route: string; params: Record<string, string> } | undefined {
   for (const r of routes) {

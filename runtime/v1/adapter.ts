@@ -7,8 +7,8 @@
 // and, through the V1Extensions the composition root passes in, what a resource's v1 has beyond that and cannot be
 // declared (advisory events). The calls only v1 has are endpoints of the spec with `version: v1`, in the generated
 // router. Errors are rendered in v1's shape by the application (runtime/http.ts): code and message, no typed details.
-import Router from '@koa/router';
-import type { Context, Middleware } from 'koa';
+import type { HttpContext, Middleware } from '../http-context.js';
+import { Router } from '../router.js';
 import type { Policy } from '../authorization.js';
 import { invalidArgument } from '../errors.js';
 import { operationOf, type ApiModel, type ResourceModel } from '../model.js';
@@ -78,7 +78,7 @@ export function createV1Router(deps: V1Deps, extensions: Record<string, V1Extens
       in: (data: Row) => renames.in(presenter ? presenter.in(data) : data),
     };
     /** A write's call: the body in v2's names, what v1 spelled unknowably left for the validation step. */
-    const writeCall = (ctx: Context, params: Record<string, string>, given: Row, mask?: string): Call => {
+    const writeCall = (ctx: HttpContext, params: Record<string, string>, given: Row, mask?: string): Call => {
       const { data, problems } = renames.translate(presenter ? presenter.in(given) : given);
       return { ...callOf(ctx, [], data), params, mask, untranslatable: problems };
     };
@@ -94,7 +94,7 @@ export function createV1Router(deps: V1Deps, extensions: Record<string, V1Extens
     }
     if (operationOf(r, 'create')) {
       const prepare = deps.createSteps[r.collection];
-      const create = async (ctx: Context, parent: string | undefined, given: Row) => {
+      const create = async (ctx: HttpContext, parent: string | undefined, given: Row) => {
         ctx.body = shape.out(
           await operations.create(r, writeCall(ctx, parent === undefined ? {} : { parent }, given), { prepare }),
         );

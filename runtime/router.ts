@@ -1,0 +1,143 @@
+// A table of routes: a method and a pattern (an exact path, or a regular expression over the raw path) to the
+// middleware that answer it. The first route in the order they were added whose method and pattern match
+// answers. A request is tried only against the routes that can match its first path segment (/registry, /iam),
+// known from each pattern's literal start, so a table of hundreds of routes costs a few tests per request.
+import { compose, type HttpContext, type Middleware } from './http-context.js';
+
+export interface Route {
+  /** GET brings HEAD */
+  methods: string[];
+  pattern: string | RegExp;
+  run: (ctx: HttpContext) => Promise<void>;
+}
+
+/** The text every path a regular expression matches starts with, and whether the expression ends there. */
+function literalStart(source: string): { text: string; whole: boolean } {
+  let text = '';
+  for (let i = source.startsWith('^') ? 1 : 0; i < source.length;) {
+    let literal: string;
+    let next: number;
+    if (source[i] === '\\' && i + 1 < source.length && !/\w/.test(source[i + 1])) {
+      literal = source[i + 1];
+      next = i + 2;
+    } else if (source[i] === '$' && i === source.length - 1) return { text, whole: true };
+    else if ('\\.*+?()[]{}|^$'.includes(source[i])) break;
+    else {
+      literal = source[i];
+      next = i + 1;
+    }
+    // A quantifier after it makes the character optional or repeated: the literal start ends before it.
+    if ('*+?{'.includes(source[next] ?? '')) break;
+    text += literal;
+    i = next;
+  }
+  return { text, whole: false };
+}
+
+/** The first segment of a path ("registry" of /registry/v2/repos). */
+function firstSegment(path: string): string {
+  const end = path.indexOf('/', 1);
+  return end < 0 ? path.slice(1) : path.slice(1, end);
+}
+
+/** The first segment every path the pattern matches has; undefined when the pattern does not fix it. */
+function segmentOf(pattern: string | RegExp): string | undefined {
+  if (typeof pattern === 'string') return pattern.startsWith('/') ? firstSegment(pattern) : undefined;
+  // An alternative anywhere could start elsewhere; a flag could match other letters.
+  if (!pattern.source.startsWith('^') || pattern.source.includes('|') || pattern.flags !== '') return undefined;
+  const { text, whole } = literalStart(pattern.source);
+  if (!text.startsWith('/')) return undefined;
+  return text.indexOf('/', 1) > 0 || whole ? firstSegment(text) : undefined;
+}
+
+function captured(pattern: string | RegExp, path: string): string[] | undefined {
+  if (typeof pattern === 'string') return pattern === path ? [] : undefined;
+  const m = pattern.exec(path);
+  return m ? m.slice(1) : undefined;
+}
+
+export class Router {
+  private readonly table: (Route & { segment?: string })[] = [];
+  /** middleware run before the route that answers, when one of this router does (router.use) */
+  private readonly shared: Middleware[] = [];
+  private bySegment?: Map<string, Route[]>;
+  private anywhere: Route[] = [];
+
+  get(pattern: string | RegExp, ...stack: Middleware[]): this {
+    return this.add(['GET', 'HEAD'], pattern, stack);
+  }
+
+  post(pattern: string | RegExp, ...stack: Middleware[]): this {
+    return this.add(['POST'], pattern, stack);
+  }
+
+  put(pattern: string | RegExp, ...stack: Middleware[]): this {
+    return this.add(['PUT'], pattern, stack);
+  }
+
+  patch(pattern: string | RegExp, ...stack: Middleware[]): this {
+    return this.add(['PATCH'], pattern, stack);
+  }
+
+  delete(pattern: string | RegExp, ...stack: Middleware[]): this {
+    return this.add(['DELETE'], pattern, stack);
+  }
+
+  /** Runs before whichever route of this router answers (never when none does). */
+  use(middleware: Middleware): this {
+    this.shared.push(middleware);
+    this.bySegment = undefined;
+    return this;
+  }
+
+  private add(methods: string[], pattern: string | RegExp, stack: Middleware[]): this {
+    const shared = this.shared;
+    // Composed at the first request, when every use() has been made.
+    let composed: ((ctx: HttpContext) => Promise<void>) | undefined;
+    const run = (ctx: HttpContext) => (composed ??= compose([...shared, ...stack]))(ctx);
+    this.table.push({ methods, pattern, run, segment: segmentOf(pattern) });
+    this.bySegment = undefined;
+    return this;
+  }
+
+  /** The routes that may match a path, in table order. */
+  private candidates(path: string): Route[] {
+    if (!this.bySegment) {
+      this.bySegment = new Map();
+      for (const segment of new Set(this.table.map((r) => r.segment)))
+        if (segment !== undefined)
+          this.bySegment.set(
+            segment,
+            this.table.filter((r) => r.segment === segment || r.segment === undefined),
+          );
+      this.anywhere = this.table.filter((r) => r.segment === undefined);
+    }
+    return this.bySegment.get(firstSegment(path)) ?? this.anywhere;
+  }
+
+  /** The methods some route answers at this path. */
+  methodsAt(path: string): string[] {
+    return this.candidates(path).flatMap((r) => (captured(r.pattern, path) ? r.methods : []));
+  }
+
+  /** The route answering the method at the path, and its raw captures. */
+  find(method: string, path: string): { route: Route; captures: string[] } | undefined {
+    for (const route of this.candidates(path)) {
+      if (!route.methods.includes(method)) continue;
+      const captures = captured(route.pattern, path);
+      if (captures) return { route, captures };
+    }
+    return undefined;
+  }
+
+  /** The table as one middleware: the matching route answers, or the next middleware when none matches. */
+  routes(): Middleware {
+    return (ctx, next) => {
+      const found = this.find(ctx.method, ctx.path);
+      if (!found) return next();
+      ctx.route = found.route.pattern;
+      ctx.captures = found.captures;
+      return found.route.run(ctx);
+    };
+  }
+}
