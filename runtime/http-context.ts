@@ -93,9 +93,11 @@ export class HttpContext {
     const raw = typeof this.body === 'string' || Buffer.isBuffer(this.body);
     const payload = raw ? (this.body as string | Buffer) : JSON.stringify(this.body);
     res.setHeader('Content-Type', this.type ?? (raw ? textType : jsonType));
-    res.setHeader('Content-Length', Buffer.byteLength(payload));
-    if (this.method === 'HEAD') res.end();
-    else res.end(payload);
+    // Node sets Content-Length itself from the body end() is given; HEAD is told the length GET would have.
+    if (this.method === 'HEAD') {
+      res.setHeader('Content-Length', Buffer.byteLength(payload));
+      res.end();
+    } else res.end(payload);
   }
 }
 

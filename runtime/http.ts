@@ -206,25 +206,24 @@ export function createApp(o: AppOptions): RequestListener {
   }
   const before: RouteTable[] = [{ router: documents, serves: (path) => documentPaths.has(path) }, ...publicRoutes];
   const tables = [...before, ...routes];
-  // Who calls these is not known yet: an anonymous caller's bucket, by address.
-  const rateLimit = o.rateLimit;
-  if (rateLimit)
-    app.use((ctx, next) => {
-      if (before.some((t) => t.serves?.(ctx.path))) limit(rateLimit, ctx);
-      return next();
-    });
-  for (const t of before) {
-    app.use(dispatch(t));
-    app.use(async (ctx, next) => {
-      if (t.serves && !t.serves(ctx.path)) return next();
+  // One step for them all: the first table serving the path answers, or refuses the method.
+  app.use((ctx, next) => {
+    let limited = false;
+    for (const t of before) {
+      if (t.serves && !t.serves(ctx.path)) continue;
+      // Who calls these is not known yet: an anonymous caller's bucket, by address.
+      if (o.rateLimit && !limited) limit(o.rateLimit, ctx);
+      limited = true;
+      const answered = t.router.dispatch(ctx);
+      if (answered) return answered;
       if (t.router.methodsAt(ctx.path).length > 0) {
         const allowed = allowedMethods(tables, ctx.path);
         ctx.set('Allow', allowed.join(', '));
         throw methodNotAllowed(ctx.method, ctx.path, allowed);
       }
-      await next();
-    });
-  }
+    }
+    return next();
+  });
 
   // Authenticate: presented credentials must be good on every route, whether or not it needs a capability, so
   // a refused token is refused the same way everywhere. Whether a caller is needed at all is the route's business.

@@ -1,5 +1,5 @@
 // Page tokens: opaque, HMAC-protected keyset cursors bound to the query that issued them.
-import { createHash, createHmac, timingSafeEqual } from 'node:crypto';
+import { createHmac, hash, timingSafeEqual } from 'node:crypto';
 
 /** Where the next page starts: after the row with this sort key and uid. */
 export interface Cursor {
@@ -29,7 +29,7 @@ export class PageToken {
         .sort()
         .map((k) => [k, query[k]]),
     );
-    return createHash('sha256').update(canonical).digest('base64url').slice(0, 22);
+    return hash('sha256', canonical, 'base64url').slice(0, 22);
   }
 
   issue(queryDigest: string, cursor: Cursor, now = Date.now()): string {

@@ -130,14 +130,17 @@ export class Router {
     return undefined;
   }
 
+  /** Runs the route that answers the request; undefined when none does. */
+  dispatch(ctx: HttpContext): Promise<void> | undefined {
+    const found = this.find(ctx.method, ctx.path);
+    if (!found) return undefined;
+    ctx.route = found.route.pattern;
+    ctx.captures = found.captures;
+    return found.route.run(ctx);
+  }
+
   /** The table as one middleware: the matching route answers, or the next middleware when none matches. */
   routes(): Middleware {
-    return (ctx, next) => {
-      const found = this.find(ctx.method, ctx.path);
-      if (!found) return next();
-      ctx.route = found.route.pattern;
-      ctx.captures = found.captures;
-      return found.route.run(ctx);
-    };
+    return (ctx, next) => this.dispatch(ctx) ?? next();
   }
 }
