@@ -84,10 +84,25 @@ export class Metrics {
     this.inFlight.inc();
   }
 
+  /**
+   * The series of each route, method and status, looked up once: prom-client hashes and checks the labels at
+   * every call otherwise. Bounded: templates, methods and statuses are.
+   */
+  private readonly requestSeries = new Map<
+    string,
+    { count: Counter.Internal; time: Histogram.Internal<'route' | 'method'> }
+  >();
+
   requestFinished(route: string, method: string, status: number, seconds: number): void {
     this.inFlight.dec();
-    this.requests.inc({ route, method, status });
-    this.latency.observe({ route, method }, seconds);
+    const key = `${route} ${method} ${status}`;
+    let series = this.requestSeries.get(key);
+    if (!series) {
+      series = { count: this.requests.labels({ route, method, status }), time: this.latency.labels({ route, method }) };
+      this.requestSeries.set(key, series);
+    }
+    series.count.inc();
+    series.time.observe(seconds);
   }
 
   /** A gRPC call answered: code is the status's name (OK, NOT_FOUND, ...). */
@@ -96,8 +111,12 @@ export class Metrics {
     this.rpcLatency.observe({ grpc_method: rpc }, seconds);
   }
 
+  private readonly statementSeries = new Map<string, Histogram.Internal<'kind'>>();
+
   statement(kind: 'read' | 'slow_read' | 'write', seconds: number): void {
-    this.statements.observe({ kind }, seconds);
+    let series = this.statementSeries.get(kind);
+    if (!series) this.statementSeries.set(kind, (series = this.statements.labels({ kind })));
+    series.observe(seconds);
   }
 
   tokenChecked(outcome: TokenOutcome, reason?: string): void {

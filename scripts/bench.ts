@@ -313,9 +313,16 @@ async function runServer(server: Server, deepPageToken: string, run: Run) {
  * baseline keep and read: after the floor has run, the scopes its creates touched (parent and above) are
  * counted again from the rows, so every server's totalCount stays exact on the shared file.
  */
-function recountAfterFloor(databaseFile: string, parent: string): void {
+async function recountAfterFloor(databaseFile: string, parent: string): Promise<void> {
   const db = new Database(databaseFile);
   db.pragma('busy_timeout = 10000');
+  // The load generator stops sending at the end of a scenario, but the floor still commits the creates it had
+  // received (up to one per connection): the rows must stop changing first, or those would go uncounted.
+  const newest = db.prepare<[], { n: number | null }>('select max(rowid) as n from repos');
+  for (let before = -1, now = newest.get()!.n ?? 0; now !== before; now = newest.get()!.n ?? 0) {
+    before = now;
+    await new Promise((resolve) => setTimeout(resolve, 300));
+  }
   const below = db.prepare<[string, string], { n: number }>(
     'select count(*) as n from repos where uid > ? and uid < ?',
   );
@@ -472,7 +479,7 @@ async function main(): Promise<void> {
     await checkSameAnswers(call, run);
     for (const server of servers) {
       const results = await runServer(server, await deepToken(server.url), run);
-      if (server.name === 'baseline') recountAfterFloor(databaseFile.DATABASE_FILE, folder);
+      if (server.name === 'baseline') await recountAfterFloor(databaseFile.DATABASE_FILE, folder);
       for (const [scenario, result] of Object.entries(results)) {
         const row =
           rows.find((x) => x.size === size && x.scenario === scenario) ?? rows[rows.push({ size, scenario }) - 1];
