@@ -255,13 +255,18 @@ export function createApp(o: AppOptions): RequestListener {
   const run = compose(steps);
   return (req, res) => {
     const ctx = new HttpContext(req, res);
-    run(ctx).then(
-      () => ctx.respond(),
-      // Only a fault of the steps around `answer` (metrics) gets here: the connection is closed unanswered.
-      (e: unknown) => {
+    run(ctx)
+      .then(() => ctx.respond())
+      // A fault outside `answer` (metrics), or an answer that cannot be written (a body JSON cannot hold):
+      // logged, and the caller told of an internal error if nothing has been sent yet.
+      .catch((e: unknown) => {
         log({ level: 'error', method: ctx.method, path: ctx.path, error: e instanceof Error ? e.stack : String(e) });
-        res.destroy();
-      },
-    );
+        if (res.headersSent) return void res.destroy();
+        ctx.status = 500;
+        ctx.type = undefined;
+        ctx.body = internal().body(errorDomain(ctx.path));
+        ctx.respond();
+      })
+      .catch(() => res.destroy());
   };
 }

@@ -4,6 +4,7 @@ import { createServer, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { test } from 'uvu';
 import * as assert from 'uvu/assert';
+import { createApp } from '../runtime/http.js';
 import { compose, HttpContext, type Middleware } from '../runtime/http-context.js';
 import { Router } from '../runtime/router.js';
 
@@ -100,6 +101,44 @@ test('the request target: query parameters (repeated ones as arrays), absolute f
   assert.equal({ ...ctx('/p').query }, {});
   assert.is(ctx('/p', { 'x-two': ['a', 'b'] }).get('X-Two'), 'a, b');
   assert.is(ctx('/p').get('missing'), '');
+});
+
+test('an answer that cannot be written is a logged, structured 500, and the server goes on', async () => {
+  const logged: Record<string, unknown>[] = [];
+  const routes = new Router()
+    .get('/t/v2/bigint', (ctx) => {
+      ctx.body = { n: 1n };
+    })
+    .get('/t/v2/fine', (ctx) => {
+      ctx.body = { ok: true };
+    });
+  const app = createApp({
+    model: { domains: ['t'], service: 'test' } as never,
+    openapi: {},
+    log: (line) => logged.push(line),
+    issuer: () => ({ issuer: 'http://test' }) as never,
+    authenticate: async () => ({}),
+    publicRoutes: [],
+    routes: [{ router: routes }],
+  });
+  const appServer = createServer(app);
+  await new Promise<void>((r) => appServer.listen(0, '127.0.0.1', r));
+  const url = `http://127.0.0.1:${(appServer.address() as AddressInfo).port}`;
+  try {
+    const bad = await fetch(`${url}/t/v2/bigint`);
+    assert.is(bad.status, 500);
+    assert.is(bad.headers.get('content-type'), 'application/json; charset=utf-8');
+    const body = await bad.json();
+    assert.is(body.code, 13);
+    assert.not.match(JSON.stringify(body), /BigInt/, 'no detail of the fault reaches the caller');
+    assert.ok(
+      logged.some((l) => l.level === 'error' && String(l.error).includes('BigInt')),
+      'the fault is logged',
+    );
+    assert.equal(await (await fetch(`${url}/t/v2/fine`)).json(), { ok: true });
+  } finally {
+    await new Promise<void>((r) => appServer.close(() => r()));
+  }
 });
 
 test.run();
