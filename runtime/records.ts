@@ -25,8 +25,8 @@ function shown(fields: Record<string, FieldModel>): [string, FieldModel][] {
   return list;
 }
 
-export function outputObject(row: Row, fields: Record<string, FieldModel>): Row {
-  const out: Row = {};
+/** The fields' JSON form, added to `out`. */
+function addOutput(out: Row, row: Row, fields: Record<string, FieldModel>): Row {
   for (const [name, f] of shown(fields)) {
     const v = row[name];
     if (v === null || v === undefined) continue;
@@ -35,17 +35,16 @@ export function outputObject(row: Row, fields: Record<string, FieldModel>): Row 
   return out;
 }
 
-/** The JSON form of a stored row. */
+export function outputObject(row: Row, fields: Record<string, FieldModel>): Row {
+  return addOutput({}, row, fields);
+}
+
+/** The JSON form of a stored row, built as one object (this runs for every row of every page). */
 export function toResource(row: Row, r: ResourceModel): Row {
-  const shown = {
-    uid: row.uid,
-    ...outputObject(row, r.fields),
-    createTime: row.createTime,
-    updateTime: row.updateTime,
-  };
-  if (r.timestamps && !r.timestamps.includes('updateTime')) delete shown.updateTime;
-  if (r.timestamps && !r.timestamps.includes('createTime')) delete shown.createTime;
-  return shown;
+  const resource = addOutput({ uid: row.uid }, row, r.fields);
+  if (!r.timestamps || r.timestamps.includes('createTime')) resource.createTime = row.createTime;
+  if (!r.timestamps || r.timestamps.includes('updateTime')) resource.updateTime = row.updateTime;
+  return resource;
 }
 
 /**

@@ -86,7 +86,6 @@ export class Router {
   /** Runs before whichever route of this router answers (never when none does). */
   use(middleware: Middleware): this {
     this.shared.push(middleware);
-    this.bySegment = undefined;
     return this;
   }
 
