@@ -40,10 +40,13 @@ export class Metrics {
     buckets: [0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 10],
     registers: [this.registry],
   });
-  private readonly inFlight = new Gauge({
+  /** counted in a plain number, read at each scrape: a gauge's inc and dec cost a label lookup per request */
+  private answering = 0;
+  private readonly inFlight: Gauge = new Gauge({
     name: 'http_requests_in_flight',
     help: 'HTTP requests being answered',
     registers: [this.registry],
+    collect: () => this.inFlight.set(this.answering),
   });
   private readonly rpcs = new Counter({
     name: 'grpc_server_handled_total',
@@ -81,7 +84,7 @@ export class Metrics {
   private readonly process = processMetrics();
 
   requestStarted(): void {
-    this.inFlight.inc();
+    this.answering++;
   }
 
   /**
@@ -94,7 +97,7 @@ export class Metrics {
   >();
 
   requestFinished(route: string, method: string, status: number, seconds: number): void {
-    this.inFlight.dec();
+    this.answering--;
     const key = `${route} ${method} ${status}`;
     let series = this.requestSeries.get(key);
     if (!series) {
@@ -119,8 +122,12 @@ export class Metrics {
     series.observe(seconds);
   }
 
+  private readonly tokenSeries = new Map<TokenOutcome, Counter.Internal>();
+
   tokenChecked(outcome: TokenOutcome, reason?: string): void {
-    this.tokens.inc({ outcome });
+    let series = this.tokenSeries.get(outcome);
+    if (!series) this.tokenSeries.set(outcome, (series = this.tokens.labels({ outcome })));
+    series.inc();
     if (reason) this.refusals.inc({ reason });
   }
 

@@ -47,6 +47,7 @@ test('/metrics counts requests by route template, never by path, with the rest o
   assert.ok(line, text.slice(0, 2000));
   assert.match(line!, /route="\/iam\/v2\/groups\/\*"/);
   assert.not.ok(text.includes(org), 'no uid in any label');
+  assert.match(text, /^http_requests_in_flight 1$/m, 'the scrape itself is the one request in flight');
   for (const name of [
     'http_request_duration_seconds_bucket',
     'http_requests_in_flight',
