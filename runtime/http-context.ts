@@ -13,18 +13,20 @@ export type Middleware = (ctx: HttpContext, next: Next) => Promise<void> | void;
 const jsonType = 'application/json; charset=utf-8';
 const textType = 'text/plain; charset=utf-8';
 
-/** The path and query of a request target: origin form (/p?q), or absolute form (http://host/p?q). */
-function splitTarget(target: string): [path: string, search: string] {
+/** An absolute-form target's scheme and authority (http://host:port), which a proxy may send before the path. */
+const schemeAndAuthority = /^https?:\/\/[^/?#]*/i;
+
+/**
+ * The path and query of a request target, as sent: origin form (/p?q), or absolute form (http://host/p?q)
+ * with its path kept raw (no dot segments resolved, nothing decoded), exactly as the origin form would give
+ * it. Any other form keeps a path that matches no route.
+ */
+function splitTarget(given: string): [path: string, search: string] {
+  const authority = schemeAndAuthority.exec(given);
+  const rest = authority ? given.slice(authority[0].length) : given;
+  const target = authority && !rest.startsWith('/') ? `/${rest}` : rest;
   let end = target.indexOf('#');
   if (end < 0) end = target.length;
-  if (!target.startsWith('/')) {
-    try {
-      const url = new URL(target.slice(0, end));
-      return [url.pathname, url.search.slice(1)];
-    } catch {
-      return [target.slice(0, end), ''];
-    }
-  }
   const q = target.indexOf('?');
   return q < 0 || q > end ? [target.slice(0, end), ''] : [target.slice(0, q), target.slice(q + 1, end)];
 }
@@ -57,7 +59,8 @@ export class HttpContext {
 
   /** The query parameters; a name given twice has an array of its values. */
   get query(): ParsedUrlQuery {
-    return (this.parsedQuery ??= this.search === '' ? {} : parseQuery(this.search));
+    // Every pair: Node's default keeps the first 1,000 only, and a parameter dropped is never refused.
+    return (this.parsedQuery ??= this.search === '' ? {} : parseQuery(this.search, '&', '=', { maxKeys: 0 }));
   }
 
   /** A request header's value ('' when absent; repeated ones joined with ", "). */
@@ -93,11 +96,10 @@ export class HttpContext {
     const raw = typeof this.body === 'string' || Buffer.isBuffer(this.body);
     const payload = raw ? (this.body as string | Buffer) : JSON.stringify(this.body);
     res.setHeader('Content-Type', this.type ?? (raw ? textType : jsonType));
-    // Node sets Content-Length itself from the body end() is given; HEAD is told the length GET would have.
-    if (this.method === 'HEAD') {
-      res.setHeader('Content-Length', Buffer.byteLength(payload));
-      res.end();
-    } else res.end(payload);
+    // Set here, not left to Node: Node adds it for HTTP/1.1 only, and HEAD is told the length GET would have.
+    res.setHeader('Content-Length', Buffer.byteLength(payload));
+    if (this.method === 'HEAD') res.end();
+    else res.end(payload);
   }
 }
 

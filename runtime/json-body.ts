@@ -15,6 +15,8 @@ function tooLarge(limit: number): ApiError {
   return withStatus(invalidArgument([{ field: '(body)', description: `the body is larger than ${limit} bytes` }]), 413);
 }
 
+const endedEarly = () => invalidArgument([{ field: '(body)', description: 'the body ended early' }]);
+
 /** The body as text, refused once it passes the limit (events, not async iteration: this runs per write). */
 function readBody(req: IncomingMessage, limit: number): Promise<string> {
   return new Promise((resolve, reject) => {
@@ -32,10 +34,11 @@ function readBody(req: IncomingMessage, limit: number): Promise<string> {
     req.once('end', () =>
       resolve(chunks.length === 1 ? chunks[0].toString('utf8') : Buffer.concat(chunks).toString('utf8')),
     );
-    req.once('error', reject);
+    // A client gone mid-body (Node's "aborted") is the client's doing, not a fault of the server.
+    req.once('error', (e: NodeJS.ErrnoException) => reject(e.code === 'ECONNRESET' ? endedEarly() : e));
     // A client gone before the end of its body: nothing to answer, but the request must not wait forever.
     req.once('close', () => {
-      if (!req.complete) reject(invalidArgument([{ field: '(body)', description: 'the body ended early' }]));
+      if (!req.complete) reject(endedEarly());
     });
   });
 }

@@ -1,9 +1,11 @@
 // runtime/router.ts and runtime/http-context.ts on a real node:http server on loopback: table order across the
 // first-segment index, captures, HEAD, router-wide middleware, the query, absolute-form targets and the answer.
 import { createServer, type Server } from 'node:http';
+import { connect } from 'node:net';
 import type { AddressInfo } from 'node:net';
 import { test } from 'uvu';
 import * as assert from 'uvu/assert';
+import { ApiError } from '../runtime/errors.js';
 import { createApp } from '../runtime/http.js';
 import { compose, HttpContext, type Middleware } from '../runtime/http-context.js';
 import { Router } from '../runtime/router.js';
@@ -89,6 +91,40 @@ test('router-wide middleware runs before the route that answers, never when none
   assert.equal(seen, ['/x']);
 });
 
+/** What the server writes back on one connection for these raw bytes, until it has been quiet for a while. */
+function exchange(port: number, bytes: string, quietMs = 300): Promise<string> {
+  return new Promise((resolve, reject) => {
+    const socket = connect(port, '127.0.0.1');
+    let got = '';
+    let timer: NodeJS.Timeout | undefined;
+    const done = () => {
+      socket.destroy();
+      resolve(got);
+    };
+    socket.on('data', (d) => {
+      got += d;
+      clearTimeout(timer);
+      timer = setTimeout(done, quietMs);
+    });
+    socket.on('end', done);
+    socket.on('error', reject);
+    socket.write(bytes);
+    timer = setTimeout(done, 2000);
+  });
+}
+
+test('HTTP/1.0 answers carry their length and keep a kept-alive connection', async () => {
+  const port = (server.address() as AddressInfo).port;
+  const one = 'GET /a/v2/things/1 HTTP/1.0\r\nConnection: keep-alive\r\n\r\n';
+  const got = await exchange(port, one + one);
+  const answers = got.split(/HTTP\/1\.[01] 200 OK/).slice(1);
+  assert.is(answers.length, 2, got);
+  for (const a of answers) {
+    assert.match(a, /content-length: \d+/i);
+    assert.match(a, /connection: keep-alive/i);
+  }
+});
+
 test('the request target: query parameters (repeated ones as arrays), absolute form, headers', () => {
   const ctx = (url: string, headers: Record<string, string | string[]> = {}) =>
     new HttpContext({ method: 'GET', url, headers } as never, {} as never);
@@ -98,6 +134,10 @@ test('the request target: query parameters (repeated ones as arrays), absolute f
   const absolute = ctx('http://host.example/p/v2/y?z=1');
   assert.is(absolute.path, '/p/v2/y');
   assert.equal({ ...absolute.query }, { z: '1' });
+  assert.is(ctx('HTTP://u:p@h:80/a/%2e%2e/b').path, '/a/%2e%2e/b', 'raw, as the origin form would give it');
+  assert.is(ctx('http://h').path, '/');
+  assert.not.match(ctx('foo://h/healthz').path, /^\/healthz$/, 'another scheme names no route');
+  assert.equal(ctx(`/p?${'&'.repeat(1200)}bogus=1`).query.bogus, '1', 'no pair is dropped, however many');
   assert.equal({ ...ctx('/p').query }, {});
   assert.is(ctx('/p', { 'x-two': ['a', 'b'] }).get('X-Two'), 'a, b');
   assert.is(ctx('/p').get('missing'), '');
@@ -111,6 +151,14 @@ test('an answer that cannot be written is a logged, structured 500, and the serv
     })
     .get('/t/v2/fine', (ctx) => {
       ctx.body = { ok: true };
+    })
+    .post('/t/v2/fine', (ctx) => {
+      ctx.body = { ok: true };
+    })
+    .get('/t/v2/script', (ctx) => {
+      ctx.type = 'application/javascript';
+      ctx.set('Cache-Control', 'public, max-age=86400');
+      throw new ApiError('NOT_FOUND', 'Not found: no script');
     });
   const app = createApp({
     model: { domains: ['t'], service: 'test' } as never,
@@ -136,6 +184,21 @@ test('an answer that cannot be written is a logged, structured 500, and the serv
       'the fault is logged',
     );
     assert.equal(await (await fetch(`${url}/t/v2/fine`)).json(), { ok: true });
+    const refused = await fetch(`${url}/t/v2/script`);
+    assert.is(refused.status, 404);
+    assert.is(refused.headers.get('content-type'), 'application/json; charset=utf-8', 'an error is JSON');
+    assert.is(refused.headers.get('cache-control'), null, 'and never kept by a cache');
+    // A client gone mid-body is a refused request, not a fault of the server.
+    const port = (appServer.address() as AddressInfo).port;
+    await exchange(
+      port,
+      'POST /t/v2/fine HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\nContent-Length: 100\r\n\r\n{"a":',
+      50,
+    );
+    await new Promise((r) => setTimeout(r, 100));
+    const gone = logged.find((l) => l.method === 'POST');
+    assert.is(gone?.status, 400, JSON.stringify(logged));
+    assert.is(gone?.level, 'warn');
   } finally {
     await new Promise<void>((r) => appServer.close(() => r()));
   }
