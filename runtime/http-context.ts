@@ -10,6 +10,14 @@ import type { Principal } from './authorization.js';
 export type Next = () => Promise<void>;
 export type Middleware = (ctx: HttpContext, next: Next) => Promise<void> | void;
 
+/** Connections whose request was answered while its body still arrived, until it has. */
+const answeredEarly = new WeakSet<object>();
+
+/** Whether the connection's request has had its answer while its body still arrives (Node reads on). */
+export function answeredBeforeItsBody(socket: object): boolean {
+  return answeredEarly.has(socket);
+}
+
 const jsonType = 'application/json; charset=utf-8';
 const textType = 'text/plain; charset=utf-8';
 
@@ -89,6 +97,11 @@ export class HttpContext {
     const res = this.res;
     if (res.headersSent || res.destroyed) return;
     res.statusCode = this.status;
+    if (!this.req.complete) {
+      const socket = this.req.socket;
+      answeredEarly.add(socket);
+      this.req.once('end', () => answeredEarly.delete(socket));
+    }
     if (this.status === 204 || this.status === 304 || this.body === undefined) {
       res.end();
       return;

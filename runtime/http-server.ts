@@ -4,6 +4,7 @@ import { createServer, STATUS_CODES, type IncomingMessage, type Server, type Ser
 import type { Duplex } from 'node:stream';
 import type { RequestListener } from './http.js';
 import { ApiError } from './errors.js';
+import { answeredBeforeItsBody } from './http-context.js';
 
 export interface ListenOptions {
   port: number;
@@ -37,7 +38,8 @@ function refusal(error: NodeJS.ErrnoException): ApiError {
 
 export function answerClientError(error: NodeJS.ErrnoException, socket: Duplex, errorDomain: string): void {
   const started = (socket as Duplex & { _httpMessage?: { headersSent?: boolean } })._httpMessage?.headersSent;
-  if (error.code === 'ECONNRESET' || !socket.writable || started) {
+  // A request already answered is not answered again when the rest of its body is late: the connection ends.
+  if (error.code === 'ECONNRESET' || !socket.writable || started || answeredBeforeItsBody(socket)) {
     socket.destroy();
     return;
   }

@@ -249,6 +249,14 @@ test('a client that sends its body or its headers a byte a second is cut off', a
     });
     assert.ok(headers.ms < 30_000, `a drip that never ends was cut off: after ${headers.ms} ms`);
     rawStructured(headers.text, 408, 'slow headers');
+    // Answered before its body (a GET does not read one): one answer, then the late body ends the connection.
+    const early = await raw('GET /ping/v2/ping HTTP/1.1\r\nHost: x\r\nContent-Length: 100\r\n\r\n', server.url, {
+      bytes: Buffer.from(' '.repeat(100)),
+      everyMs: 500,
+    });
+    assert.ok(early.ms < 30_000, `cut off: after ${early.ms} ms`);
+    assert.match(early.text, /^HTTP\/1\.1 200 OK/);
+    assert.is(early.text.match(/HTTP\/1\.1 \d{3}/g)?.length, 1, `one answer only: ${early.text}`);
   } finally {
     await server.close();
     rmSync(dataDir, { recursive: true, force: true });
