@@ -1,8 +1,8 @@
 // One HTTP exchange as the middleware sees it: the request's method, raw path, query and headers; the answer's
 // status, headers and body; and what the steps before learnt (the caller). Middleware are `(ctx, next)`
 // functions composed in order. This replaces Koa, whose context, delegation and response guessing cost about a
-// quarter of a small request's CPU; the subset here is what the server uses, and nothing is guessed: a body is
-// JSON unless a route set its type.
+// quarter of a small request's CPU; the subset here is what the server uses, and nothing is guessed: an object
+// body is JSON, text is plain text, unless a route set the type.
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import { parse as parseQuery, type ParsedUrlQuery } from 'node:querystring';
 import type { Principal } from './authorization.js';

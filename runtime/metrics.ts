@@ -15,6 +15,13 @@ export interface DeliveryStatus {
 
 export type TokenOutcome = 'cached' | 'verified' | 'refused';
 
+/** A label set's series, asked of prom-client once: it hashes and checks the labels at every call otherwise. */
+function seriesOf<V>(kept: Map<string, V>, key: string, make: () => V): V {
+  let series = kept.get(key);
+  if (series === undefined) kept.set(key, (series = make()));
+  return series;
+}
+
 /** The process's own metrics (CPU, memory, event loop, GC): one set per process, however many servers it runs. */
 let processRegistry: Registry | undefined;
 function processMetrics(): Registry {
@@ -87,10 +94,7 @@ export class Metrics {
     this.answering++;
   }
 
-  /**
-   * The series of each route, method and status, looked up once: prom-client hashes and checks the labels at
-   * every call otherwise. Bounded: templates, methods and statuses are.
-   */
+  /** by route, method and status: bounded, as templates, methods and statuses are */
   private readonly requestSeries = new Map<
     string,
     { count: Counter.Internal; time: Histogram.Internal<'route' | 'method'> }
@@ -98,12 +102,10 @@ export class Metrics {
 
   requestFinished(route: string, method: string, status: number, seconds: number): void {
     this.answering--;
-    const key = `${route} ${method} ${status}`;
-    let series = this.requestSeries.get(key);
-    if (!series) {
-      series = { count: this.requests.labels({ route, method, status }), time: this.latency.labels({ route, method }) };
-      this.requestSeries.set(key, series);
-    }
+    const series = seriesOf(this.requestSeries, `${route} ${method} ${status}`, () => ({
+      count: this.requests.labels({ route, method, status }),
+      time: this.latency.labels({ route, method }),
+    }));
     series.count.inc();
     series.time.observe(seconds);
   }
@@ -117,17 +119,13 @@ export class Metrics {
   private readonly statementSeries = new Map<string, Histogram.Internal<'kind'>>();
 
   statement(kind: 'read' | 'slow_read' | 'write', seconds: number): void {
-    let series = this.statementSeries.get(kind);
-    if (!series) this.statementSeries.set(kind, (series = this.statements.labels({ kind })));
-    series.observe(seconds);
+    seriesOf(this.statementSeries, kind, () => this.statements.labels({ kind })).observe(seconds);
   }
 
-  private readonly tokenSeries = new Map<TokenOutcome, Counter.Internal>();
+  private readonly tokenSeries = new Map<string, Counter.Internal>();
 
   tokenChecked(outcome: TokenOutcome, reason?: string): void {
-    let series = this.tokenSeries.get(outcome);
-    if (!series) this.tokenSeries.set(outcome, (series = this.tokens.labels({ outcome })));
-    series.inc();
+    seriesOf(this.tokenSeries, outcome, () => this.tokens.labels({ outcome })).inc();
     if (reason) this.refusals.inc({ reason });
   }
 
