@@ -99,8 +99,11 @@ export class Policy {
     this.model = resources.model;
   }
 
-  /** The subject's grants; null when no such identity exists (any more). */
-  private async grants(subject: string): Promise<Grants | null> {
+  /**
+   * The subject's grants; null when no such identity exists (any more). At once, without a promise, when they
+   * are cached: that is nearly every request.
+   */
+  private grants(subject: string): Grants | null | Promise<Grants | null> {
     const version = this.resources.accessVersion;
     if (version !== this.cachedVersion || this.cache.size >= maxCachedSubjects) {
       this.cache.clear();
@@ -108,10 +111,11 @@ export class Policy {
     }
     const cached = this.cache.get(subject);
     if (cached !== undefined) return cached;
-    const grants = await this.loadGrants(subject);
-    // Only keep what was read at the current version: a write during the read makes it stale.
-    if (this.resources.accessVersion === version) this.cache.set(subject, grants);
-    return grants;
+    return this.loadGrants(subject).then((grants) => {
+      // Only keep what was read at the current version: a write during the read makes it stale.
+      if (this.resources.accessVersion === version) this.cache.set(subject, grants);
+      return grants;
+    });
   }
 
   private async loadGrants(subject: string): Promise<Grants | null> {
@@ -146,19 +150,31 @@ export class Policy {
    * The principal of a verified token's subject: UNAUTHENTICATED if no such identity exists, so a token
    * outlives neither its identity nor a database it was not issued for.
    */
-  async authenticate(subject: string): Promise<Principal> {
-    if (!(await this.grants(subject)))
+  /** The principal of a verified token's subject; UNAUTHENTICATED when it is not an identity here (any more). */
+  authenticate(subject: string): Principal | Promise<Principal> {
+    const grants = this.grants(subject);
+    return grants instanceof Promise
+      ? grants.then((g) => this.principalOf(subject, g))
+      : this.principalOf(subject, grants);
+  }
+
+  private principalOf(subject: string, grants: Grants | null): Principal {
+    if (!grants)
       throw unauthenticated(
         `the token's subject ${subject} is not an identity of this server (deleted, or never created here)`,
       );
     return { subject };
   }
 
-  private async grantsOf(principal: Principal): Promise<Grants> {
-    if (!principal.subject) throw unauthenticated('a bearer token is required (Authorization: Bearer <token>)');
-    const grants = await this.grants(principal.subject);
-    if (!grants) throw unauthenticated(`the token's subject ${principal.subject} is not an identity of this server`);
-    return grants;
+  private grantsOf(principal: Principal): Grants | Promise<Grants> {
+    const { subject } = principal;
+    if (!subject) throw unauthenticated('a bearer token is required (Authorization: Bearer <token>)');
+    const known = (grants: Grants | null): Grants => {
+      if (!grants) throw unauthenticated(`the token's subject ${subject} is not an identity of this server`);
+      return grants;
+    };
+    const grants = this.grants(subject);
+    return grants instanceof Promise ? grants.then(known) : known(grants);
   }
 
   /**
@@ -168,7 +184,9 @@ export class Policy {
    */
   async requireCapability(principal: Principal, capability: Capability, scope: string | undefined): Promise<void> {
     if (capability === 'none') return;
-    const grants = await this.grantsOf(principal);
+    // Awaited only when not cached: each await is a turn of the microtask queue on every request.
+    const found = this.grantsOf(principal);
+    const grants = found instanceof Promise ? await found : found;
     if (capability === 'authenticated') return;
     const groups = grants.groupsHolding(capability);
     const ok = scope === undefined ? groups.length > 0 : groups.some((g) => within(scope, g));

@@ -1,7 +1,7 @@
 // The HTTP application: request id and log, errors, body, public routes, authenticate, then the route tables.
 import { randomUUID } from 'node:crypto';
 import type { IncomingMessage, ServerResponse } from 'node:http';
-import { compose, HttpContext, type Middleware } from './http-context.js';
+import { compose, HttpContext, type Middleware, type Next } from './http-context.js';
 import { Router } from './router.js';
 import { ApiError, internal, invalidArgument, unauthenticated } from './errors.js';
 import { unsafeRequestLine } from './input-safety.js';
@@ -24,10 +24,11 @@ export interface RouteTable {
 export interface AppOptions {
   model: ApiModel;
   openapi: unknown;
-  log: (line: Record<string, unknown>) => void;
+  /** where log lines go; undefined: nowhere (LOG=off), and none is made */
+  log?: (line: Record<string, unknown>) => void;
   issuer: () => TokenIssuer;
   /** the principal of a bearer token; UNAUTHENTICATED when the token is not good here */
-  authenticate: (token: string) => Promise<Principal>;
+  authenticate: (token: string) => Principal | Promise<Principal>;
   /** routes before authentication: they need no caller, or read the Authorization header themselves (the token exchange) */
   publicRoutes: RouteTable[];
   /** every other route (v2, v1) */
@@ -110,7 +111,7 @@ function answer(log: AppOptions['log'], errorDomain: (path: string) => string): 
       if (e instanceof ApiError) error = e;
       else {
         error = internal();
-        log({
+        log?.({
           level: 'error',
           requestId,
           method: ctx.method,
@@ -129,7 +130,7 @@ function answer(log: AppOptions['log'], errorDomain: (path: string) => string): 
         ? { code: error.code, message: error.message, details: [] }
         : error.body(errorDomain(ctx.path));
     }
-    if (ctx.status < 400 && probePaths.has(ctx.path)) return;
+    if (log === undefined || (ctx.status < 400 && probePaths.has(ctx.path))) return;
     const subject = ctx.state.principal?.subject;
     log({
       level: levelOf(ctx.status),
@@ -142,19 +143,6 @@ function answer(log: AppOptions['log'], errorDomain: (path: string) => string): 
       ...(subject ? { identity: subject } : {}),
       ...(error ? { reason: error.codeName } : {}),
     });
-  };
-}
-
-/** Requests in flight, and each one's route template, method, status and time, once answered. */
-function measure(metrics: Metrics): Middleware {
-  return async (ctx, next) => {
-    const started = performance.now();
-    metrics.requestStarted();
-    try {
-      await next();
-    } finally {
-      metrics.requestFinished(routeTemplate(ctx), ctx.method, ctx.status, (performance.now() - started) / 1000);
-    }
   };
 }
 
@@ -171,7 +159,8 @@ function limit(rateLimit: RateLimit, ctx: HttpContext): void {
 export type RequestListener = (req: IncomingMessage, res: ServerResponse) => void;
 
 export function createApp(o: AppOptions): RequestListener {
-  const { model, openapi, log, issuer, authenticate, publicRoutes, routes } = o;
+  const { model, openapi, issuer, authenticate, publicRoutes, routes } = o;
+  const log = o.log ?? (() => {});
   const steps: Middleware[] = [];
   const app = { use: (step: Middleware) => steps.push(step) };
   const domains = new Set(model.domains);
@@ -180,14 +169,13 @@ export function createApp(o: AppOptions): RequestListener {
     return `${domains.has(first) ? first : 'api'}.${model.service}.dev`;
   };
 
-  if (o.metrics) app.use(measure(o.metrics));
-  app.use(answer(log, errorDomain));
+  app.use(answer(o.log, errorDomain));
   if (o.corsOrigins) app.use(cors(o.corsOrigins));
 
-  app.use(async (ctx, next) => {
+  app.use((ctx, next) => {
     const unsafe = unsafeRequestLine(ctx.path, ctx.query, ctx.get('host') || undefined, ctx.req.httpVersion);
     if (unsafe) throw invalidArgument([unsafe]);
-    await next();
+    return next();
   });
   app.use(jsonBody(o.maxBodyBytes));
 
@@ -230,17 +218,20 @@ export function createApp(o: AppOptions): RequestListener {
 
   // Authenticate: presented credentials must be good on every route, whether or not it needs a capability, so
   // a refused token is refused the same way everywhere. Whether a caller is needed at all is the route's business.
-  app.use(async (ctx, next) => {
-    const header = ctx.get('authorization');
-    let principal: Principal = {};
-    if (header) {
-      const m = /^Bearer +([^\s]+) *$/i.exec(header);
-      if (!m) throw unauthenticated('the Authorization header must be "Bearer <token>"');
-      principal = await authenticate(m[1]);
-    }
+  const authenticated = (ctx: HttpContext, next: Next, principal: Principal) => {
     ctx.state.principal = principal;
     if (o.rateLimit) limit(o.rateLimit, ctx);
-    await next();
+    return next();
+  };
+  app.use((ctx, next) => {
+    const header = ctx.get('authorization');
+    if (!header) return authenticated(ctx, next, {});
+    const m = /^Bearer +([^\s]+) *$/i.exec(header);
+    if (!m) throw unauthenticated('the Authorization header must be "Bearer <token>"');
+    const principal = authenticate(m[1]);
+    return principal instanceof Promise
+      ? principal.then((p) => authenticated(ctx, next, p))
+      : authenticated(ctx, next, principal);
   });
 
   for (const t of routes) app.use(dispatch(t));
@@ -256,12 +247,15 @@ export function createApp(o: AppOptions): RequestListener {
   });
 
   const run = compose(steps);
+  const { metrics } = o;
   return (req, res) => {
+    const started = performance.now();
+    metrics?.requestStarted();
     const ctx = new HttpContext(req, res);
     run(ctx)
       .then(() => ctx.respond())
-      // A fault outside `answer` (metrics), or an answer that cannot be written (a body JSON cannot hold):
-      // logged, and the caller told of an internal error if nothing has been sent yet.
+      // A fault outside `answer`, or an answer that cannot be written (a body JSON cannot hold): logged, and
+      // the caller told of an internal error if nothing has been sent yet.
       .catch((e: unknown) => {
         log({ level: 'error', method: ctx.method, path: ctx.path, error: e instanceof Error ? e.stack : String(e) });
         if (res.headersSent) return void res.destroy();
@@ -270,6 +264,12 @@ export function createApp(o: AppOptions): RequestListener {
         ctx.body = internal().body(errorDomain(ctx.path));
         ctx.respond();
       })
-      .catch(() => res.destroy());
+      .catch(() => res.destroy())
+      // Counted and timed from its arrival to its answer, whichever step answered it.
+      .then(
+        metrics &&
+          (() =>
+            metrics.requestFinished(routeTemplate(ctx), ctx.method, ctx.status, (performance.now() - started) / 1000)),
+      );
   };
 }

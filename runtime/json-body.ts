@@ -49,9 +49,11 @@ function mediaType(contentType: string): string {
   return (end < 0 ? contentType : contentType.slice(0, end)).trim().toLowerCase();
 }
 
+/** Methods whose body is read; any other request goes on at once. */
+const withBody = new Set(['POST', 'PUT', 'PATCH']);
+
 export function jsonBody(limit = maxBodyBytes): Middleware {
-  return async (ctx, next) => {
-    if (!['POST', 'PUT', 'PATCH'].includes(ctx.method)) return next();
+  const read: Middleware = async (ctx, next) => {
     const declared = Number(ctx.get('content-length') || 0);
     if (declared > limit) throw tooLarge(limit);
     const text = await readBody(ctx.req, limit);
@@ -73,4 +75,5 @@ export function jsonBody(limit = maxBodyBytes): Middleware {
     ctx.requestBody = parsed;
     return next();
   };
+  return (ctx, next) => (withBody.has(ctx.method) ? read(ctx, next) : next());
 }

@@ -2,7 +2,8 @@
 // status, their latency and how many are in flight; statement time and the write queue; token verifications;
 // event deliveries; the process. Labels take only bounded values (templates, never paths holding uids).
 import { Router } from './router.js';
-import { collectDefaultMetrics, Counter, Gauge, Histogram, Registry } from 'prom-client';
+import { collectDefaultMetrics, Counter, Gauge, Registry } from 'prom-client';
+import { CounterFamily, HistogramFamily } from './metric-series.js';
 import type { Principal } from './authorization.js';
 import type { RouteTable } from './http.js';
 import { checkParameterNames } from './validation.js';
@@ -14,13 +15,6 @@ export interface DeliveryStatus {
 }
 
 export type TokenOutcome = 'cached' | 'verified' | 'refused';
-
-/** A label set's series, asked of prom-client once: it hashes and checks the labels at every call otherwise. */
-function seriesOf<V>(kept: Map<string, V>, key: string, make: () => V): V {
-  let series = kept.get(key);
-  if (series === undefined) kept.set(key, (series = make()));
-  return series;
-}
 
 /** The process's own metrics (CPU, memory, event loop, GC): one set per process, however many servers it runs. */
 let processRegistry: Registry | undefined;
@@ -34,20 +28,18 @@ function processMetrics(): Registry {
 
 export class Metrics {
   readonly registry = new Registry();
-  private readonly requests = new Counter({
-    name: 'http_requests_total',
-    help: 'HTTP requests answered, by route template, method and status',
-    labelNames: ['route', 'method', 'status'] as const,
-    registers: [this.registry],
-  });
-  private readonly latency = new Histogram({
-    name: 'http_request_duration_seconds',
-    help: 'Time to answer an HTTP request, by route template and method',
-    labelNames: ['route', 'method'] as const,
-    buckets: [0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 10],
-    registers: [this.registry],
-  });
-  /** counted in a plain number, read at each scrape: a gauge's inc and dec cost a label lookup per request */
+  private readonly requests = new CounterFamily(
+    'http_requests_total',
+    'HTTP requests answered, by route template, method and status',
+    ['route', 'method', 'status'],
+  );
+  private readonly latency = new HistogramFamily(
+    'http_request_duration_seconds',
+    'Time to answer an HTTP request, by route template and method',
+    ['route', 'method'],
+    [0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 10],
+  );
+  /** counted in a plain number, read at each scrape */
   private answering = 0;
   private readonly inFlight: Gauge = new Gauge({
     name: 'http_requests_in_flight',
@@ -55,38 +47,41 @@ export class Metrics {
     registers: [this.registry],
     collect: () => this.inFlight.set(this.answering),
   });
-  private readonly rpcs = new Counter({
-    name: 'grpc_server_handled_total',
-    help: 'gRPC calls answered, by method (its :path) and status code',
-    labelNames: ['grpc_method', 'grpc_code'] as const,
-    registers: [this.registry],
-  });
-  private readonly rpcLatency = new Histogram({
-    name: 'grpc_server_handling_seconds',
-    help: 'Time to answer a gRPC call, by method',
-    labelNames: ['grpc_method'] as const,
-    buckets: [0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 10],
-    registers: [this.registry],
-  });
-  private readonly statements = new Histogram({
-    name: 'db_statement_duration_seconds',
-    help: 'Time of the SQL statements of our own, by where they ran: read, slow_read (off the request path) or write',
-    labelNames: ['kind'] as const,
-    buckets: [0.0001, 0.00025, 0.0005, 0.001, 0.0025, 0.005, 0.01, 0.05, 0.25, 1, 5],
-    registers: [this.registry],
-  });
-  private readonly tokens = new Counter({
-    name: 'auth_token_verifications_total',
-    help: 'Bearer tokens checked: cached (verified before), verified (signature checked now) or refused',
-    labelNames: ['outcome'] as const,
-    registers: [this.registry],
-  });
-  private readonly refusals = new Counter({
-    name: 'auth_token_refusals_total',
-    help: 'Bearer tokens refused, by reason',
-    labelNames: ['reason'] as const,
-    registers: [this.registry],
-  });
+  private readonly rpcs = new CounterFamily(
+    'grpc_server_handled_total',
+    'gRPC calls answered, by method (its :path) and status code',
+    ['grpc_method', 'grpc_code'],
+  );
+  private readonly rpcLatency = new HistogramFamily(
+    'grpc_server_handling_seconds',
+    'Time to answer a gRPC call, by method',
+    ['grpc_method'],
+    [0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 10],
+  );
+  private readonly statements = new HistogramFamily(
+    'db_statement_duration_seconds',
+    'Time of the SQL statements of our own, by where they ran: read, slow_read (off the request path) or write',
+    ['kind'],
+    [0.0001, 0.00025, 0.0005, 0.001, 0.0025, 0.005, 0.01, 0.05, 0.25, 1, 5],
+  );
+  private readonly tokens = new CounterFamily(
+    'auth_token_verifications_total',
+    'Bearer tokens checked: cached (verified before), verified (signature checked now) or refused',
+    ['outcome'],
+  );
+  private readonly refusals = new CounterFamily('auth_token_refusals_total', 'Bearer tokens refused, by reason', [
+    'reason',
+  ]);
+  /** the families above, written after prom-client's at each scrape */
+  private readonly families = [
+    this.requests,
+    this.latency,
+    this.rpcs,
+    this.rpcLatency,
+    this.statements,
+    this.tokens,
+    this.refusals,
+  ];
 
   private readonly process = processMetrics();
 
@@ -95,38 +90,25 @@ export class Metrics {
   }
 
   /** by route, method and status: bounded, as templates, methods and statuses are */
-  private readonly requestSeries = new Map<
-    string,
-    { count: Counter.Internal; time: Histogram.Internal<'route' | 'method'> }
-  >();
-
   requestFinished(route: string, method: string, status: number, seconds: number): void {
     this.answering--;
-    const series = seriesOf(this.requestSeries, `${route} ${method} ${status}`, () => ({
-      count: this.requests.labels({ route, method, status }),
-      time: this.latency.labels({ route, method }),
-    }));
-    series.count.inc();
-    series.time.observe(seconds);
+    this.requests.at([route, method, status]).inc();
+    this.latency.at([route, method]).observe(seconds);
   }
 
   /** A gRPC call answered: code is the status's name (OK, NOT_FOUND, ...). */
   rpcFinished(rpc: string, code: string, seconds: number): void {
-    this.rpcs.inc({ grpc_method: rpc, grpc_code: code });
-    this.rpcLatency.observe({ grpc_method: rpc }, seconds);
+    this.rpcs.at([rpc, code]).inc();
+    this.rpcLatency.at([rpc]).observe(seconds);
   }
-
-  private readonly statementSeries = new Map<string, Histogram.Internal<'kind'>>();
 
   statement(kind: 'read' | 'slow_read' | 'write', seconds: number): void {
-    seriesOf(this.statementSeries, kind, () => this.statements.labels({ kind })).observe(seconds);
+    this.statements.at([kind]).observe(seconds);
   }
 
-  private readonly tokenSeries = new Map<string, Counter.Internal>();
-
   tokenChecked(outcome: TokenOutcome, reason?: string): void {
-    seriesOf(this.tokenSeries, outcome, () => this.tokens.labels({ outcome })).inc();
-    if (reason) this.refusals.inc({ reason });
+    this.tokens.at([outcome]).inc();
+    if (reason) this.refusals.at([reason]).inc();
   }
 
   /** Writes waiting for the connection (SQLite's group commit), read at each scrape. */
@@ -164,7 +146,8 @@ export class Metrics {
   }
 
   async text(): Promise<string> {
-    return `${await this.process.metrics()}\n${await this.registry.metrics()}`;
+    const own = this.families.map((f) => f.render()).join('\n');
+    return `${await this.process.metrics()}\n${await this.registry.metrics()}\n${own}`;
   }
 
   get contentType(): string {

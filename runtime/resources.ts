@@ -549,7 +549,7 @@ export class Resources {
 
   async getSubresource(r: ResourceModel, name: string, uid: string): Promise<Row> {
     const s = r.subresources.find((x) => x.name === name)!;
-    const row = await this.find(r, uid);
+    const row = await this.find(r, uid, undefined, true);
     return { uid, ...outputObject((row[`subresource_${name}`] ?? {}) as Row, s.fields) };
   }
 
@@ -564,7 +564,7 @@ export class Resources {
     const s = r.subresources.find((x) => x.name === name)!;
     const mask = parseFieldMask(rawMask, body, s.fields);
     return this.store.transaction(async (sql) => {
-      const row = await this.find(r, uid, sql);
+      const row = await this.find(r, uid, sql, true);
       const next = applyFieldMask(
         (row[`subresource_${name}`] ?? {}) as Row,
         inputObject(body, s.fields),
@@ -578,10 +578,14 @@ export class Resources {
     });
   }
 
-  /** The stored row (NOT_FOUND if there is none): in the caller's transaction when given one. */
-  private async find(r: ResourceModel, uid: string, sql?: Sql): Promise<Row> {
+  /**
+   * The stored row (NOT_FOUND if there is none), with its sub-resources when `whole`: in the caller's
+   * transaction when given one.
+   */
+  private async find(r: ResourceModel, uid: string, sql?: Sql, whole = false): Promise<Row> {
     checkUid(uid, 'uid');
-    const row = await this.table(r.type).get(uid, sql);
+    const table = this.table(r.type);
+    const row = await (whole ? table.getWhole(uid, sql) : table.get(uid, sql));
     if (!row) throw notFound(r.type, uid);
     return row;
   }

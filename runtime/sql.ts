@@ -25,49 +25,58 @@ export interface Sql {
 
 type Statement = Database.Statement<unknown[], Row>;
 
-/** Statements prepared once per connection and text: preparing costs as much again as running. */
+/**
+ * Statements prepared once per connection and text: preparing costs as much again as running. `values` ones
+ * answer rows as arrays, set once when prepared rather than switched around each run.
+ */
 class PreparedStatements {
   private readonly statements = new Map<string, Statement>();
   private static readonly max = 500;
 
-  constructor(private readonly db: Database.Database) {}
+  constructor(
+    private readonly db: Database.Database,
+    private readonly mode: 'rows' | 'values',
+  ) {}
 
   get(sql: string): Statement {
     let statement = this.statements.get(sql);
     if (!statement) {
       if (this.statements.size >= PreparedStatements.max) this.statements.delete(this.statements.keys().next().value!);
       statement = this.db.prepare<unknown[], Row>(sql);
+      if (this.mode === 'values' && statement.reader) statement.raw(true);
       this.statements.set(sql, statement);
     }
     return statement;
   }
 }
 
+/** A connection's prepared statements, in each of the two shapes of answer. */
+interface Prepared {
+  rows: PreparedStatements;
+  values: PreparedStatements;
+}
+
+const prepare = (db: Database.Database): Prepared => ({
+  rows: new PreparedStatements(db, 'rows'),
+  values: new PreparedStatements(db, 'values'),
+});
+
 /** The driver binds numbers, strings, bigints, buffers and null; a boolean is stored as 1 or 0. */
 const bindable = (params: unknown[]) =>
   params.map((p) => (typeof p === 'boolean' ? (p ? 1 : 0) : p === undefined ? null : p));
 
-function sqlOf(statements: PreparedStatements): Sql {
+function sqlOf(prepared: Prepared): Sql {
   return {
     all: async (sql, params = []) => {
-      const statement = statements.get(sql);
+      const statement = prepared.rows.get(sql);
       if (!statement.reader) {
         statement.run(...bindable(params));
         return [];
       }
       return statement.all(...bindable(params));
     },
-    values: async (sql, params = []) => {
-      const statement = statements.get(sql);
-      // The mode is the statement's own; it is restored before anything else can use the statement.
-      statement.raw(true);
-      try {
-        return statement.all(...bindable(params)) as unknown as unknown[][];
-      } finally {
-        statement.raw(false);
-      }
-    },
-    run: async (sql, params = []) => statements.get(sql).run(...bindable(params)).changes,
+    values: async (sql, params = []) => prepared.values.get(sql).all(...bindable(params)) as unknown as unknown[][],
+    run: async (sql, params = []) => prepared.rows.get(sql).run(...bindable(params)).changes,
   };
 }
 
@@ -78,10 +87,10 @@ export interface ReadConnection extends Sql {
 /** A read-only connection to the database file. */
 export async function openReadConnection(file: string): Promise<ReadConnection> {
   const db = new Database(file, { readonly: true, timeout: 10_000 });
-  return { ...sqlOf(new PreparedStatements(db)), close: async () => void db.close() };
+  return { ...sqlOf(prepare(db)), close: async () => void db.close() };
 }
 
-const preparedOn = new WeakMap<Database.Database, PreparedStatements>();
+const preparedOn = new WeakMap<Database.Database, Prepared>();
 
 /** Nothing to release before the pool closes its connection: better-sqlite3 finalizes with the connection. */
 export async function finalizePrepared(_pool: ConnectionPool): Promise<void> {}
@@ -89,10 +98,10 @@ export async function finalizePrepared(_pool: ConnectionPool): Promise<void> {}
 /** Runs fn with the pool's connection to itself. */
 export async function withConnection<T>(pool: ConnectionPool, fn: (sql: Sql) => Promise<T>): Promise<T> {
   const db = (await pool.acquireConnection()) as Database.Database;
-  let statements = preparedOn.get(db);
-  if (!statements) preparedOn.set(db, (statements = new PreparedStatements(db)));
+  let prepared = preparedOn.get(db);
+  if (!prepared) preparedOn.set(db, (prepared = prepare(db)));
   try {
-    return await fn(sqlOf(statements));
+    return await fn(sqlOf(prepared));
   } finally {
     await pool.releaseConnection(db);
   }

@@ -20,9 +20,10 @@ export interface Order {
 export class Table<T = Row> {
   private readonly columns = new Map<string, Column>();
   private readonly table: string;
-  private readonly selectList: string;
-  /** every column but sub-resources (a repo's readme, up to 1 MiB): what lists and lookups by condition read */
+  /** every column but sub-resources (a repo's readme, up to 1 MiB): what lists and lookups read */
   private readonly findList: string;
+  private readonly byUid: string;
+  private readonly wholeByUid: string;
   private readonly everyColumn: [string, Column][];
   private readonly findColumns: [string, Column][];
   private readonly counts = new CountCache();
@@ -56,8 +57,9 @@ export class Table<T = Row> {
     this.everyColumn = [...this.columns];
     this.findColumns = this.everyColumn.filter(([prop]) => !prop.startsWith('subresource_'));
     const select = (props: [string, Column][]) => props.map(([, c]) => this.dialect.selected(c)).join(', ');
-    this.selectList = select(this.everyColumn);
     this.findList = select(this.findColumns);
+    this.byUid = `select ${this.findList} from ${this.table} where "uid" = ?`;
+    this.wholeByUid = `select ${select(this.everyColumn)} from ${this.table} where "uid" = ?`;
   }
 
   /** A record from a row's values in the order of `columns`: JSON parsed, booleans as booleans. */
@@ -84,11 +86,15 @@ export class Table<T = Row> {
     return [c.name, this.dialect.parameter(c.kind, v)];
   }
 
+  /** The record with this uid, without its sub-resources (a repo's readme, up to 1 MiB): their own get reads them. */
   async get(uid: string, sql?: Sql): Promise<T | null> {
-    const [values] = await (sql ?? this.store.read).values(
-      `select ${this.selectList} from ${this.table} where "uid" = ?`,
-      [uid],
-    );
+    const [values] = await (sql ?? this.store.read).values(this.byUid, [uid]);
+    return values ? this.toRecord(values, this.findColumns) : null;
+  }
+
+  /** The record with this uid and its sub-resources. */
+  async getWhole(uid: string, sql?: Sql): Promise<T | null> {
+    const [values] = await (sql ?? this.store.read).values(this.wholeByUid, [uid]);
     return values ? this.toRecord(values, this.everyColumn) : null;
   }
 

@@ -134,12 +134,22 @@ export async function startServer(config: Config, generated?: GeneratedParts): P
         process.stdout.write(`${JSON.stringify({ time: new Date().toISOString(), ...line })}\n`)
     : () => {};
   let issuer: TokenIssuer | undefined;
-  const authenticate = async (token: string) => {
-    const subject = await issuer!.verify(token);
-    return policy.authenticate(subject).catch((e: unknown) => {
+  /** A token's principal: at once for a token verified before whose subject's grants are cached. */
+  const principalOf = (subject: string): Principal | Promise<Principal> => {
+    const refused = (e: unknown) => {
       metrics?.tokenChecked('refused', 'unknown_subject');
       throw e;
-    });
+    };
+    try {
+      const principal = policy.authenticate(subject);
+      return principal instanceof Promise ? principal.catch(refused) : principal;
+    } catch (e) {
+      return refused(e);
+    }
+  };
+  const authenticate = (token: string): Principal | Promise<Principal> => {
+    const subject = issuer!.verify(token);
+    return typeof subject === 'string' ? principalOf(subject) : subject.then(principalOf);
   };
   const exchange = new TokenExchange(resources, () => issuer!);
   let deliveries: DeliveryWorker | undefined;
@@ -149,7 +159,7 @@ export async function startServer(config: Config, generated?: GeneratedParts): P
   const app = createApp({
     model,
     openapi,
-    log,
+    log: config.log ? log : undefined,
     issuer: () => issuer!,
     authenticate,
     publicRoutes: [

@@ -18,7 +18,7 @@ export interface GrpcOptions {
   generatedDir: string;
   /** every rpc by its :path (generated/grpc.ts) */
   rpcs: Record<string, RpcMethod>;
-  authenticate(token: string): Promise<Principal>;
+  authenticate(token: string): Principal | Promise<Principal>;
   /** <domain>.<service>.dev */
   errorDomain(domain: string): string;
   log(line: Record<string, unknown>): void;
