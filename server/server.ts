@@ -108,6 +108,33 @@ function operatorHooks(
   };
 }
 
+/**
+ * A bearer token's principal: its subject, when the token is ours and the subject an identity here. At once,
+ * without a promise, for a token verified before whose subject's grants are cached: nearly every request.
+ */
+function tokenAuthentication(
+  issuer: () => TokenIssuer,
+  policy: Policy,
+  metrics: Metrics | undefined,
+): (token: string) => Principal | Promise<Principal> {
+  const refused = (e: unknown): never => {
+    metrics?.tokenChecked('refused', 'unknown_subject');
+    throw e;
+  };
+  const principalOf = (subject: string): Principal | Promise<Principal> => {
+    try {
+      const principal = policy.authenticate(subject);
+      return principal instanceof Promise ? principal.catch(refused) : principal;
+    } catch (e) {
+      return refused(e);
+    }
+  };
+  return (token) => {
+    const subject = issuer().verify(token);
+    return typeof subject === 'string' ? principalOf(subject) : subject.then(principalOf);
+  };
+}
+
 export async function startServer(config: Config, generated?: GeneratedParts): Promise<RunningServer> {
   const parts = generated ?? (await loadGenerated());
   const { model } = parts;
@@ -134,23 +161,7 @@ export async function startServer(config: Config, generated?: GeneratedParts): P
         process.stdout.write(`${JSON.stringify({ time: new Date().toISOString(), ...line })}\n`)
     : () => {};
   let issuer: TokenIssuer | undefined;
-  /** A token's principal: at once for a token verified before whose subject's grants are cached. */
-  const principalOf = (subject: string): Principal | Promise<Principal> => {
-    const refused = (e: unknown) => {
-      metrics?.tokenChecked('refused', 'unknown_subject');
-      throw e;
-    };
-    try {
-      const principal = policy.authenticate(subject);
-      return principal instanceof Promise ? principal.catch(refused) : principal;
-    } catch (e) {
-      return refused(e);
-    }
-  };
-  const authenticate = (token: string): Principal | Promise<Principal> => {
-    const subject = issuer!.verify(token);
-    return typeof subject === 'string' ? principalOf(subject) : subject.then(principalOf);
-  };
+  const authenticate = tokenAuthentication(() => issuer!, policy, metrics);
   const exchange = new TokenExchange(resources, () => issuer!);
   let deliveries: DeliveryWorker | undefined;
   const operator = operatorRoutes(config, store, policy, metrics, () => deliveries);
