@@ -39,6 +39,11 @@ export function outputObject(row: Row, fields: Record<string, FieldModel>): Row 
   return addOutput({}, row, fields);
 }
 
+/** The stored properties toResource reads: a list need select no other column. */
+export function resourceProperties(r: ResourceModel): string[] {
+  return ['uid', ...shown(r.fields).map(([name]) => name), 'createTime', 'updateTime'];
+}
+
 /** The JSON form of a stored row, built as one object (this runs for every row of every page). */
 export function toResource(row: Row, r: ResourceModel): Row {
   const resource = addOutput({ uid: row.uid }, row, r.fields);

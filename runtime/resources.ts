@@ -8,6 +8,7 @@ import {
   inputObject,
   now,
   outputObject,
+  resourceProperties,
   toResource,
   withDefaults,
   type RecordTypes,
@@ -32,7 +33,7 @@ import {
   type Value,
 } from './condition.js';
 import type { Store } from './store.js';
-import { Table, type Order } from './table.js';
+import { Table, type Order, type Selection } from './table.js';
 import { ancestorsOf, descendantRange, isUidPath, newChildUid, newUid, within } from './uid.js';
 import { scopeTotal, type ListScope } from './total-count.js';
 
@@ -328,7 +329,14 @@ export class Resources {
     const table = this.table(r.type);
     // A filter the order's index does not serve, or a long skip, may read a large range: off the main thread.
     const reader = req.filters.length > 0 || req.skip >= 1000 ? this.store.slowRead : undefined;
-    const rows = await table.find(where, sortOrder(req), req.pageSize + 1, req.skip > 0 ? req.skip : undefined, reader);
+    const rows = await table.find(
+      where,
+      sortOrder(req),
+      req.pageSize + 1,
+      req.skip > 0 ? req.skip : undefined,
+      reader,
+      this.answerColumns(r, table, field),
+    );
     const total = (counting && (await scopeTotal(table, req, counting))) ?? (await table.count(and(...base)));
     const page = rows.slice(0, req.pageSize);
     const last = page[page.length - 1];
@@ -342,6 +350,16 @@ export class Resources {
       totalCount: String(total),
       skipped: req.skip,
     };
+  }
+
+  /** Per resource and order: the columns of a list's answer and of its page token, no more. */
+  private readonly listed = new Map<string, Selection>();
+
+  private answerColumns(r: ResourceModel, table: Table, orderedBy: string): Selection {
+    const key = `${r.type} ${orderedBy}`;
+    let selection = this.listed.get(key);
+    if (!selection) this.listed.set(key, (selection = table.selection([...resourceProperties(r), orderedBy])));
+    return selection;
   }
 
   /** Every record matching, in the request's order, without paging or a count: for answers that hold them all (v1). */

@@ -16,6 +16,12 @@ export interface Order {
   desc: boolean;
 }
 
+/** Some of a table's columns, for find to read: made once by Table.selection. */
+export interface Selection {
+  readonly list: string;
+  readonly columns: [string, Column][];
+}
+
 /** T: the record type, when the caller knows it (Resources.tableOf); the runtime's own code uses plain rows. */
 export class Table<T = Row> {
   private readonly columns = new Map<string, Column>();
@@ -102,18 +108,32 @@ export class Table<T = Row> {
    * Rows matching, in order, without their sub-resources (get reads those); in the caller's transaction when
    * given one, else on the read-only connection.
    */
-  async find(where: Condition<T>, order: Order[], limit: number, offset?: number, sql?: Sql): Promise<T[]> {
+  async find(
+    where: Condition<T>,
+    order: Order[],
+    limit: number,
+    offset?: number,
+    sql?: Sql,
+    only?: Selection,
+  ): Promise<T[]> {
     const compiled = this.conditions.compile(where);
+    const { list, columns } = only ?? { list: this.findList, columns: this.findColumns };
     // Qualified: in ORDER BY a bare name would mean the select list's alias, the text of an int64 column.
     const orderBy = order
       .map((o) => this.dialect.orderBy(`${this.table}.${quoteIdentifier(this.columns.get(o.property)!.name)}`, o.desc))
       .join(', ');
     const page = this.dialect.limit(limit, offset ?? 0);
     const rows = await (sql ?? this.store.read).values(
-      `select ${this.findList} from ${this.table} where ${compiled.sql} order by ${orderBy} ${page.sql}`,
+      `select ${list} from ${this.table} where ${compiled.sql} order by ${orderBy} ${page.sql}`,
       [...compiled.params, ...page.params],
     );
-    return rows.map((values) => this.toRecord(values, this.findColumns));
+    return rows.map((values) => this.toRecord(values, columns));
+  }
+
+  /** A selection of these properties (those the table has) for find: what a list answer shows, no more. */
+  selection(props: readonly string[]): Selection {
+    const columns = this.findColumns.filter(([prop]) => props.includes(prop));
+    return { list: columns.map(([, c]) => this.dialect.selected(c)).join(', '), columns };
   }
 
   /**

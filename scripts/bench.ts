@@ -126,6 +126,23 @@ async function stop(child: ChildProcess): Promise<void> {
 }
 
 /**
+ * The n-th repo of the benchmark. One in four has every optional field of a repo set, so the answers the
+ * baselines are checked against hold each column a repo answer reads (lists and the get target include some).
+ */
+function benchmarkRepo(n: number): Record<string, unknown> {
+  const repo = { name: `repo-${String(n).padStart(7, '0')}`, description: `benchmark repo ${n}` };
+  if (n % 4 !== 0) return repo;
+  return {
+    ...repo,
+    aliases: [`alias-${n}`],
+    activeTags: ['latest', '1.0'],
+    bundles: ['base'],
+    catalogTier: 'CATALOG_TIER_BASE',
+    sync_config: { source: `cgr.dev/bench/repo-${n}`, apkoOverlay: 'overlay' },
+  };
+}
+
+/**
  * Writes the repos to one NDJSON file, a block at a time, and loads it with one npm run import; resolves to the
  * seconds the import took, its process's start included.
  */
@@ -139,7 +156,7 @@ async function importRepos(
   const fd = openSync(file, 'w');
   for (let i = from; i < from + count; i += 10_000) {
     const lines = Array.from({ length: Math.min(10_000, from + count - i) }, (_, k) =>
-      JSON.stringify({ name: `repo-${String(i + k).padStart(7, '0')}`, description: `benchmark repo ${i + k}` }),
+      JSON.stringify(benchmarkRepo(i + k)),
     );
     writeSync(fd, `${lines.join('\n')}\n`);
   }
@@ -474,7 +491,11 @@ async function main(): Promise<void> {
     const list = `/registry/v2/repos?uidp.descendants_of=${organization}&page_size=50`;
     const deepToken = async (url: string) =>
       (await call(url, 'GET', `${list}&skip=${Math.floor(size / 2)}`)).nextPageToken as string;
-    const target = (await call(ours.url, 'GET', `${list}&skip=${Math.floor(size / 3)}`)).repos[0].uid;
+    // A repo with every optional field set: the get answer then holds every column a repo answer reads.
+    const third: { uid: string; sync_config?: unknown }[] = (
+      await call(ours.url, 'GET', `${list}&skip=${Math.floor(size / 3)}`)
+    ).repos;
+    const target = (third.find((r) => r.sync_config !== undefined) ?? third[0]).uid;
     const run: Run = { list, target, folder, auth, size, servers, warnings };
     await checkSameAnswers(call, run);
     for (const server of servers) {

@@ -13,9 +13,17 @@ const all = (sql: string, params: unknown[]) =>
 const run = (sql: string, params: unknown[]) =>
   new Promise<void>((res, rej) => db.run(sql, params, (e: Error | null) => (e ? rej(e) : res())));
 
+const columns =
+  'uid, name, description, aliases, active_tags, bundles, catalog_tier, sync_config, create_time, update_time';
+/** A repo's JSON: unset fields left out, the JSON columns parsed. */
 const repo = (r: any) => {
   const out: Record<string, unknown> = { uid: r.uid, name: r.name };
   if (r.description !== null) out.description = r.description;
+  if (r.aliases !== null) out.aliases = JSON.parse(r.aliases);
+  if (r.active_tags !== null) out.activeTags = JSON.parse(r.active_tags);
+  if (r.bundles !== null) out.bundles = JSON.parse(r.bundles);
+  if (r.catalog_tier !== null) out.catalogTier = r.catalog_tier;
+  if (r.sync_config !== null) out.sync_config = JSON.parse(r.sync_config);
   out.createTime = r.create_time;
   out.updateTime = r.update_time;
   return out;
@@ -37,7 +45,7 @@ app.use(async (ctx) => {
     const after = ctx.query.page_token ? Buffer.from(String(ctx.query.page_token), 'base64url').toString() : '';
     const range = [`${scope}/`, `${scope}0`];
     const rows = await all(
-      'select uid, name, description, create_time, update_time from repos where uid > ? and uid < ? and uid > ? order by uid limit ? offset ?',
+      `select ${columns} from repos where uid > ? and uid < ? and uid > ? order by uid limit ? offset ?`,
       [...range, after, size + 1, skip],
     );
     const [{ n }] = await all('select count(*) as n from repos where uid > ? and uid < ?', range);
@@ -57,7 +65,7 @@ app.use(async (ctx) => {
   const uid = decodeURIComponent(path.slice(prefix.length + 1));
   const now = new Date().toISOString();
   if (ctx.method === 'GET') {
-    const [r] = await all('select uid, name, description, create_time, update_time from repos where uid = ?', [uid]);
+    const [r] = await all(`select ${columns} from repos where uid = ?`, [uid]);
     ctx.status = r ? 200 : 404;
     ctx.body = r ? repo(r) : { code: 5, message: 'not found', details: [] };
   } else if (ctx.method === 'POST') {
@@ -71,13 +79,18 @@ app.use(async (ctx) => {
       uid: child,
       name: body.name,
       description: body.description ?? null,
+      aliases: null,
+      active_tags: null,
+      bundles: null,
+      catalog_tier: null,
+      sync_config: null,
       create_time: now,
       update_time: now,
     });
   } else if (ctx.method === 'PATCH') {
     const body = await read();
     await run('update repos set description = ?, update_time = ? where uid = ?', [body.description, now, uid]);
-    const [r] = await all('select uid, name, description, create_time, update_time from repos where uid = ?', [uid]);
+    const [r] = await all(`select ${columns} from repos where uid = ?`, [uid]);
     ctx.body = repo(r);
   }
 });

@@ -34,11 +34,20 @@ interface RepoRow {
   uid: string;
   name: string;
   description: string | null;
+  /** JSON text of string arrays */
+  aliases: string | null;
+  active_tags: string | null;
+  bundles: string | null;
+  catalog_tier: string | null;
+  /** JSON text of an object */
+  sync_config: string | null;
   create_time: string;
   update_time: string;
 }
 
-const columns = 'uid, name, description, create_time, update_time';
+// Every column a repo's answer shows: a server that left some out would answer wrong for repos that have them.
+const columns =
+  'uid, name, description, aliases, active_tags, bundles, catalog_tier, sync_config, create_time, update_time';
 const byUid = db.prepare<[string], RepoRow>(`select ${columns} from repos where uid = ?`);
 // One range on the uid index, its lower end the later of the scope's start and the cursor: SQLite seeks there.
 const page = db.prepare<[string, string, number, number], RepoRow>(
@@ -102,11 +111,17 @@ function updateOf(fields: string[]): Database.Statement<unknown[], RepoRow> {
   return statement;
 }
 
+/** A repo's JSON (the output schema leaves out what is undefined), the JSON columns parsed. */
 function repo(r: RepoRow) {
   return {
     uid: r.uid,
     name: r.name,
     description: r.description ?? undefined,
+    aliases: r.aliases === null ? undefined : (JSON.parse(r.aliases) as string[]),
+    activeTags: r.active_tags === null ? undefined : (JSON.parse(r.active_tags) as string[]),
+    bundles: r.bundles === null ? undefined : (JSON.parse(r.bundles) as string[]),
+    catalogTier: r.catalog_tier ?? undefined,
+    sync_config: r.sync_config === null ? undefined : (JSON.parse(r.sync_config) as Record<string, unknown>),
     createTime: r.create_time,
     updateTime: r.update_time,
   };
@@ -149,6 +164,23 @@ const repoSchema = {
     uid: { type: 'string' },
     name: { type: 'string' },
     description: { type: 'string' },
+    aliases: { type: 'array', items: { type: 'string' } },
+    activeTags: { type: 'array', items: { type: 'string' } },
+    bundles: { type: 'array', items: { type: 'string' } },
+    catalogTier: { type: 'string' },
+    sync_config: {
+      type: 'object',
+      properties: {
+        source: { type: 'string' },
+        google: { type: 'string' },
+        amazon: { type: 'string' },
+        azure: { type: 'string' },
+        apkoOverlay: { type: 'string' },
+        uniqueTags: { type: 'boolean' },
+        gracePeriod: { type: 'boolean' },
+        expirationTime: { type: 'string' },
+      },
+    },
     createTime: { type: 'string' },
     updateTime: { type: 'string' },
   },
@@ -210,6 +242,11 @@ app.post<Named & { Body: { name: string; description?: string } }>(
       uid: `${parent}/${randomBytes(8).toString('hex')}`,
       name: req.body.name,
       description: req.body.description ?? null,
+      aliases: null,
+      active_tags: null,
+      bundles: null,
+      catalog_tier: null,
+      sync_config: null,
       create_time: now,
       update_time: now,
     };
