@@ -1,7 +1,8 @@
 // A table of routes: a method and a pattern (an exact path, or a regular expression over the raw path) to the
 // middleware that answer it. The first route in the order they were added whose method and pattern match
 // answers. A request is tried only against the routes that can match its first path segment (/registry, /iam),
-// known from each pattern's literal start, so a table of hundreds of routes costs a few tests per request.
+// known from each pattern's literal start, so a table of hundreds of routes costs a few tests per request; and a
+// pattern's regular expression runs only for a path with its literal start and end (a string comparison).
 import { compose, type HttpContext, type Middleware } from './http-context.js';
 
 export interface Route {
@@ -9,6 +10,9 @@ export interface Route {
   methods: string[];
   pattern: string | RegExp;
   run: (ctx: HttpContext) => Promise<void>;
+  /** what every path the pattern matches starts and ends with: a path without them is not tried against it */
+  starts: string;
+  ends: string;
 }
 
 /** The text every path a regular expression matches starts with, and whether the expression ends there. */
@@ -32,6 +36,35 @@ function literalStart(source: string): { text: string; whole: boolean } {
     i = next;
   }
   return { text, whole: false };
+}
+
+/**
+ * The text every path a regular expression matches ends with ("/readme" of ^\/registry\/v2\/repos\/([^:]+)\/readme$);
+ * '' when the expression does not fix it.
+ */
+function literalEnd(source: string): string {
+  const escaped = (at: number) => {
+    let slashes = 0;
+    for (let j = at - 1; j >= 0 && source[j] === '\\'; j--) slashes++;
+    return slashes % 2 === 1;
+  };
+  // An escape of several characters (\u0041, \x41, \cJ, a back-reference) would be misread from its end.
+  if (!source.endsWith('$') || escaped(source.length - 1) || /\\[uxckpP0-9]/.test(source)) return '';
+  let text = '';
+  for (let i = source.length - 2; i >= 0;) {
+    const c = source[i];
+    if (escaped(i)) {
+      // \d, \w, \b and the like are classes or assertions, not the letter
+      if (/\w/.test(c)) break;
+      text = c + text;
+      i -= 2;
+    } else if ('\\.*+?()[]{}|^$'.includes(c)) break;
+    else {
+      text = c + text;
+      i--;
+    }
+  }
+  return text;
 }
 
 /** The first segment of a path ("registry" of /registry/v2/repos). */
@@ -94,7 +127,15 @@ export class Router {
     // Composed at the first request, when every use() has been made.
     let composed: ((ctx: HttpContext) => Promise<void>) | undefined;
     const run = (ctx: HttpContext) => (composed ??= compose([...shared, ...stack]))(ctx);
-    this.table.push({ methods, pattern, run, segment: segmentOf(pattern) });
+    const fixed = typeof pattern === 'string' || pattern.source.includes('|') || pattern.flags !== '';
+    this.table.push({
+      methods,
+      pattern,
+      run,
+      segment: segmentOf(pattern),
+      starts: fixed || !pattern.source.startsWith('^') ? '' : literalStart(pattern.source).text,
+      ends: fixed ? '' : literalEnd(pattern.source),
+    });
     this.bySegment = undefined;
     return this;
   }
@@ -122,7 +163,7 @@ export class Router {
   /** The route answering the method at the path, and its raw captures. */
   find(method: string, path: string): { route: Route; captures: string[] } | undefined {
     for (const route of this.candidates(path)) {
-      if (!route.methods.includes(method)) continue;
+      if (!route.methods.includes(method) || !path.startsWith(route.starts) || !path.endsWith(route.ends)) continue;
       const captures = captured(route.pattern, path);
       if (captures) return { route, captures };
     }

@@ -48,6 +48,8 @@ const sizes = values.repos
     ? [2000]
     : [10_000, 100_000];
 const seconds = quick ? 2 : 8;
+/** Unmeasured load before each measured scenario. */
+const warmUpSeconds = quick ? 1 : 2;
 const connections = 10;
 const work = join(process.cwd(), '.tmp', 'bench');
 const dataDir = join(work, 'data');
@@ -186,13 +188,13 @@ interface Scenario {
   body?: string;
 }
 
-async function load(url: string, s: Scenario, headers: Record<string, string>, over = connections) {
+async function load(url: string, s: Scenario, headers: Record<string, string>, over = connections, duration = seconds) {
   const r = await autocannon({
     url: url + s.path,
     method: s.method,
     body: s.body,
     connections: over,
-    duration: seconds,
+    duration,
     headers: { ...headers, ...(s.body ? { 'content-type': 'application/json' } : {}) },
   });
   if (r.non2xx > 0 || r.errors > 0)
@@ -310,6 +312,9 @@ async function runServer(server: Server, deepPageToken: string, run: Run) {
   const results: Record<string, object> = {};
   for (const s of scenarios) {
     say(`${label}: ${s.name}`);
+    // Warmed first, unmeasured: a server in use has compiled its code paths, and a benchmark of a few
+    // seconds would otherwise count the compiler's work against the first scenario of each path.
+    await load(server.url, s, run.auth, connections, warmUpSeconds);
     const m = await measure(children, server.child, () => load(server.url, s, run.auth));
     results[s.name] = { ...m.result, cpuUs: Math.round(m.serverUs / m.result.requests) };
     note(s.name, m.othersCores);

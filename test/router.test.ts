@@ -61,6 +61,53 @@ test('the first route in table order answers, whatever the index of first segmen
   assert.is((await call('GET', '/abc/opt')).body.what, 'optional');
 });
 
+test('the literal start and end of a pattern skip only paths it cannot match (against a plain scan)', () => {
+  const patterns = [
+    /^\/r\/v2\/repos\/([^:]+)\/readme$/,
+    /^\/r\/v2\/repos\/([^:]+)$/,
+    /^\/r\/v2\/repos\/([^/]+)\/digests\/([^/]+)\/size$/,
+    /^\/r\/v2\/x\d$/,
+    /^\/r\/v2\/y\u0041$/,
+    /^\/r\/v2\/z\x42$/,
+    /^\/r\/v2\/(a)\1$/,
+    /^\/r\/v2\/opt\/ab?$/,
+    /^\/r\/v2\/rep\/a{2}$/,
+    /^\/r\/v2\/esc\/\\$/,
+    /^\/r\/v2\/dollar\$/,
+    /^\/r\/v2\/[a-z]+\.json$/,
+    /\/anywhere$/,
+    /^\/r\/v2\/case$/i,
+    /^\/r\/v2\/(?:one|two)$/,
+  ];
+  const r = new Router();
+  for (const p of patterns) r.get(p, said(p.source));
+  const paths = [
+    '/r/v2/repos/abc/readme',
+    '/r/v2/repos/abc',
+    '/r/v2/repos/a:b',
+    '/r/v2/repos/a/digests/d/size',
+    '/r/v2/x1',
+    '/r/v2/xd',
+    '/r/v2/yA',
+    '/r/v2/zB',
+    '/r/v2/aa',
+    '/r/v2/opt/a',
+    '/r/v2/opt/ab',
+    '/r/v2/rep/aa',
+    '/r/v2/esc/\\',
+    '/r/v2/dollar$',
+    '/r/v2/file.json',
+    '/r/v2/filexjson',
+    '/q/anywhere',
+    '/R/V2/CASE',
+    '/r/v2/two',
+  ];
+  for (const path of paths) {
+    const scanned = patterns.find((p) => p.test(path));
+    assert.is(r.find('GET', path)?.route.pattern, scanned, path);
+  }
+});
+
 test('exact paths match exactly; methods are kept apart; HEAD goes with GET and has no body', async () => {
   assert.is((await call('POST', '/a/exact')).body.what, 'exact');
   assert.is((await call('POST', '/a/exact/')).status, 404);

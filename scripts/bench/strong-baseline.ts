@@ -50,9 +50,19 @@ const columns =
   'uid, name, description, aliases, active_tags, bundles, catalog_tier, sync_config, create_time, update_time';
 const byUid = db.prepare<[string], RepoRow>(`select ${columns} from repos where uid = ?`);
 // One range on the uid index, its lower end the later of the scope's start and the cursor: SQLite seeks there.
-const page = db.prepare<[string, string, number, number], RepoRow>(
-  `select ${columns} from repos where uid > ? and uid < ? order by uid limit ? offset ?`,
-);
+// One statement per page size, the limit in its text: SQLite prepares a statement with a bound LIMIT again at
+// every run (its plan may depend on the value), which costs a tenth of a page (our server does the same).
+const pages = new Map<number, Database.Statement<[string, string, number], RepoRow>>();
+function pageOf(size: number): Database.Statement<[string, string, number], RepoRow> {
+  let statement = pages.get(size);
+  if (!statement) {
+    statement = db.prepare(
+      `select ${columns} from repos where uid > ? and uid < ? order by uid limit ${size} offset ?`,
+    );
+    pages.set(size, statement);
+  }
+  return statement;
+}
 // totalCount from our per-scope counts (runtime/scope-counts.ts), kept in each create's transaction below: a
 // single primary-key read at any size, where an index-backed count(*) would walk the whole scope per list.
 const scopeCount = db.prepare<[string], { below: number }>(
@@ -211,11 +221,11 @@ app.addHook('onRequest', authenticate);
 
 app.get<{ Querystring: ListQuery }>(prefix, { schema: { response: { 200: listSchema } } }, (req) => {
   const scope = String(req.query['uidp.descendants_of']);
-  const size = Math.min(Number(req.query.page_size ?? 50), 200);
+  const size = Math.min(Math.trunc(Number(req.query.page_size ?? 50)) || 50, 200);
   const skip = Number(req.query.skip ?? 0);
   const after = req.query.page_token ? Buffer.from(req.query.page_token, 'base64url').toString() : '';
   const start = `${scope}/`;
-  const rows = page.all(after > start ? after : start, `${scope}0`, size + 1, skip);
+  const rows = pageOf(size + 1).all(after > start ? after : start, `${scope}0`, skip);
   const shown = rows.slice(0, size);
   return {
     repos: shown.map(repo),
