@@ -30,7 +30,7 @@ const schemeAndAuthority = /^https?:\/\/[^/?#]*/i;
  * it. Any other form keeps a path that matches no route.
  */
 function splitTarget(given: string): [path: string, search: string] {
-  const authority = schemeAndAuthority.exec(given);
+  const authority = given.startsWith('/') ? null : schemeAndAuthority.exec(given);
   const rest = authority ? given.slice(authority[0].length) : given;
   const target = authority && !rest.startsWith('/') ? `/${rest}` : rest;
   let end = target.indexOf('#');

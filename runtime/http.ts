@@ -85,6 +85,14 @@ export function routeTemplate(ctx: HttpContext): string {
   return template;
 }
 
+/**
+ * A request id unique to this request, shaped as a UUID: the process's random first 24 characters and a count.
+ * Unique across instances as a random UUID is, at a fraction of its cost.
+ */
+const requestIdPrefix = randomUUID().slice(0, 24);
+let requestCount = 0;
+const nextRequestId = () => `${requestIdPrefix}${(++requestCount).toString(16).padStart(12, '0')}`;
+
 /** Probes and scrapes: not logged when they succeed (they come every few seconds), never rate limited. */
 const probePaths = new Set(['/healthz', '/readyz', '/metrics']);
 
@@ -99,10 +107,10 @@ function levelOf(status: number): string {
  */
 function answer(log: AppOptions['log'], errorDomain: (path: string) => string): Middleware {
   return async (ctx, next) => {
-    const started = performance.now();
+    const started = log === undefined ? 0 : performance.now();
     // A caller's request id is echoed only when it is a plain token: a header value is the client's to choose.
     const given = ctx.get('x-request-id');
-    const requestId = /^[\w.:-]{1,128}$/.test(given) ? given : randomUUID();
+    const requestId = /^[\w.:-]{1,128}$/.test(given) ? given : nextRequestId();
     ctx.set('x-request-id', requestId);
     let error: ApiError | undefined;
     try {

@@ -159,7 +159,7 @@ export class Metrics {
  * GET /metrics. With `authorize`, only for a caller it lets through (METRICS=token: the table goes after
  * authentication, and authorize checks the principal's capability).
  */
-export function metricsRoute(metrics: Metrics, authorize?: (principal: Principal) => Promise<void>): RouteTable {
+export function metricsRoute(metrics: Metrics, authorize?: (principal: Principal) => Promise<void> | void): RouteTable {
   const router = new Router();
   router.get('/metrics', async (ctx) => {
     checkParameterNames(ctx.query);

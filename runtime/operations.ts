@@ -164,8 +164,9 @@ export class Operations {
     };
   }
 
-  private async present(record: Row, principal: Principal, present?: Present): Promise<Row> {
-    return present ? (await present([record], this.context(principal)))[0] : record;
+  /** The record as the presenter shows it; the record itself, at once, when there is no presenter. */
+  private present(record: Row, principal: Principal, present?: Present): Row | Promise<Row> {
+    return present ? present([record], this.context(principal)).then((shown) => shown[0]) : record;
   }
 
   /**

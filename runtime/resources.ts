@@ -376,7 +376,10 @@ export class Resources {
   }
 
   async get(r: ResourceModel, uid: string): Promise<Row> {
-    return toResource(await this.find(r, uid), r);
+    checkUid(uid, 'uid');
+    const row = await this.table(r.type).get(uid);
+    if (!row) throw notFound(r.type, uid);
+    return toResource(row, r);
   }
 
   /** Creates a record; a root record of a resource with a creatorRole binds its creator to that role in it. */

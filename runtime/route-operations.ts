@@ -115,9 +115,9 @@ export function createRouteOperations(operations: Operations): RouteOperations {
     endpoint: (e, names, handler) => async (ctx) => {
       ctx.body = await operations.endpoint(e, callOf(ctx, names, e.body ? undefined : {}), handler);
     },
-    queryParameters: (takes) => async (ctx, next) => {
+    queryParameters: (takes) => (ctx, next) => {
       checkParameterNames(ctx.query, takes);
-      await next();
+      return next();
     },
   };
 }

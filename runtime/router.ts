@@ -67,6 +67,9 @@ function literalEnd(source: string): string {
   return text;
 }
 
+/** The methods a route can be added for. */
+const routeMethods = new Set(['GET', 'HEAD', 'POST', 'PUT', 'PATCH', 'DELETE']);
+
 /** The first segment of a path ("registry" of /registry/v2/repos). */
 function firstSegment(path: string): string {
   const end = path.indexOf('/', 1);
@@ -95,6 +98,8 @@ export class Router {
   private readonly shared: Middleware[] = [];
   private bySegment?: Map<string, Route[]>;
   private anywhere: Route[] = [];
+  /** candidates lists by the method their routes answer (one of routeMethods) */
+  private readonly byMethod = new Map<Route[], Map<string, Route[]>>();
 
   get(pattern: string | RegExp, ...stack: Middleware[]): this {
     return this.add(['GET', 'HEAD'], pattern, stack);
@@ -151,8 +156,20 @@ export class Router {
             this.table.filter((r) => r.segment === segment || r.segment === undefined),
           );
       this.anywhere = this.table.filter((r) => r.segment === undefined);
+      this.byMethod.clear();
     }
     return this.bySegment.get(firstSegment(path)) ?? this.anywhere;
+  }
+
+  /** Those of candidates(path) that answer the method. */
+  private answering(method: string, path: string): Route[] {
+    if (!routeMethods.has(method)) return [];
+    const all = this.candidates(path);
+    let of = this.byMethod.get(all);
+    if (!of) this.byMethod.set(all, (of = new Map()));
+    let routes = of.get(method);
+    if (!routes) of.set(method, (routes = all.filter((r) => r.methods.includes(method))));
+    return routes;
   }
 
   /** The methods some route answers at this path. */
@@ -162,8 +179,8 @@ export class Router {
 
   /** The route answering the method at the path, and its raw captures. */
   find(method: string, path: string): { route: Route; captures: string[] } | undefined {
-    for (const route of this.candidates(path)) {
-      if (!route.methods.includes(method) || !path.startsWith(route.starts) || !path.endsWith(route.ends)) continue;
+    for (const route of this.answering(method, path)) {
+      if (!path.startsWith(route.starts) || !path.endsWith(route.ends)) continue;
       const captures = captured(route.pattern, path);
       if (captures) return { route, captures };
     }
