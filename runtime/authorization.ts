@@ -238,14 +238,7 @@ export class Policy {
           : current && isSet(current[name]) && protects.some(changed)
             ? `changing ${protects.filter(changed).join(', ')} while ${name} is set`
             : undefined;
-        if (what)
-          try {
-            await this.requireCapability(principal, [capability], group);
-          } catch (e) {
-            throw e instanceof ApiError && e.codeName === 'PERMISSION_DENIED'
-              ? permissionDenied(`${what} needs ${capability}`)
-              : e;
-          }
+        if (what) await this.requireCapabilityFor(what, principal, capability, group);
       }
       const appliesAt = this.appliesAt(r, next);
       if (scopeField && group !== undefined && !within(appliesAt!, group)) {
@@ -263,6 +256,22 @@ export class Policy {
       const changed = (name: string) => !!current && JSON.stringify(next[name]) !== JSON.stringify(current[name]);
       if (assumable.some(changed)) await this.requireIdentityGrants(principal, sql, next.uid as string);
     };
+  }
+
+  /** requireCapability, its refusal saying what needed the capability. */
+  private async requireCapabilityFor(
+    what: string,
+    principal: Principal,
+    capability: string,
+    scope: string | undefined,
+  ): Promise<void> {
+    try {
+      await this.requireCapability(principal, [capability], scope);
+    } catch (e) {
+      throw e instanceof ApiError && e.codeName === 'PERMISSION_DENIED'
+        ? permissionDenied(`${what} needs ${capability}`)
+        : e;
+    }
   }
 
   /** The caller holds every capability of the role at the scope. */
