@@ -4,10 +4,21 @@ import type { FieldModel, ResourceModel } from './model.js';
 
 export type Row = Record<string, unknown>;
 
+/** The model of one element of a repeated field, made once per field. */
+const elements = new WeakMap<FieldModel, FieldModel>();
+function elementOf(f: FieldModel): FieldModel {
+  let element = elements.get(f);
+  if (!element) elements.set(f, (element = { ...f, repeated: false }));
+  return element;
+}
+
 /** A value as the client sees it: input-only fields removed, unset fields omitted. */
-function outputValue(value: unknown, f: FieldModel): unknown {
+export function outputValue(value: unknown, f: FieldModel): unknown {
   if (value === null || value === undefined) return undefined;
-  if (f.repeated && Array.isArray(value)) return value.map((v) => outputValue(v, { ...f, repeated: false }));
+  if (f.repeated && Array.isArray(value)) {
+    const element = elementOf(f);
+    return value.map((v) => outputValue(v, element));
+  }
   if (f.type === 'object' && typeof value === 'object') return outputObject(value as Row, f.fields ?? {});
   if (f.type === 'map' && typeof value === 'object') {
     return Object.fromEntries(Object.entries(value as Row).map(([k, v]) => [k, outputValue(v, f.mapValue!)]));
@@ -17,17 +28,17 @@ function outputValue(value: unknown, f: FieldModel): unknown {
 }
 
 /** Each field set's fields that a response shows, listed once: every row of every answer walks them. */
-const shownFields = new WeakMap<Record<string, FieldModel>, [string, FieldModel][]>();
+const shownLists = new WeakMap<Record<string, FieldModel>, [string, FieldModel][]>();
 
-function shown(fields: Record<string, FieldModel>): [string, FieldModel][] {
-  let list = shownFields.get(fields);
-  if (!list) shownFields.set(fields, (list = Object.entries(fields).filter(([, f]) => !f.inputOnly)));
+export function shownFields(fields: Record<string, FieldModel>): [string, FieldModel][] {
+  let list = shownLists.get(fields);
+  if (!list) shownLists.set(fields, (list = Object.entries(fields).filter(([, f]) => !f.inputOnly)));
   return list;
 }
 
 /** The fields' JSON form, added to `out`. */
 function addOutput(out: Row, row: Row, fields: Record<string, FieldModel>): Row {
-  for (const [name, f] of shown(fields)) {
+  for (const [name, f] of shownFields(fields)) {
     const v = row[name];
     if (v === null || v === undefined) continue;
     out[name] = outputValue(v, f);
@@ -41,7 +52,7 @@ export function outputObject(row: Row, fields: Record<string, FieldModel>): Row 
 
 /** The stored properties toResource reads: a list need select no other column. */
 export function resourceProperties(r: ResourceModel): string[] {
-  return ['uid', ...shown(r.fields).map(([name]) => name), 'createTime', 'updateTime'];
+  return ['uid', ...shownFields(r.fields).map(([name]) => name), 'createTime', 'updateTime'];
 }
 
 /** The JSON form of a stored row, built as one object (this runs for every row of every page). */

@@ -34,6 +34,7 @@ import {
 } from './condition.js';
 import type { Store } from './store.js';
 import { Table, type Order, type Selection } from './table.js';
+import { compileAnswerShape, type AnswerShape } from './answer-shape.js';
 import { ancestorsOf, descendantRange, isUidPath, newChildUid, newUid, within } from './uid.js';
 import { scopeTotal, type ListScope } from './total-count.js';
 
@@ -329,20 +330,21 @@ export class Resources {
     const table = this.table(r.type);
     // A filter the order's index does not serve, or a long skip, may read a large range: off the main thread.
     const reader = req.filters.length > 0 || req.skip >= 1000 ? this.store.slowRead : undefined;
-    const rows = await table.find(
+    const { selection, shape } = this.answerColumns(r, table, field);
+    const rows = await table.findValues(
       where,
       sortOrder(req),
       req.pageSize + 1,
       req.skip > 0 ? req.skip : undefined,
       reader,
-      this.answerColumns(r, table, field),
+      selection,
     );
     const total = (counting && (await scopeTotal(table, req, counting))) ?? (await table.count(and(...base)));
     const page = rows.slice(0, req.pageSize);
-    const last = page[page.length - 1];
+    const last = page.length > 0 ? table.recordOf(page[page.length - 1], selection) : undefined;
     const more = rows.length > req.pageSize;
     return {
-      items: page.map((row) => toResource(row, r)),
+      items: page.map(shape),
       nextPageToken:
         more && last
           ? this.pageTokens.issue(digest, { key: (last[field] ?? null) as Cursor['key'], uid: last.uid as string })
@@ -352,14 +354,20 @@ export class Resources {
     };
   }
 
-  /** Per resource and order: the columns of a list's answer and of its page token, no more. */
-  private readonly listed = new Map<string, Selection>();
+  /**
+   * Per resource and order: the columns of an answer and of a list's page token, no more, and the answer's
+   * shape from their values (a get reads them as a list by uid would).
+   */
+  private readonly listed = new Map<string, { selection: Selection; shape: AnswerShape }>();
 
-  private answerColumns(r: ResourceModel, table: Table, orderedBy: string): Selection {
+  private answerColumns(r: ResourceModel, table: Table, orderedBy: string) {
     const key = `${r.type} ${orderedBy}`;
-    let selection = this.listed.get(key);
-    if (!selection) this.listed.set(key, (selection = table.selection([...resourceProperties(r), orderedBy])));
-    return selection;
+    let found = this.listed.get(key);
+    if (!found) {
+      const selection = table.selection([...resourceProperties(r), orderedBy]);
+      this.listed.set(key, (found = { selection, shape: compileAnswerShape(r, selection.columns) }));
+    }
+    return found;
   }
 
   /** Every record matching, in the request's order, without paging or a count: for answers that hold them all (v1). */
@@ -377,9 +385,11 @@ export class Resources {
 
   async get(r: ResourceModel, uid: string): Promise<Row> {
     checkUid(uid, 'uid');
-    const row = await this.table(r.type).get(uid);
-    if (!row) throw notFound(r.type, uid);
-    return toResource(row, r);
+    const table = this.table(r.type);
+    const { selection, shape } = this.answerColumns(r, table, 'uid');
+    const values = await table.getValues(uid, selection);
+    if (!values) throw notFound(r.type, uid);
+    return shape(values);
   }
 
   /** Creates a record; a root record of a resource with a creatorRole binds its creator to that role in it. */

@@ -20,6 +20,8 @@ export interface Order {
 export interface Selection {
   readonly list: string;
   readonly columns: [string, Column][];
+  /** the statement reading the selection of one row by uid */
+  readonly byUid: string;
 }
 
 /** T: the record type, when the caller knows it (Resources.tableOf); the runtime's own code uses plain rows. */
@@ -98,6 +100,12 @@ export class Table<T = Row> {
     return values ? this.toRecord(values, this.findColumns) : null;
   }
 
+  /** The selection's values of the row with this uid, undefined when there is none. */
+  async getValues(uid: string, only: Selection): Promise<unknown[] | undefined> {
+    const [values] = await this.store.read.values(only.byUid, [uid]);
+    return values;
+  }
+
   /** The record with this uid and its sub-resources. */
   async getWhole(uid: string, sql?: Sql): Promise<T | null> {
     const [values] = await (sql ?? this.store.read).values(this.wholeByUid, [uid]);
@@ -108,32 +116,45 @@ export class Table<T = Row> {
    * Rows matching, in order, without their sub-resources (get reads those); in the caller's transaction when
    * given one, else on the read-only connection.
    */
-  async find(
+  async find(where: Condition<T>, order: Order[], limit: number, offset?: number, sql?: Sql): Promise<T[]> {
+    const rows = await this.findValues(where, order, limit, offset, sql);
+    return rows.map((values) => this.toRecord(values, this.findColumns));
+  }
+
+  /**
+   * Rows matching, in order, as arrays of their values in the order of the selection's columns (without
+   * sub-resources when none is given): for a caller that shapes rows itself (runtime/answer-shape.ts).
+   */
+  async findValues(
     where: Condition<T>,
     order: Order[],
     limit: number,
     offset?: number,
     sql?: Sql,
     only?: Selection,
-  ): Promise<T[]> {
+  ): Promise<unknown[][]> {
     const compiled = this.conditions.compile(where);
-    const { list, columns } = only ?? { list: this.findList, columns: this.findColumns };
     // Qualified: in ORDER BY a bare name would mean the select list's alias, the text of an int64 column.
     const orderBy = order
       .map((o) => this.dialect.orderBy(`${this.table}.${quoteIdentifier(this.columns.get(o.property)!.name)}`, o.desc))
       .join(', ');
     const page = this.dialect.limit(limit, offset ?? 0);
-    const rows = await (sql ?? this.store.read).values(
-      `select ${list} from ${this.table} where ${compiled.sql} order by ${orderBy} ${page.sql}`,
+    return (sql ?? this.store.read).values(
+      `select ${only?.list ?? this.findList} from ${this.table} where ${compiled.sql} order by ${orderBy} ${page.sql}`,
       [...compiled.params, ...page.params],
     );
-    return rows.map((values) => this.toRecord(values, columns));
+  }
+
+  /** The record of a row's values read by findValues with this selection. */
+  recordOf(values: unknown[], only: Selection): T {
+    return this.toRecord(values, only.columns);
   }
 
   /** A selection of these properties (those the table has) for find: what a list answer shows, no more. */
   selection(props: readonly string[]): Selection {
     const columns = this.findColumns.filter(([prop]) => props.includes(prop));
-    return { list: columns.map(([, c]) => this.dialect.selected(c)).join(', '), columns };
+    const list = columns.map(([, c]) => this.dialect.selected(c)).join(', ');
+    return { list, columns, byUid: `select ${list} from ${this.table} where "uid" = ?` };
   }
 
   /**
