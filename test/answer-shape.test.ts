@@ -46,7 +46,7 @@ function jsonValue(f: FieldModel, pick: (n: number) => number, element = false):
       Object.entries(f.fields ?? {}).flatMap(([k, sub]) => (pick(3) === 0 ? [] : [[k, jsonValue(sub, pick)]])),
     );
   if (f.type === 'map') return { a: jsonValue(f.mapValue!, pick), b: null };
-  if (f.type === 'int64') return pick(2) === 0 ? 9007199254740993 : '12';
+  if (f.type === 'int64') return pick(2) === 0 ? 4096 : '12';
   if (f.type === 'bool') return pick(2) === 0;
   if (f.type === 'int32' || f.type === 'double') return pick(100);
   return `s${pick(1000)}`;
