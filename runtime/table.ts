@@ -194,10 +194,13 @@ export class Table<T = Row> {
    * transaction (once for many records).
    */
   async insert(sql: Sql, record: T, counts?: CountChanges): Promise<void> {
-    const pairs = Object.entries(record as Row).map(([prop, v]) => this.toColumn(prop, v));
+    const props = Object.keys(record as Row);
     await sql.run(
-      `insert into ${this.table} (${pairs.map(([c]) => quoteIdentifier(c)).join(', ')}) values (${pairs.map(() => '?').join(', ')})`,
-      pairs.map(([, v]) => v),
+      this.statementOf('insert', props, () => {
+        const columns = props.map((prop) => quoteIdentifier(this.columnOf(prop).name));
+        return `insert into ${this.table} (${columns.join(', ')}) values (${columns.map(() => '?').join(', ')})`;
+      }),
+      this.parameters(record as Row, props),
     );
     if (!this.counted) return;
     const { uid, parentUid } = record as Row;
@@ -213,11 +216,41 @@ export class Table<T = Row> {
 
   /** Sets these properties of the row with this uid. */
   async update(sql: Sql, uid: string, changes: Partial<T>): Promise<void> {
-    const pairs = Object.entries(changes).map(([prop, v]) => this.toColumn(prop, v));
+    const props = Object.keys(changes);
     await sql.run(
-      `update ${this.table} set ${pairs.map(([c]) => `${quoteIdentifier(c)} = ?`).join(', ')} where "uid" = ?`,
-      [...pairs.map(([, v]) => v), uid],
+      this.statementOf('update', props, () => {
+        const set = props.map((prop) => `${quoteIdentifier(this.columnOf(prop).name)} = ?`);
+        return `update ${this.table} set ${set.join(', ')} where "uid" = ?`;
+      }),
+      [...this.parameters(changes as Row, props), uid],
     );
+  }
+
+  /** Inserts and updates by the properties they write: their text is made once per set of properties. */
+  private readonly statements = new Map<string, string>();
+  private static readonly maxStatements = 1000;
+
+  private statementOf(kind: 'insert' | 'update', props: string[], make: () => string): string {
+    const key = `${kind} ${props.join(' ')}`;
+    let text = this.statements.get(key);
+    if (text === undefined) {
+      text = make();
+      // Bounded: the sets of properties come from the spec's fields, but a table need not trust its callers.
+      if (this.statements.size >= Table.maxStatements) this.statements.clear();
+      this.statements.set(key, text);
+    }
+    return text;
+  }
+
+  private columnOf(prop: string): Column {
+    const c = this.columns.get(prop);
+    if (!c) throw new Error(`${this.entity} has no property ${prop}`);
+    return c;
+  }
+
+  /** The values of these properties as their columns take them. */
+  private parameters(values: Row, props: string[]): unknown[] {
+    return props.map((prop) => this.dialect.parameter(this.columnOf(prop).kind, values[prop]));
   }
 
   /** Sets these properties on every row matching; resolves to how many rows changed. */
