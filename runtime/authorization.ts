@@ -29,7 +29,8 @@ export function capabilityScope(model: ApiModel, r: ResourceModel, uid: string |
 
 /** Where (groups, by uid) the principal holds each capability. */
 interface Grants {
-  groupsHolding(capabilities: string[]): string[];
+  /** shared between calls: not to be changed */
+  groupsHolding(capabilities: string[]): readonly string[];
   /** the group an identity made under a group is confined to; undefined for one made at the root */
   confinedTo?: string;
 }
@@ -139,10 +140,18 @@ export class Policy {
       const set = byGroup.get(g) ?? byGroup.set(g, new Set()).get(g)!;
       for (const c of capsOf.get(b.roleUid as string) ?? []) set.add(c);
     }
+    // Asked once per list of capabilities: the operations' lists are the model's own, asked on every request.
+    const holding = new WeakMap<string[], string[]>();
     return {
       confinedTo: scope,
-      groupsHolding: (capabilities) =>
-        [...byGroup.entries()].filter(([, caps]) => capabilities.every((c) => caps.has(c))).map(([g]) => g),
+      groupsHolding: (capabilities) => {
+        let groups = holding.get(capabilities);
+        if (groups === undefined) {
+          groups = [...byGroup.entries()].filter(([, caps]) => capabilities.every((c) => caps.has(c))).map(([g]) => g);
+          holding.set(capabilities, groups);
+        }
+        return groups;
+      },
     };
   }
 
@@ -150,7 +159,6 @@ export class Policy {
    * The principal of a verified token's subject: UNAUTHENTICATED if no such identity exists, so a token
    * outlives neither its identity nor a database it was not issued for.
    */
-  /** The principal of a verified token's subject; UNAUTHENTICATED when it is not an identity here (any more). */
   authenticate(subject: string): Principal | Promise<Principal> {
     const grants = this.grants(subject);
     return grants instanceof Promise
@@ -371,7 +379,7 @@ export class Policy {
 }
 
 /** What a caller may list of a resource: everything, or the records at and below some groups (and root records). */
-export type Visible = { all: true } | { all: false; groups: string[]; publicRootRecords: boolean };
+export type Visible = { all: true } | { all: false; groups: readonly string[]; publicRootRecords: boolean };
 
 /** The conditions that confine a query to what is visible. */
 export function visibleWhere(visible: Visible): Condition[] {

@@ -5,7 +5,7 @@
 // on the connection meanwhile (it is held from BEGIN to COMMIT), and BEGIN IMMEDIATE takes the file's write
 // lock up front, waiting (without blocking the event loop) for another process (an import) rather than failing
 // half-way.
-import { together, withConnection, type ConnectionPool, type Sql } from './sql.js';
+import { together, withConnection, type ConnectionPool, type Sql, type StatementTimer } from './sql.js';
 
 interface Write {
   fn: (sql: Sql) => Promise<unknown>;
@@ -20,7 +20,10 @@ export class GroupCommit {
   private queue: Write[] = [];
   private running = false;
 
-  constructor(private readonly pool: ConnectionPool) {}
+  constructor(
+    private readonly pool: ConnectionPool,
+    private readonly timer?: StatementTimer,
+  ) {}
 
   /** Writes waiting for the connection. */
   get depth(): number {
@@ -44,7 +47,7 @@ export class GroupCommit {
       while (this.queue.length > 0) {
         const group = this.queue.splice(0, maxGroup);
         try {
-          await withConnection(this.pool, (sql) => this.commit(sql, group));
+          await withConnection(this.pool, (sql) => this.commit(sql, group), this.timer);
         } catch (e) {
           for (const w of group) w.reject(e);
         }

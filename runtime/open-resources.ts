@@ -9,7 +9,7 @@ import type { Config } from './config.js';
 import type { ApiModel } from './model.js';
 import { PageToken } from './page-token.js';
 import { Resources } from './resources.js';
-import { openStore, timeStatements, type StatementKind, type Store } from './store.js';
+import { openStore, type StatementObserver, type Store } from './store.js';
 
 export const defaultGeneratedDir = new URL('../generated/', import.meta.url).pathname;
 
@@ -48,10 +48,9 @@ function pageTokenSecret(dataDir: string): Buffer {
 export async function openResources(
   config: Config,
   parts: DataParts,
-  observe?: (kind: StatementKind, seconds: number) => void,
+  observe?: StatementObserver,
 ): Promise<{ store: Store; resources: Resources }> {
   mkdirSync(config.dataDir, { recursive: true });
-  const opened = await openStore(config.database, parts.entities, parts.model.schemaVersion);
-  const store = observe ? timeStatements(opened, observe) : opened;
+  const store = await openStore(config.database, parts.entities, parts.model.schemaVersion, observe);
   return { store, resources: new Resources(store, parts.model, new PageToken(pageTokenSecret(config.dataDir))) };
 }

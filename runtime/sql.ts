@@ -65,18 +65,42 @@ const prepare = (db: Database.Database): Prepared => ({
 const bindable = (params: unknown[]) =>
   params.map((p) => (typeof p === 'boolean' ? (p ? 1 : 0) : p === undefined ? null : p));
 
-function sqlOf(prepared: Prepared): Sql {
+/** Told how long each statement took, in seconds (the server's metrics). */
+export type StatementTimer = (seconds: number) => void;
+
+/**
+ * The connection's statements as Sql; each timed, when a timer is given, around the driver's call itself: the
+ * driver is synchronous, so that is the statement's whole time, with no promise of its own to wait for.
+ */
+function sqlOf(prepared: Prepared, timer?: StatementTimer): Sql {
+  const all = (sql: string, params: unknown[]): Row[] => {
+    const statement = prepared.rows.get(sql);
+    if (statement.reader) return statement.all(...bindable(params));
+    statement.run(...bindable(params));
+    return [];
+  };
+  const values = (sql: string, params: unknown[]) =>
+    prepared.values.get(sql).all(...bindable(params)) as unknown as unknown[][];
+  const run = (sql: string, params: unknown[]) => prepared.rows.get(sql).run(...bindable(params)).changes;
+  if (!timer) {
+    return {
+      all: async (sql, params = []) => all(sql, params),
+      values: async (sql, params = []) => values(sql, params),
+      run: async (sql, params = []) => run(sql, params),
+    };
+  }
+  const timed = <T>(statement: (sql: string, params: unknown[]) => T, sql: string, params: unknown[]): T => {
+    const started = performance.now();
+    try {
+      return statement(sql, params);
+    } finally {
+      timer((performance.now() - started) / 1000);
+    }
+  };
   return {
-    all: async (sql, params = []) => {
-      const statement = prepared.rows.get(sql);
-      if (!statement.reader) {
-        statement.run(...bindable(params));
-        return [];
-      }
-      return statement.all(...bindable(params));
-    },
-    values: async (sql, params = []) => prepared.values.get(sql).all(...bindable(params)) as unknown as unknown[][],
-    run: async (sql, params = []) => prepared.rows.get(sql).run(...bindable(params)).changes,
+    all: async (sql, params = []) => timed(all, sql, params),
+    values: async (sql, params = []) => timed(values, sql, params),
+    run: async (sql, params = []) => timed(run, sql, params),
   };
 }
 
@@ -85,9 +109,9 @@ export interface ReadConnection extends Sql {
 }
 
 /** A read-only connection to the database file. */
-export async function openReadConnection(file: string): Promise<ReadConnection> {
+export async function openReadConnection(file: string, timer?: StatementTimer): Promise<ReadConnection> {
   const db = new Database(file, { readonly: true, timeout: 10_000 });
-  return { ...sqlOf(prepare(db)), close: async () => void db.close() };
+  return { ...sqlOf(prepare(db), timer), close: async () => void db.close() };
 }
 
 const preparedOn = new WeakMap<Database.Database, Prepared>();
@@ -96,12 +120,16 @@ const preparedOn = new WeakMap<Database.Database, Prepared>();
 export async function finalizePrepared(_pool: ConnectionPool): Promise<void> {}
 
 /** Runs fn with the pool's connection to itself. */
-export async function withConnection<T>(pool: ConnectionPool, fn: (sql: Sql) => Promise<T>): Promise<T> {
+export async function withConnection<T>(
+  pool: ConnectionPool,
+  fn: (sql: Sql) => Promise<T>,
+  timer?: StatementTimer,
+): Promise<T> {
   const db = (await pool.acquireConnection()) as Database.Database;
   let prepared = preparedOn.get(db);
   if (!prepared) preparedOn.set(db, (prepared = prepare(db)));
   try {
-    return await fn(sqlOf(prepared));
+    return await fn(sqlOf(prepared, timer));
   } finally {
     await pool.releaseConnection(db);
   }

@@ -9,7 +9,7 @@ import { buildCounts } from './scope-counts.js';
 import { openSlowReads } from './slow-reads.js';
 import { GroupCommit } from './group-commit.js';
 import { finalizePrepared, openReadConnection, type ConnectionPool } from './sql.js';
-import { countedTables, storedEntities, type Store } from './store.js';
+import { countedTables, storedEntities, timedSql, type StatementObserver, type Store } from './store.js';
 
 /** MikroORM on the file, the tables not yet compared with the model (npm run migrate reads them first). */
 export function openSqliteOrm(databaseFile: string, entities: EntitySchema[]): Promise<MikroORM> {
@@ -24,10 +24,12 @@ export function openSqliteOrm(databaseFile: string, entities: EntitySchema[]): P
   });
 }
 
+/** observe: statements on the request path are timed around the driver's call (runtime/sql.ts). */
 export async function openSqliteStore(
   databaseFile: string,
   entities: EntitySchema[],
   schemaVersion = 1,
+  observe?: StatementObserver,
 ): Promise<Store> {
   const orm = await openSqliteOrm(databaseFile, entities);
   performance.mark('orm init');
@@ -48,9 +50,11 @@ export async function openSqliteStore(
   // another process's (an import's) at its BEGIN instead (runtime/group-commit.ts).
   await connection.execute('pragma busy_timeout = 0');
   const pool = connection.getKnex().client as ConnectionPool;
-  const read = await openReadConnection(databaseFile);
-  const slowRead = openSlowReads(databaseFile);
-  const writes = new GroupCommit(pool);
+  const read = await openReadConnection(databaseFile, observe && ((seconds) => observe('read', seconds)));
+  // Slow reads run on other threads: timed from the request to the answer.
+  const slowReads = openSlowReads(databaseFile);
+  const slowRead = observe ? timedSql(slowReads, 'slow_read', observe) : slowReads;
+  const writes = new GroupCommit(pool, observe && ((seconds) => observe('write', seconds)));
   await writes.transaction((sql) => buildCounts(sql, countedTables(orm)));
   performance.mark('scope counts');
   // SQLite counts every change of the schema, by any connection: a different number means another process's.
@@ -66,7 +70,7 @@ export async function openSqliteStore(
     writeQueueDepth: () => writes.depth,
     close: async () => {
       await read.close();
-      await slowRead.close();
+      await slowReads.close();
       await finalizePrepared(pool);
       await orm.close();
     },

@@ -32,9 +32,10 @@ export interface Store {
 }
 
 export type StatementKind = 'read' | 'slow_read' | 'write';
+export type StatementObserver = (kind: StatementKind, seconds: number) => void;
 
 /** Statements timed as they run; observe gets seconds. */
-function timedSql(sql: Sql, kind: StatementKind, observe: (kind: StatementKind, seconds: number) => void): Sql {
+export function timedSql(sql: Sql, kind: StatementKind, observe: StatementObserver): Sql {
   const timed =
     <T>(run: (text: string, params?: unknown[]) => Promise<T>) =>
     async (text: string, params?: unknown[]) => {
@@ -53,7 +54,7 @@ function timedSql(sql: Sql, kind: StatementKind, observe: (kind: StatementKind, 
 }
 
 /** The store with every statement of our own timed (the ORM's, at start, are not). */
-export function timeStatements(store: Store, observe: (kind: StatementKind, seconds: number) => void): Store {
+export function timeStatements(store: Store, observe: StatementObserver): Store {
   return {
     ...store,
     read: timedSql(store.read, 'read', observe),
@@ -84,9 +85,19 @@ export function countedTables(orm: MikroORM) {
     }));
 }
 
-/** schemaVersion: the model's (runtime/schema-versions.ts); the database is migrated to it. */
-export async function openStore(database: Database, entities: EntitySchema[], schemaVersion = 1): Promise<Store> {
-  if (database.engine === 'postgresql')
-    return (await import('./postgres-store.js')).openPostgresStore(database.url, entities, schemaVersion);
-  return (await import('./sqlite-store.js')).openSqliteStore(database.file, entities, schemaVersion);
+/**
+ * schemaVersion: the model's (runtime/schema-versions.ts); the database is migrated to it. observe: how long
+ * each statement of our own took.
+ */
+export async function openStore(
+  database: Database,
+  entities: EntitySchema[],
+  schemaVersion = 1,
+  observe?: StatementObserver,
+): Promise<Store> {
+  if (database.engine === 'postgresql') {
+    const store = await (await import('./postgres-store.js')).openPostgresStore(database.url, entities, schemaVersion);
+    return observe ? timeStatements(store, observe) : store;
+  }
+  return (await import('./sqlite-store.js')).openSqliteStore(database.file, entities, schemaVersion, observe);
 }

@@ -32,7 +32,7 @@ function countedScope(req: ListRequest, parent: string | undefined): Counted | u
 const strictlyWithin = (uid: string, scope: string) => scope === '' || (uid !== scope && within(uid, scope));
 
 /** The groups no other group of the list contains: their subtrees do not overlap, so their counts add up. */
-function outermost(groups: string[]): string[] {
+function outermost(groups: readonly string[]): string[] {
   return groups.filter((g) => !groups.some((o) => o !== g && within(g, o)));
 }
 
