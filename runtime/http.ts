@@ -85,14 +85,6 @@ export function routeTemplate(ctx: HttpContext): string {
   return template;
 }
 
-/**
- * A request id unique to this request, shaped as a UUID: the process's random first 24 characters and a count.
- * Unique across instances as a random UUID is, at a fraction of its cost.
- */
-const requestIdPrefix = randomUUID().slice(0, 24);
-let requestCount = 0;
-const nextRequestId = () => `${requestIdPrefix}${(++requestCount).toString(16).padStart(12, '0')}`;
-
 /** Probes and scrapes: not logged when they succeed (they come every few seconds), never rate limited. */
 const probePaths = new Set(['/healthz', '/readyz', '/metrics']);
 
@@ -110,7 +102,8 @@ function answer(log: AppOptions['log'], errorDomain: (path: string) => string): 
     const started = log === undefined ? 0 : performance.now();
     // A caller's request id is echoed only when it is a plain token: a header value is the client's to choose.
     const given = ctx.get('x-request-id');
-    const requestId = /^[\w.:-]{1,128}$/.test(given) ? given : nextRequestId();
+    // Random, not a count: a count would tell anyone how many requests this instance answers.
+    const requestId = /^[\w.:-]{1,128}$/.test(given) ? given : randomUUID();
     ctx.set('x-request-id', requestId);
     let error: ApiError | undefined;
     try {
