@@ -27,6 +27,12 @@ export function capabilityScope(model: ApiModel, r: ResourceModel, uid: string |
   return uid === undefined || !isGroupScoped(model, r) || (r.publicRootRecords && !uid.includes('/')) ? undefined : uid;
 }
 
+/** The grants of a subject that is an identity here; UNAUTHENTICATED for one that is not (any more). */
+function existing(subject: string, grants: Grants | null): Grants {
+  if (!grants) throw unauthenticated(`the token's subject ${subject} is not an identity of this server`);
+  return grants;
+}
+
 /** Where (groups, by uid) the principal holds each capability. */
 interface Grants {
   /** shared between calls: not to be changed */
@@ -177,12 +183,8 @@ export class Policy {
   private grantsOf(principal: Principal): Grants | Promise<Grants> {
     const { subject } = principal;
     if (!subject) throw unauthenticated('a bearer token is required (Authorization: Bearer <token>)');
-    const known = (grants: Grants | null): Grants => {
-      if (!grants) throw unauthenticated(`the token's subject ${subject} is not an identity of this server`);
-      return grants;
-    };
     const grants = this.grants(subject);
-    return grants instanceof Promise ? grants.then(known) : known(grants);
+    return grants instanceof Promise ? grants.then((g) => existing(subject, g)) : existing(subject, grants);
   }
 
   /**

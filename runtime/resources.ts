@@ -358,14 +358,15 @@ export class Resources {
    * Per resource and order: the columns of an answer and of a list's page token, no more, and the answer's
    * shape from their values (a get reads them as a list by uid would).
    */
-  private readonly listed = new Map<string, { selection: Selection; shape: AnswerShape }>();
+  private readonly listed = new WeakMap<ResourceModel, Map<string, { selection: Selection; shape: AnswerShape }>>();
 
   private answerColumns(r: ResourceModel, table: Table, orderedBy: string) {
-    const key = `${r.type} ${orderedBy}`;
-    let found = this.listed.get(key);
+    let byOrder = this.listed.get(r);
+    if (!byOrder) this.listed.set(r, (byOrder = new Map()));
+    let found = byOrder.get(orderedBy);
     if (!found) {
       const selection = table.selection([...resourceProperties(r), orderedBy]);
-      this.listed.set(key, (found = { selection, shape: compileAnswerShape(r, selection.columns) }));
+      byOrder.set(orderedBy, (found = { selection, shape: compileAnswerShape(r, selection.columns) }));
     }
     return found;
   }

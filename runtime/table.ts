@@ -88,12 +88,6 @@ export class Table<T = Row> {
     return record as T;
   }
 
-  private toColumn(prop: string, v: unknown): [string, unknown] {
-    const c = this.columns.get(prop);
-    if (!c) throw new Error(`${this.entity} has no property ${prop}`);
-    return [c.name, this.dialect.parameter(c.kind, v)];
-  }
-
   /** The record with this uid, without its sub-resources (a repo's readme, up to 1 MiB): their own get reads them. */
   async get(uid: string, sql?: Sql): Promise<T | null> {
     const [values] = await (sql ?? this.store.read).values(this.byUid, [uid]);
@@ -218,10 +212,7 @@ export class Table<T = Row> {
   async update(sql: Sql, uid: string, changes: Partial<T>): Promise<void> {
     const props = Object.keys(changes);
     await sql.run(
-      this.statementOf('update', props, () => {
-        const set = props.map((prop) => `${quoteIdentifier(this.columnOf(prop).name)} = ?`);
-        return `update ${this.table} set ${set.join(', ')} where "uid" = ?`;
-      }),
+      this.statementOf('update', props, () => `update ${this.table} set ${this.assignments(props)} where "uid" = ?`),
       [...this.parameters(changes as Row, props), uid],
     );
   }
@@ -242,6 +233,11 @@ export class Table<T = Row> {
     return text;
   }
 
+  /** `"column" = ?, ...` for these properties. */
+  private assignments(props: string[]): string {
+    return props.map((prop) => `${quoteIdentifier(this.columnOf(prop).name)} = ?`).join(', ');
+  }
+
   private columnOf(prop: string): Column {
     const c = this.columns.get(prop);
     if (!c) throw new Error(`${this.entity} has no property ${prop}`);
@@ -255,12 +251,12 @@ export class Table<T = Row> {
 
   /** Sets these properties on every row matching; resolves to how many rows changed. */
   async updateWhere(sql: Sql, where: Condition<T>, changes: Partial<T>): Promise<number> {
-    const pairs = Object.entries(changes).map(([prop, v]) => this.toColumn(prop, v));
+    const props = Object.keys(changes);
     const compiled = this.conditions.compile(where);
-    return sql.run(
-      `update ${this.table} set ${pairs.map(([c]) => `${quoteIdentifier(c)} = ?`).join(', ')} where ${compiled.sql}`,
-      [...pairs.map(([, v]) => v), ...compiled.params],
-    );
+    return sql.run(`update ${this.table} set ${this.assignments(props)} where ${compiled.sql}`, [
+      ...this.parameters(changes as Row, props),
+      ...compiled.params,
+    ]);
   }
 
   /** Deletes every row matching; only for a table without per-scope counts (delete keeps those). */
