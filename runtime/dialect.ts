@@ -1,6 +1,7 @@
 // What differs between the SQL engines the runtime speaks, and nothing else: statements of our own are written
 // once, with `?` for each parameter, and take these pieces where engines disagree. SQLite is the one served
 // today; PostgreSQL plugs in here (and as a connection behind runtime/sql.ts's Sql).
+import type { JsonSql } from './answer-json.js';
 
 export type ColumnKind = 'json' | 'boolean' | 'int64' | 'plain';
 /** What a parameter is compared with or stored in: a column of a kind, or a value inside a JSON column. */
@@ -27,6 +28,8 @@ export interface Dialect {
   readonly like: string;
   /** One key of an ORDER BY; NULLs first ascending and last descending, as the page cursors expect. */
   orderBy(expression: string, desc: boolean): string;
+  /** How the engine renders answers as JSON text (runtime/answer-json.ts); without it they are made in JavaScript. */
+  readonly json?: JsonSql;
 }
 
 export const quoteIdentifier = (name: string) => `"${name.replace(/"/g, '""')}"`;
@@ -57,6 +60,13 @@ export const sqlite: Dialect = {
   },
   // SQLite's own order of NULLs.
   orderBy: (expression, desc) => `${expression} ${desc ? 'desc' : 'asc'}`,
+  json: {
+    value: (e) => `json_quote(${e})`,
+    boolean: (e) => `case when ${e} = 1 then 'true' else 'false' end`,
+    text: (e) => `json(${e})`,
+    typeOf: (e, key) => (key === undefined ? `json_type(${e})` : `json_type(${e}, '$.${checkedPath([key])[0]}')`),
+    member: (e, key) => `(${e} -> '$.${checkedPath([key])[0]}')`,
+  },
 };
 
 /**

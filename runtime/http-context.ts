@@ -18,7 +18,8 @@ export function answeredBeforeItsBody(socket: object): boolean {
   return answeredEarly.has(socket);
 }
 
-const jsonType = 'application/json; charset=utf-8';
+/** The Content-Type of a JSON answer. */
+export const jsonType = 'application/json; charset=utf-8';
 const textType = 'text/plain; charset=utf-8';
 
 /** An absolute-form target's scheme and authority (http://host:port), which a proxy may send before the path. */

@@ -8,7 +8,8 @@
 // Adapters translate a request into a Call and the answer back; they neither authorize nor validate.
 import { ApiError, invalidArgument, type FieldViolation } from './errors.js';
 import { capabilityScope, isGroupScoped, visibleWhere, type Policy, type Principal } from './authorization.js';
-import { parseListRequest } from './list-request.js';
+import { parseListRequest, type ListRequest } from './list-request.js';
+import type { ListScope } from './total-count.js';
 import {
   batchItemName,
   operationOf,
@@ -64,8 +65,8 @@ export type Prepare = (record: Row, context: HandlerContext) => Promise<{ record
 /** A hand-written custom method. */
 export type EndpointHandler = (request: Record<string, unknown>, context: HandlerContext) => Promise<unknown>;
 
-export interface ListAnswer {
-  items: Row[];
+export interface ListAnswer<I = Row> {
+  items: I[];
   nextPageToken: string;
   totalCount: string;
   skipped: number;
@@ -181,6 +182,30 @@ export class Operations {
           paging.map((field) => ({ field, description: `${field}: this list answers every match, it does not page` })),
         );
     }
+    const page = await this.listed(r, call, (req, scope, counting) =>
+      options.whole
+        ? this.resources
+            .listAll(r, req, scope)
+            .then((items) => ({ items, nextPageToken: '', totalCount: '', skipped: req.skip }))
+        : this.resources.list(r, req, scope, counting),
+    );
+    return {
+      ...page,
+      items: options.present ? await options.present(page.items, this.context(call.principal)) : page.items,
+    };
+  }
+
+  /** One page as list gives it without a presenter, each answer as its JSON text: for transports that write JSON. */
+  listJson(r: ResourceModel, call: Call): Promise<ListAnswer<string>> {
+    return this.listed(r, call, (req, scope, counting) => this.resources.listJson(r, req, scope, counting));
+  }
+
+  /** The list's checks and the caller's visibility, then the page `read` gives of what the caller may see. */
+  private async listed<I>(
+    r: ResourceModel,
+    call: Call,
+    read: (req: ListRequest, scope: Condition[], counting: ListScope) => Promise<ListAnswer<I>>,
+  ): Promise<ListAnswer<I>> {
     this.validate('query', `${r.collection}.list`, call.query);
     const req = parseListRequest(call.query, r);
     const visible = await this.policy.visibleScopes(
@@ -192,19 +217,20 @@ export class Operations {
     if (!visible) return { items: [], nextPageToken: '', totalCount: '0', skipped: req.skip };
     const { parent } = call.params;
     const scope = [...visibleWhere(visible), ...(parent !== undefined ? [equal('parentUid', parent)] : [])];
-    const page = options.whole
-      ? { items: await this.resources.listAll(r, req, scope), nextPageToken: '', totalCount: '', skipped: req.skip }
-      : await this.resources.list(r, req, scope, { visible, parent });
-    return {
-      ...page,
-      items: options.present ? await options.present(page.items, this.context(call.principal)) : page.items,
-    };
+    return read(req, scope, { visible, parent });
   }
 
   async get(r: ResourceModel, call: Call, present?: Present): Promise<Row> {
     const { uid } = call.params;
     await this.policy.requireCapability(call.principal, this.capability(r, 'get'), this.scope(r, uid));
     return this.present(await this.resources.get(r, uid), call.principal, present);
+  }
+
+  /** The record as get gives it without a presenter, as its JSON text: for transports that write JSON. */
+  async getJson(r: ResourceModel, call: Call): Promise<string> {
+    const { uid } = call.params;
+    await this.policy.requireCapability(call.principal, this.capability(r, 'get'), this.scope(r, uid));
+    return this.resources.getJson(r, uid);
   }
 
   async create(r: ResourceModel, call: Call, options: { present?: Present; prepare?: Prepare } = {}): Promise<Row> {

@@ -34,7 +34,8 @@ import {
 } from './condition.js';
 import type { Store } from './store.js';
 import { Table, type Order, type Selection } from './table.js';
-import { compileAnswerShape, type AnswerShape } from './answer-shape.js';
+import { compileAnswerShape } from './answer-shape.js';
+import { answerJsonSql } from './answer-json.js';
 import { ancestorsOf, descendantRange, isUidPath, newChildUid, newUid, within } from './uid.js';
 import { scopeTotal, type ListScope } from './total-count.js';
 
@@ -46,6 +47,18 @@ export interface WriteOptions {
   prepare?: (record: Row) => Promise<{ record: Row; reveal?: Row }>;
   /** checks the record as it will be stored (no escalation) */
   guard?: WriteGuard;
+}
+
+/** What a read selects, and what it makes of each row's values. */
+interface AnswerForm<I> {
+  selection: Selection;
+  item: (values: unknown[]) => I;
+}
+
+/** A resource's answers as objects, and as JSON text where the database renders them. */
+interface AnswerForms {
+  objects: AnswerForm<Row>;
+  json?: AnswerForm<string>;
 }
 
 export interface ListResult<T = Row> {
@@ -310,6 +323,29 @@ export class Resources {
    * `counting` says the same for the per-scope counts, which give totalCount where the list is a scope.
    */
   async list(r: ResourceModel, req: ListRequest, scope: Condition[] = [], counting?: ListScope): Promise<ListResult> {
+    return this.page(r, req, scope, counting, this.answerForms(r, req.order.field).objects);
+  }
+
+  /** A page as list does, each answer as its JSON text: rendered by the database where it can. */
+  async listJson(
+    r: ResourceModel,
+    req: ListRequest,
+    scope: Condition[] = [],
+    counting?: ListScope,
+  ): Promise<ListResult<string>> {
+    const { json, objects } = this.answerForms(r, req.order.field);
+    if (json) return this.page(r, req, scope, counting, json);
+    const page = await this.page(r, req, scope, counting, objects);
+    return { ...page, items: page.items.map((item) => JSON.stringify(item)) };
+  }
+
+  private async page<I>(
+    r: ResourceModel,
+    req: ListRequest,
+    scope: Condition[],
+    counting: ListScope | undefined,
+    form: AnswerForm<I>,
+  ): Promise<ListResult<I>> {
     const base: Condition[] = [...scope, ...hierarchyWhere(req), ...filterWhere(req)];
     const digest = PageToken.queryDigest({
       resource: r.collection,
@@ -330,21 +366,20 @@ export class Resources {
     const table = this.table(r.type);
     // A filter the order's index does not serve, or a long skip, may read a large range: off the main thread.
     const reader = req.filters.length > 0 || req.skip >= 1000 ? this.store.slowRead : undefined;
-    const { selection, shape } = this.answerColumns(r, table, field);
     const rows = await table.findValues(
       where,
       sortOrder(req),
       req.pageSize + 1,
       req.skip > 0 ? req.skip : undefined,
       reader,
-      selection,
+      form.selection,
     );
     const total = (counting && (await scopeTotal(table, req, counting))) ?? (await table.count(and(...base)));
     const page = rows.slice(0, req.pageSize);
-    const last = page.length > 0 ? table.recordOf(page[page.length - 1], selection) : undefined;
+    const last = page.length > 0 ? table.recordOf(page[page.length - 1], form.selection) : undefined;
     const more = rows.length > req.pageSize;
     return {
-      items: page.map(shape),
+      items: page.map(form.item),
       nextPageToken:
         more && last
           ? this.pageTokens.issue(digest, { key: (last[field] ?? null) as Cursor['key'], uid: last.uid as string })
@@ -355,18 +390,27 @@ export class Resources {
   }
 
   /**
-   * Per resource and order: the columns of an answer and of a list's page token, no more, and the answer's
-   * shape from their values (a get reads them as a list by uid would).
+   * Per resource and order, what a page or a get reads and makes of each row: the columns of an answer and of
+   * a list's page token, no more, shaped into the answer (a get reads them as a list by uid would); and, where
+   * the database renders the answer (runtime/answer-json.ts), the page token's columns and the answer's text.
    */
-  private readonly listed = new WeakMap<ResourceModel, Map<string, { selection: Selection; shape: AnswerShape }>>();
+  private readonly forms = new WeakMap<ResourceModel, Map<string, AnswerForms>>();
 
-  private answerColumns(r: ResourceModel, table: Table, orderedBy: string) {
-    let byOrder = this.listed.get(r);
-    if (!byOrder) this.listed.set(r, (byOrder = new Map()));
+  private answerForms(r: ResourceModel, orderedBy: string): AnswerForms {
+    let byOrder = this.forms.get(r);
+    if (!byOrder) this.forms.set(r, (byOrder = new Map()));
     let found = byOrder.get(orderedBy);
     if (!found) {
+      const table = this.table(r.type);
       const selection = table.selection([...resourceProperties(r), orderedBy]);
-      byOrder.set(orderedBy, (found = { selection, shape: compileAnswerShape(r, selection.columns) }));
+      const json = this.store.dialect.json;
+      const rendered = json && answerJsonSql(json, r, table.selection(resourceProperties(r)).columns);
+      const keys = table.selection(['uid', orderedBy], rendered);
+      found = {
+        objects: { selection, item: compileAnswerShape(r, selection.columns) },
+        json: rendered ? { selection: keys, item: (values) => values[keys.columns.length] as string } : undefined,
+      };
+      byOrder.set(orderedBy, found);
     }
     return found;
   }
@@ -385,12 +429,20 @@ export class Resources {
   }
 
   async get(r: ResourceModel, uid: string): Promise<Row> {
+    return this.getAs(r, uid, this.answerForms(r, 'uid').objects);
+  }
+
+  /** The record's answer as its JSON text, as get would answer it: rendered by the database where it can. */
+  async getJson(r: ResourceModel, uid: string): Promise<string> {
+    const { json, objects } = this.answerForms(r, 'uid');
+    return json ? this.getAs(r, uid, json) : JSON.stringify(await this.getAs(r, uid, objects));
+  }
+
+  private async getAs<I>(r: ResourceModel, uid: string, form: AnswerForm<I>): Promise<I> {
     checkUid(uid, 'uid');
-    const table = this.table(r.type);
-    const { selection, shape } = this.answerColumns(r, table, 'uid');
-    const values = await table.getValues(uid, selection);
+    const values = await this.table(r.type).getValues(uid, form.selection);
     if (!values) throw notFound(r.type, uid);
-    return shape(values);
+    return form.item(values);
   }
 
   /** Creates a record; a root record of a resource with a creatorRole binds its creator to that role in it. */

@@ -1,6 +1,6 @@
 // The v2 HTTP adapter: reads an HTTP request into a Call, runs it through the one pipeline (runtime/operations.ts)
 // and writes the JSON answer. It translates only: the pipeline authorizes and validates.
-import type { HttpContext, Middleware } from './http-context.js';
+import { jsonType, type HttpContext, type Middleware } from './http-context.js';
 import { invalidArgument } from './errors.js';
 import { updateMaskParameters } from './field-mask.js';
 import { isUidPath } from './uid.js';
@@ -77,18 +77,35 @@ export function callOf(ctx: HttpContext, names: string[], body?: Row): Call {
 
 export function createRouteOperations(operations: Operations): RouteOperations {
   return {
-    list: (r, names, present) => async (ctx) => {
-      const page = await operations.list(r, callOf(ctx, names), { present });
-      ctx.body = {
-        [r.collection]: page.items,
-        nextPageToken: page.nextPageToken,
-        totalCount: page.totalCount,
-        skipped: page.skipped,
-      };
-    },
-    get: (r, names, present) => async (ctx) => {
-      ctx.body = await operations.get(r, callOf(ctx, names), present);
-    },
+    list: (r, names, present) =>
+      present
+        ? async (ctx) => {
+            const page = await operations.list(r, callOf(ctx, names), { present });
+            ctx.body = {
+              [r.collection]: page.items,
+              nextPageToken: page.nextPageToken,
+              totalCount: page.totalCount,
+              skipped: page.skipped,
+            };
+          }
+        : async (ctx) => {
+            const page = await operations.listJson(r, callOf(ctx, names));
+            // The members the object above would have, in its order, around answers already JSON.
+            ctx.body =
+              `{${JSON.stringify(r.collection)}:[${page.items.join(',')}],` +
+              `"nextPageToken":${JSON.stringify(page.nextPageToken)},"totalCount":${JSON.stringify(page.totalCount)},` +
+              `"skipped":${JSON.stringify(page.skipped)}}`;
+            ctx.type = jsonType;
+          },
+    get: (r, names, present) =>
+      present
+        ? async (ctx) => {
+            ctx.body = await operations.get(r, callOf(ctx, names), present);
+          }
+        : async (ctx) => {
+            ctx.body = await operations.getJson(r, callOf(ctx, names));
+            ctx.type = jsonType;
+          },
     create: (r, names, present, prepare) => async (ctx) => {
       ctx.body = await operations.create(r, callOf(ctx, names), { present, prepare });
     },

@@ -16,7 +16,7 @@ export interface Order {
   desc: boolean;
 }
 
-/** Some of a table's columns, for find to read: made once by Table.selection. */
+/** Some of a table's columns, and perhaps an expression after them, for find to read: made once by Table.selection. */
 export interface Selection {
   readonly list: string;
   readonly columns: [string, Column][];
@@ -144,10 +144,13 @@ export class Table<T = Row> {
     return this.toRecord(values, only.columns);
   }
 
-  /** A selection of these properties (those the table has) for find: what a list answer shows, no more. */
-  selection(props: readonly string[]): Selection {
+  /**
+   * A selection of these properties (those the table has) for find: what a list answer shows, no more; with
+   * `computed`, an expression over the row (runtime/answer-json.ts) read after them, as the last value.
+   */
+  selection(props: readonly string[], computed?: string): Selection {
     const columns = this.findColumns.filter(([prop]) => props.includes(prop));
-    const list = columns.map(([, c]) => this.dialect.selected(c)).join(', ');
+    const list = [...columns.map(([, c]) => this.dialect.selected(c)), ...(computed ? [computed] : [])].join(', ');
     return { list, columns, byUid: `select ${list} from ${this.table} where "uid" = ?` };
   }
 
