@@ -14,19 +14,14 @@ export interface JsonSql {
   value(expression: string): string;
   /** A boolean column's value as true or false. */
   boolean(expression: string): string;
-  /** A JSON column's value as compact JSON text. */
-  text(expression: string): string;
-  /** The JSON type of a JSON column's value ('object', 'null', ...), or of its member `key` (NULL: no such member). */
-  typeOf(expression: string, key?: string): string;
-  /** The JSON text of the member `key` of a JSON column's object. */
+  /** Whether a JSON column holds an object. */
+  isObject(expression: string): string;
+  /** The JSON text of the member `key` of a JSON column's object; NULL when it has none. */
   member(expression: string, key: string): string;
 }
 
 /** Field types whose answer is the stored value itself (int64 is shown as decimal text, objects are rebuilt). */
 const asStored = new Set<FieldModel['type']>(['string', 'enum', 'timestamp', 'duration', 'int32', 'bool']);
-
-/** Whether a member of a JSON object, or an element of a list, is shown exactly as stored. */
-const memberAsStored = (f: FieldModel) => asStored.has(f.type);
 
 /** A SQL string literal of this text. */
 const literal = (text: string) => `'${text.replace(/'/g, "''")}'`;
@@ -34,38 +29,47 @@ const literal = (text: string) => `'${text.replace(/'/g, "''")}'`;
 /** `,"name":` as a SQL literal: every member but the uid follows another. */
 const key = (name: string) => literal(`,${JSON.stringify(name)}:`);
 
-/** `expression` followed by `then`, or nothing when `absent` holds. */
-const unless = (absent: string, then: string) => `case when ${absent} then '' else ${then} end`;
+/** JSON text, NULL when it is JSON's null: an unset value, left out of the answer. */
+const unlessNull = (json: string) => `nullif(${json}, 'null')`;
 
-/** The JSON of an object column rebuilt from its shown members in the field's order, unset ones left out. */
+/**
+ * The JSON of an object column: rebuilt from its shown members, in the field's order, unset ones left out, as
+ * toResource shows it; a value that is not an object as it is. NULL when unset.
+ */
 function objectJson(json: JsonSql, column: string, f: FieldModel): string | undefined {
   const members: string[] = [];
   for (const [name, sub] of shownFields(f.fields ?? {})) {
-    if (!memberAsStored(sub)) return undefined;
-    const type = json.typeOf(column, name);
-    members.push(unless(`coalesce(${type}, 'null') = 'null'`, `${key(name)} || ${json.member(column, name)}`));
+    if (!asStored.has(sub.type)) return undefined;
+    members.push(`${key(name)} || ${unlessNull(json.member(column, name))}`);
   }
-  const rebuilt = members.length === 0 ? `'{}'` : `'{' || substr(${members.join(' || ')}, 2) || '}'`;
-  // A value that is not an object is shown as it is, as toResource shows it.
-  return `case when ${json.typeOf(column)} = 'object' then ${rebuilt} else ${json.text(column)} end`;
+  const rebuilt = members.length === 0 ? `'{}'` : `'{' || substr(concat(${members.join(', ')}), 2) || '}'`;
+  return `case when ${json.isObject(column)} then ${rebuilt} else ${unlessNull(column)} end`;
 }
 
-/** The JSON value of a field from its column, or undefined when SQL cannot render it exactly. */
-function fieldJson(json: JsonSql, column: string, c: Column, f: FieldModel): string | undefined {
+/**
+ * A field's member of the answer (`,"name":value`) from its column, NULL when the answer leaves it out;
+ * undefined when SQL cannot render it exactly.
+ */
+function memberJson(json: JsonSql, name: string, column: string, c: Column, f: FieldModel): string | undefined {
+  let value: string | undefined;
   if (c.kind === 'json') {
-    if (f.type === 'object' && !f.repeated) return objectJson(json, column, f);
-    return f.repeated && memberAsStored(f) ? json.text(column) : undefined;
+    // JSON text as the runtime stores it (JSON.stringify's): a list of scalars is shown as it is.
+    if (f.type === 'object' && !f.repeated) value = objectJson(json, column, f);
+    else if (f.repeated && asStored.has(f.type)) value = unlessNull(column);
+    return value && `${key(name)} || ${value}`;
   }
   if (f.repeated) return undefined;
-  if (c.kind === 'boolean') return json.boolean(column);
-  if (c.kind === 'int64') return json.value(`cast(${column} as text)`);
-  return asStored.has(f.type) ? json.value(column) : undefined;
+  if (c.kind === 'boolean') value = json.boolean(column);
+  else if (c.kind === 'int64') value = json.value(`cast(${column} as text)`);
+  else if (asStored.has(f.type)) value = json.value(column);
+  return value && `case when ${column} is not null then ${key(name)} || ${value} end`;
 }
 
 /**
  * The expression rendering r's answer from rows of these columns ([property, column]), or undefined when a
  * shown field cannot be rendered exactly. A field without a column is left out, as toResource leaves out an
- * absent property; so is a NULL column, or a JSON column holding null.
+ * absent property; so is a NULL column, or a JSON column holding null. Members that are NULL vanish in
+ * concat(), which also makes the text once instead of once per `||`.
  */
 export function answerJsonSql(
   json: JsonSql,
@@ -75,21 +79,19 @@ export function answerJsonSql(
   const at = new Map(columns);
   const uid = at.get('uid');
   if (!uid) return undefined;
-  const parts = [`${literal('{"uid":')} || ${json.value(quoteIdentifier(uid.name))}`];
+  const parts = [literal('{"uid":'), json.value(quoteIdentifier(uid.name))];
   for (const [name, f] of shownFields(r.fields)) {
     const c = at.get(name);
     if (!c) continue;
-    const column = quoteIdentifier(c.name);
-    const value = fieldJson(json, column, c, f);
-    if (value === undefined) return undefined;
-    const absent = c.kind === 'json' ? `coalesce(${json.typeOf(column)}, 'null') = 'null'` : `${column} is null`;
-    parts.push(unless(absent, `${key(name)} || ${value}`));
+    const member = memberJson(json, name, quoteIdentifier(c.name), c, f);
+    if (member === undefined) return undefined;
+    parts.push(member);
   }
   for (const stamp of ['createTime', 'updateTime'] as const) {
     if (r.timestamps && !r.timestamps.includes(stamp)) continue;
     const c = at.get(stamp);
     // Shown even when NULL, as toResource shows it.
-    if (c) parts.push(`${key(stamp)} || ${json.value(quoteIdentifier(c.name))}`);
+    if (c) parts.push(key(stamp), json.value(quoteIdentifier(c.name)));
   }
-  return `${parts.join(' || ')} || '}'`;
+  return `concat(${parts.join(', ')}, '}')`;
 }

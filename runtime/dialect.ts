@@ -63,8 +63,7 @@ export const sqlite: Dialect = {
   json: {
     value: (e) => `json_quote(${e})`,
     boolean: (e) => `case when ${e} = 1 then 'true' else 'false' end`,
-    text: (e) => `json(${e})`,
-    typeOf: (e, key) => (key === undefined ? `json_type(${e})` : `json_type(${e}, '$.${checkedPath([key])[0]}')`),
+    isObject: (e) => `json_type(${e}) = 'object'`,
     member: (e, key) => `(${e} -> '$.${checkedPath([key])[0]}')`,
   },
 };

@@ -134,9 +134,28 @@ export class Table<T = Row> {
       .join(', ');
     const page = this.dialect.limit(limit, offset ?? 0);
     return (sql ?? this.store.read).values(
-      `select ${only?.list ?? this.findList} from ${this.table} where ${compiled.sql} order by ${orderBy} ${page.sql}`,
+      this.findStatement(only?.list ?? this.findList, compiled.sql, orderBy, page.sql),
       [...compiled.params, ...page.params],
     );
+  }
+
+  /**
+   * A find's statement, the same string each time for the same selection and clauses: a statement is looked up
+   * by its text, and a string made anew is hashed anew (an answer rendered as JSON makes the text long).
+   */
+  private readonly finds = new Map<string, Map<string, string>>();
+
+  private findStatement(list: string, where: string, orderBy: string, page: string): string {
+    let bySelection = this.finds.get(list);
+    if (!bySelection) this.finds.set(list, (bySelection = new Map()));
+    const clauses = `where ${where} order by ${orderBy} ${page}`;
+    let text = bySelection.get(clauses);
+    if (text === undefined) {
+      // Bounded: conditions of many shapes (a list of n uids has n parameters) need not all be kept.
+      if (bySelection.size >= Table.maxStatements) bySelection.clear();
+      bySelection.set(clauses, (text = `select ${list} from ${this.table} ${clauses}`));
+    }
+    return text;
   }
 
   /** The record of a row's values read by findValues with this selection. */
