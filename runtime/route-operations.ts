@@ -33,23 +33,27 @@ const uidParams = new Set(['uid', 'parent', 'id']);
 export function pathParams(ctx: HttpContext, names: string[]): Record<string, string> {
   const captures = ctx.captures;
   const out: Record<string, string> = {};
-  names.forEach((name, i) => {
+  for (let i = 0; i < names.length; i++) {
+    const name = names[i];
+    const raw = captures[i] ?? '';
     try {
-      out[name] = decodeURIComponent(captures[i] ?? '');
+      out[name] = raw.includes('%') ? decodeURIComponent(raw) : raw;
     } catch {
       throw invalidArgument([{ field: name, description: `${name} is not correctly percent-encoded` }]);
     }
-  });
+  }
   return checkUidParams(out);
 }
 
 /** A malformed uid is refused before authorization: it names nothing, so refusing it reveals nothing. */
 export function checkUidParams(params: Record<string, string>): Record<string, string> {
-  for (const [name, value] of Object.entries(params))
+  for (const name in params) {
+    const value = params[name];
     if (uidParams.has(name) && !isUidPath(value))
       throw invalidArgument([
         { field: name, description: `"${value}" is not a uid (40 hex characters, then /16 hex per level)` },
       ]);
+  }
   return params;
 }
 
@@ -65,7 +69,8 @@ export function requestBody(ctx: HttpContext): Row {
 /** The request as the pipeline takes it; `names` are the route's path parameters, in order. */
 export function callOf(ctx: HttpContext, names: string[], body?: Row): Call {
   const query = { ...ctx.query };
-  const q = updateMaskParameters.map((name) => query[name]).find((v) => v !== undefined);
+  let q: string | string[] | undefined;
+  for (const name of updateMaskParameters) q ??= query[name];
   return {
     principal: ctx.state.principal as Principal,
     params: pathParams(ctx, names),

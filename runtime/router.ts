@@ -1,6 +1,6 @@
 // A table of routes: a method and a pattern (an exact path, or a regular expression over the raw path) to the
 // middleware that answer it. The first route in the order they were added whose method and pattern match
-// answers. A request is tried only against the routes that can match its first path segment (/registry, /iam),
+// answers. A request is tried only against the routes that can match its first path segments (/registry/v2/repos),
 // known from each pattern's literal start, so a table of hundreds of routes costs a few tests per request; and a
 // pattern's regular expression runs only for a path with its literal start and end (a string comparison).
 import { compose, type HttpContext, type Middleware } from './http-context.js';
@@ -70,20 +70,36 @@ function literalEnd(source: string): string {
 /** The methods a route can be added for. */
 const routeMethods = new Set(['GET', 'HEAD', 'POST', 'PUT', 'PATCH', 'DELETE']);
 
-/** The first segment of a path ("registry" of /registry/v2/repos). */
-function firstSegment(path: string): string {
-  const end = path.indexOf('/', 1);
-  return end < 0 ? path.slice(1) : path.slice(1, end);
+/** How many leading segments of a path pick its candidate routes. */
+const keyDepth = 3;
+
+/** The first `depth` segments of a path ("registry/v2/repos" of /registry/v2/repos/x at 3); undefined when it has fewer. */
+function keyOf(path: string, depth: number): string | undefined {
+  let end = 0;
+  for (let i = 0; i < depth; i++) {
+    if (end >= path.length) return undefined;
+    const next = path.indexOf('/', end + 1);
+    end = next < 0 ? path.length : next;
+  }
+  return path.slice(1, end);
 }
 
-/** The first segment every path the pattern matches has; undefined when the pattern does not fix it. */
-function segmentOf(pattern: string | RegExp): string | undefined {
-  if (typeof pattern === 'string') return pattern.startsWith('/') ? firstSegment(pattern) : undefined;
+/**
+ * The leading segments every path the pattern matches has, up to keyDepth, joined by "/" ("registry/v2/repos"
+ * of ^\/registry\/v2\/repos\/([^:]+)$); '' when the pattern fixes none.
+ */
+function fixedSegments(pattern: string | RegExp): string {
+  let text: string;
+  let whole: boolean;
+  if (typeof pattern === 'string') [text, whole] = [pattern, true];
   // An alternative anywhere could start elsewhere; a flag could match other letters.
-  if (!pattern.source.startsWith('^') || pattern.source.includes('|') || pattern.flags !== '') return undefined;
-  const { text, whole } = literalStart(pattern.source);
-  if (!text.startsWith('/')) return undefined;
-  return text.indexOf('/', 1) > 0 || whole ? firstSegment(text) : undefined;
+  else if (!pattern.source.startsWith('^') || pattern.source.includes('|') || pattern.flags !== '') return '';
+  else ({ text, whole } = literalStart(pattern.source));
+  if (!text.startsWith('/')) return '';
+  // A segment is fixed when the literal start goes on past it, or ends with it and with the pattern.
+  const segments = text.slice(1).split('/');
+  const complete = whole ? segments : segments.slice(0, -1);
+  return complete.slice(0, keyDepth).join('/');
 }
 
 function captured(pattern: string | RegExp, path: string): string[] | undefined {
@@ -93,10 +109,11 @@ function captured(pattern: string | RegExp, path: string): string[] | undefined 
 }
 
 export class Router {
-  private readonly table: (Route & { segment?: string })[] = [];
-  /** middleware run before the route that answers, when one of this router does (router.use) */
+  private readonly table: (Route & { fixed: string })[] = [];
+  /** middleware run before the route that answer, when one of this router does (router.use) */
   private readonly shared: Middleware[] = [];
-  private bySegment?: Map<string, Route[]>;
+  /** per depth 1 to keyDepth, the candidates of paths by their leading segments at that depth */
+  private byKey?: Map<string, Route[]>[];
   private anywhere: Route[] = [];
   /** candidates lists by the method their routes answer (one of routeMethods) */
   private readonly byMethod = new Map<Route[], Map<string, Route[]>>();
@@ -137,28 +154,41 @@ export class Router {
       methods,
       pattern,
       run,
-      segment: segmentOf(pattern),
+      fixed: fixedSegments(pattern),
       starts: fixed || !pattern.source.startsWith('^') ? '' : literalStart(pattern.source).text,
       ends: fixed ? '' : literalEnd(pattern.source),
     });
-    this.bySegment = undefined;
+    this.byKey = undefined;
     return this;
   }
 
-  /** The routes that may match a path, in table order. */
+  /**
+   * The routes that may match a path, in table order: those whose fixed segments lead the path's. A path is
+   * looked up by its deepest key some route fixes; with no such key, only routes fixing fewer segments (or none)
+   * can match it.
+   */
   private candidates(path: string): Route[] {
-    if (!this.bySegment) {
-      this.bySegment = new Map();
-      for (const segment of new Set(this.table.map((r) => r.segment)))
-        if (segment !== undefined)
-          this.bySegment.set(
-            segment,
-            this.table.filter((r) => r.segment === segment || r.segment === undefined),
-          );
-      this.anywhere = this.table.filter((r) => r.segment === undefined);
+    if (!this.byKey) {
+      this.byKey = [];
+      for (let depth = 1; depth <= keyDepth; depth++) {
+        const lists = new Map<string, Route[]>();
+        for (const key of new Set(this.table.map((r) => r.fixed.split('/').slice(0, depth).join('/'))))
+          if (key !== '' && key.split('/').length === depth)
+            lists.set(
+              key,
+              this.table.filter((r) => r.fixed === '' || `${key}/`.startsWith(`${r.fixed}/`)),
+            );
+        this.byKey.push(lists);
+      }
+      this.anywhere = this.table.filter((r) => r.fixed === '');
       this.byMethod.clear();
     }
-    return this.bySegment.get(firstSegment(path)) ?? this.anywhere;
+    for (let depth = keyDepth; depth >= 1; depth--) {
+      const key = keyOf(path, depth);
+      const found = key === undefined ? undefined : this.byKey[depth - 1].get(key);
+      if (found) return found;
+    }
+    return this.anywhere;
   }
 
   /** Those of candidates(path) that answer the method. */

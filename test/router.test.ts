@@ -61,7 +61,7 @@ test('the first route in table order answers, whatever the index of first segmen
   assert.is((await call('GET', '/abc/opt')).body.what, 'optional');
 });
 
-test('the literal start and end of a pattern skip only paths it cannot match (against a plain scan)', () => {
+test('the leading segments, literal start and end of a pattern skip only paths it cannot match (against a plain scan)', () => {
   const patterns = [
     /^\/r\/v2\/repos\/([^:]+)\/readme$/,
     /^\/r\/v2\/repos\/([^:]+)$/,
@@ -78,6 +78,12 @@ test('the literal start and end of a pattern skip only paths it cannot match (ag
     /\/anywhere$/,
     /^\/r\/v2\/case$/i,
     /^\/r\/v2\/(?:one|two)$/,
+    /^\/r\/v2\/(\w+)\/deep$/,
+    /^\/r\/v2\/repos$/,
+    /^\/r\/v2\/re(?:pos)?s$/,
+    /^\/r$/,
+    /^\/r\/v2\/$/,
+    /^\/r\/v3\/x\/y$/,
   ];
   const r = new Router();
   for (const p of patterns) r.get(p, said(p.source));
@@ -101,6 +107,18 @@ test('the literal start and end of a pattern skip only paths it cannot match (ag
     '/q/anywhere',
     '/R/V2/CASE',
     '/r/v2/two',
+    '/r/v2/abc/deep',
+    '/r/v2/repos/deep',
+    '/r/v2/repos',
+    '/r/v2/reps',
+    '/r',
+    '/r/v2',
+    '/r/v2/',
+    '/r/v3/x/y',
+    '/r/v3/x',
+    'r/v2/repos/x',
+    '/',
+    '',
   ];
   for (const path of paths) {
     const scanned = patterns.find((p) => p.test(path));
