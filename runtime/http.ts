@@ -98,17 +98,25 @@ function levelOf(status: number): string {
  * or any other value in it could be a secret).
  */
 function answer(log: AppOptions['log'], errorDomain: (path: string) => string): Middleware {
-  return async (ctx, next) => {
+  return (ctx, next) => {
     const started = log === undefined ? 0 : performance.now();
     // A caller's request id is echoed only when it is a plain token: a header value is the client's to choose.
     const given = ctx.get('x-request-id');
     // Random, not a count: a count would tell anyone how many requests this instance answers.
-    const requestId = /^[\w.:-]{1,128}$/.test(given) ? given : randomUUID();
+    const requestId = given !== '' && /^[\w.:-]{1,128}$/.test(given) ? given : randomUUID();
     ctx.set('x-request-id', requestId);
+    // compose's next() rejects rather than throws
+    return next().then(
+      () => answered(ctx, requestId, started),
+      (e: unknown) => answered(ctx, requestId, started, { thrown: e }),
+    );
+  };
+
+  /** What was thrown, if anything, as the API's error body; then the request's log line. */
+  function answered(ctx: HttpContext, requestId: string, started: number, failure?: { thrown: unknown }): void {
     let error: ApiError | undefined;
-    try {
-      await next();
-    } catch (e) {
+    if (failure) {
+      const e = failure.thrown;
       if (e instanceof ApiError) error = e;
       else {
         error = internal();
@@ -144,7 +152,7 @@ function answer(log: AppOptions['log'], errorDomain: (path: string) => string): 
       ...(subject ? { identity: subject } : {}),
       ...(error ? { reason: error.codeName } : {}),
     });
-  };
+  }
 }
 
 /** Takes a request from the caller's bucket: the identity when known, else the address it comes from. */
@@ -154,6 +162,29 @@ function limit(rateLimit: RateLimit, ctx: HttpContext): void {
   const wait = rateLimit.take(subject ? `identity ${subject}` : `address ${ctx.ip}`);
   if (wait === 0) return;
   throw rateLimited(subject ? `identity ${subject}` : `address ${ctx.ip}`, rateLimit.perSecond, wait);
+}
+
+/**
+ * A fault outside `answer`, or an answer that cannot be written (a body JSON cannot hold): logged, and the
+ * caller told of an internal error if nothing has been sent yet.
+ */
+function fault(
+  ctx: HttpContext,
+  e: unknown,
+  log: (line: Record<string, unknown>) => void,
+  errorDomain: (path: string) => string,
+): void {
+  try {
+    log({ level: 'error', method: ctx.method, path: ctx.path, error: e instanceof Error ? e.stack : String(e) });
+    if (ctx.res.headersSent) return void ctx.res.destroy();
+    ctx.status = 500;
+    ctx.type = undefined;
+    ctx.body = internal().body(errorDomain(ctx.path));
+    ctx.respond();
+  } catch {
+    // Not even that could be written: the connection is closed rather than left waiting.
+    ctx.res.destroy();
+  }
 }
 
 /** What answers each request: the middleware below in order, then the answer written. */
@@ -253,24 +284,22 @@ export function createApp(o: AppOptions): RequestListener {
     const started = performance.now();
     metrics?.requestStarted();
     const ctx = new HttpContext(req, res);
-    run(ctx)
-      .then(() => ctx.respond())
-      // A fault outside `answer`, or an answer that cannot be written (a body JSON cannot hold): logged, and
-      // the caller told of an internal error if nothing has been sent yet.
-      .catch((e: unknown) => {
-        log({ level: 'error', method: ctx.method, path: ctx.path, error: e instanceof Error ? e.stack : String(e) });
-        if (res.headersSent) return void res.destroy();
-        ctx.status = 500;
-        ctx.type = undefined;
-        ctx.body = internal().body(errorDomain(ctx.path));
-        ctx.respond();
-      })
-      .catch(() => res.destroy())
-      // Counted and timed from its arrival to its answer, whichever step answered it.
-      .then(
-        metrics &&
-          (() =>
-            metrics.requestFinished(routeTemplate(ctx), ctx.method, ctx.status, (performance.now() - started) / 1000)),
-      );
+    // Counted and timed from its arrival to its answer, whichever step answered it.
+    const finished = () =>
+      metrics?.requestFinished(routeTemplate(ctx), ctx.method, ctx.status, (performance.now() - started) / 1000);
+    run(ctx).then(
+      () => {
+        try {
+          ctx.respond();
+        } catch (e) {
+          fault(ctx, e, log, errorDomain);
+        }
+        finished();
+      },
+      (e: unknown) => {
+        fault(ctx, e, log, errorDomain);
+        finished();
+      },
+    );
   };
 }

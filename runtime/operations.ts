@@ -226,11 +226,16 @@ export class Operations {
     return this.present(await this.resources.get(r, uid), call.principal, present);
   }
 
-  /** The record as get gives it without a presenter, as its JSON text: for transports that write JSON. */
-  async getJson(r: ResourceModel, call: Call): Promise<string> {
+  /**
+   * The record as get gives it without a presenter, as its JSON text: for transports that write JSON. At once
+   * when the caller's grants are known and the store answers at once; a refusal may then be thrown.
+   */
+  getJson(r: ResourceModel, call: Call): string | Promise<string> {
     const { uid } = call.params;
-    await this.policy.requireCapability(call.principal, this.capability(r, 'get'), this.scope(r, uid));
-    return this.resources.getJson(r, uid);
+    const allowed = this.policy.requireCapability(call.principal, this.capability(r, 'get'), this.scope(r, uid));
+    return allowed instanceof Promise
+      ? allowed.then(() => this.resources.getJson(r, uid))
+      : this.resources.getJson(r, uid);
   }
 
   async create(r: ResourceModel, call: Call, options: { present?: Present; prepare?: Prepare } = {}): Promise<Row> {

@@ -429,20 +429,27 @@ export class Resources {
   }
 
   async get(r: ResourceModel, uid: string): Promise<Row> {
-    return this.getAs(r, uid, this.answerForms(r, 'uid').objects);
+    return await this.getAs(r, uid, this.answerForms(r, 'uid').objects);
   }
 
-  /** The record's answer as its JSON text, as get would answer it: rendered by the database where it can. */
-  async getJson(r: ResourceModel, uid: string): Promise<string> {
+  /**
+   * The record's answer as its JSON text, as get would answer it: rendered by the database where it can, and at
+   * once where its driver answers at once.
+   */
+  getJson(r: ResourceModel, uid: string): string | Promise<string> {
     const { json, objects } = this.answerForms(r, 'uid');
-    return json ? this.getAs(r, uid, json) : JSON.stringify(await this.getAs(r, uid, objects));
+    if (json) return this.getAs(r, uid, json);
+    return Promise.resolve(this.getAs(r, uid, objects)).then((answer) => JSON.stringify(answer));
   }
 
-  private async getAs<I>(r: ResourceModel, uid: string, form: AnswerForm<I>): Promise<I> {
+  private getAs<I>(r: ResourceModel, uid: string, form: AnswerForm<I>): I | Promise<I> {
     checkUid(uid, 'uid');
-    const values = await this.table(r.type).getValues(uid, form.selection);
-    if (!values) throw notFound(r.type, uid);
-    return form.item(values);
+    const item = (values: unknown[] | undefined) => {
+      if (!values) throw notFound(r.type, uid);
+      return form.item(values);
+    };
+    const values = this.table(r.type).getValues(uid, form.selection);
+    return values instanceof Promise ? values.then(item) : item(values);
   }
 
   /** Creates a record; a root record of a resource with a creatorRole binds its creator to that role in it. */

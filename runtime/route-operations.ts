@@ -107,9 +107,13 @@ export function createRouteOperations(operations: Operations): RouteOperations {
         ? async (ctx) => {
             ctx.body = await operations.get(r, callOf(ctx, names), present);
           }
-        : async (ctx) => {
-            ctx.body = await operations.getJson(r, callOf(ctx, names));
-            ctx.type = jsonType;
+        : (ctx) => {
+            const answer = (text: string) => {
+              ctx.body = text;
+              ctx.type = jsonType;
+            };
+            const text = operations.getJson(r, callOf(ctx, names));
+            return typeof text === 'string' ? answer(text) : text.then(answer);
           },
     create: (r, names, present, prepare) => async (ctx) => {
       ctx.body = await operations.create(r, callOf(ctx, names), { present, prepare });

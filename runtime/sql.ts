@@ -21,6 +21,11 @@ export interface Sql {
   values(sql: string, params?: unknown[]): Promise<unknown[][]>;
   /** Runs a statement; resolves to the number of rows it changed. */
   run(sql: string, params?: unknown[]): Promise<number>;
+  /**
+   * values, answered at once where the driver is synchronous (SQLite): for a read of a few rows by key, which
+   * then costs no promise. Absent where the driver is not.
+   */
+  valuesNow?(sql: string, params?: unknown[]): unknown[][];
 }
 
 type Statement = Database.Statement<unknown[], Row>;
@@ -87,6 +92,7 @@ function sqlOf(prepared: Prepared, timer?: StatementTimer): Sql {
       all: async (sql, params = []) => all(sql, params),
       values: async (sql, params = []) => values(sql, params),
       run: async (sql, params = []) => run(sql, params),
+      valuesNow: (sql, params = []) => values(sql, params),
     };
   }
   const timed = <T>(statement: (sql: string, params: unknown[]) => T, sql: string, params: unknown[]): T => {
@@ -101,6 +107,7 @@ function sqlOf(prepared: Prepared, timer?: StatementTimer): Sql {
     all: async (sql, params = []) => timed(all, sql, params),
     values: async (sql, params = []) => timed(values, sql, params),
     run: async (sql, params = []) => timed(run, sql, params),
+    valuesNow: (sql, params = []) => timed(values, sql, params),
   };
 }
 

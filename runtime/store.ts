@@ -46,10 +46,21 @@ export function timedSql(sql: Sql, kind: StatementKind, observe: StatementObserv
         observe(kind, (performance.now() - started) / 1000);
       }
     };
+  const { valuesNow } = sql;
   return {
     all: timed((text, params) => sql.all(text, params)),
     values: timed((text, params) => sql.values(text, params)),
     run: timed((text, params) => sql.run(text, params)),
+    ...(valuesNow && {
+      valuesNow: (text: string, params?: unknown[]) => {
+        const started = performance.now();
+        try {
+          return valuesNow.call(sql, text, params);
+        } finally {
+          observe(kind, (performance.now() - started) / 1000);
+        }
+      },
+    }),
   };
 }
 

@@ -94,10 +94,11 @@ export class Table<T = Row> {
     return values ? this.toRecord(values, this.findColumns) : null;
   }
 
-  /** The selection's values of the row with this uid, undefined when there is none. */
-  async getValues(uid: string, only: Selection): Promise<unknown[] | undefined> {
-    const [values] = await this.store.read.values(only.byUid, [uid]);
-    return values;
+  /** The selection's values of the row with this uid, undefined when there is none; at once where the driver can. */
+  getValues(uid: string, only: Selection): unknown[] | undefined | Promise<unknown[] | undefined> {
+    const read = this.store.read;
+    if (read.valuesNow) return read.valuesNow(only.byUid, [uid])[0];
+    return read.values(only.byUid, [uid]).then(([values]) => values);
   }
 
   /** The record with this uid and its sub-resources. */
