@@ -63,6 +63,7 @@ export const sqlite: Dialect = {
   json: {
     value: (e) => `json_quote(${e})`,
     boolean: (e) => `case when ${e} = 1 then 'true' else 'false' end`,
+    text: (e) => e,
     isObject: (e) => `json_type(${e}) = 'object'`,
     member: (e, key) => `(${e} -> '$.${checkedPath([key])[0]}')`,
   },
@@ -89,4 +90,12 @@ export const postgresql: Dialect = {
   // LIMIT NULL is no limit.
   limit: (limit, offset) => ({ sql: 'limit ? offset ?', params: [limit < 0 ? null : limit, offset] }),
   orderBy: (expression, desc) => `${expression} ${desc ? 'desc nulls last' : 'asc nulls first'}`,
+  json: {
+    // to_json of NULL is NULL, where JSON's null is wanted
+    value: (e) => `coalesce(to_json(${e})::text, 'null')`,
+    boolean: (e) => `case when ${e} then 'true' else 'false' end`,
+    text: (e) => `${e}::text`,
+    isObject: (e) => `jsonb_typeof(${e}) = 'object'`,
+    member: (e, key) => `(${e} -> '${checkedPath([key])[0]}')::text`,
+  },
 };

@@ -18,6 +18,7 @@ const args = whole ? ['test', '\\.test\\.ts$'] : process.argv.slice(2);
  */
 const onBothEngines = [
   'access',
+  'answer-json',
   'api',
   'batch',
   'behaviours',
