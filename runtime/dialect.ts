@@ -4,8 +4,11 @@
 import type { JsonSql } from './answer-json.js';
 
 export type ColumnKind = 'json' | 'boolean' | 'int64' | 'plain';
-/** What a parameter is compared with or stored in: a column of a kind, or a value inside a JSON column. */
-export type ParameterKind = ColumnKind | 'insideJson';
+/**
+ * What a parameter is compared with or stored in: a column of a kind, a value inside a JSON column, or a whole
+ * value stored in a JSON column (always written as JSON text, a string too: answers show that text as it is).
+ */
+export type ParameterKind = ColumnKind | 'insideJson' | 'storedJson';
 
 export interface Column {
   /** SQL column name */
@@ -47,7 +50,7 @@ export const sqlite: Dialect = {
   selected: (c) => (c.kind === 'int64' ? `cast(${quoteIdentifier(c.name)} as text)` : quoteIdentifier(c.name)),
   parameter: (kind, v) => {
     if (v === undefined || v === null) return null;
-    if (kind === 'json' && typeof v === 'object') return JSON.stringify(v);
+    if (kind === 'storedJson' || (kind === 'json' && typeof v === 'object')) return JSON.stringify(v);
     // SQLite has no boolean: 1 and 0, in a boolean column and inside JSON alike.
     if (typeof v === 'boolean') return v ? 1 : 0;
     return v;
@@ -81,7 +84,7 @@ export const postgresql: Dialect = {
   selected: (c) => (c.kind === 'int64' ? `cast(${quoteIdentifier(c.name)} as text)` : quoteIdentifier(c.name)),
   parameter: (kind, v) => {
     if (v === undefined || v === null) return null;
-    if (kind === 'json') return JSON.stringify(v);
+    if (kind === 'json' || kind === 'storedJson') return JSON.stringify(v);
     // Inside JSON everything is compared as the text #>> gives: true, 12, "text" without quotes.
     if (kind === 'insideJson') return String(v);
     if (kind === 'int64') return String(v);

@@ -267,9 +267,12 @@ export class Table<T = Row> {
     return c;
   }
 
-  /** The values of these properties as their columns take them. */
+  /** The values of these properties as their columns store them. */
   private parameters(values: Row, props: string[]): unknown[] {
-    return props.map((prop) => this.dialect.parameter(this.columnOf(prop).kind, values[prop]));
+    return props.map((prop) => {
+      const { kind } = this.columnOf(prop);
+      return this.dialect.parameter(kind === 'json' ? 'storedJson' : kind, values[prop]);
+    });
   }
 
   /** Sets these properties on every row matching; resolves to how many rows changed. */

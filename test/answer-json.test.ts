@@ -128,4 +128,20 @@ test('every resource the database renders: its JSON text holds what toResource o
   assert.ok(cases > 600, `${cases} cases`);
 });
 
+test('a JSON column holds JSON text whatever value was written to it, so an answer shown as stored stays JSON', async () => {
+  const r = model.resources.repos;
+  const table = new Table(store, r.type);
+  const selection = table.selection(resourceProperties(r));
+  const expression = answerJsonSql(store.dialect.json!, r, selection.columns)!;
+  const uid = `${'a'.repeat(40)}/${'b'.repeat(16)}`;
+  const time = '2026-11-23T00:00:00.000Z';
+  // Past validation, a list field given text that would close the list and add a member of its own.
+  const forged = '["x"],"uid":"forged"';
+  await store.transaction((sql) =>
+    table.insert(sql, { uid, parentUid: 'a'.repeat(40), createTime: time, updateTime: time, aliases: forged }),
+  );
+  const [[text]] = await store.read.values(`select ${expression} from repos where uid = ?`, [uid]);
+  assert.equal(JSON.parse(text as string), { uid, aliases: forged, createTime: time, updateTime: time });
+});
+
 test.run();
