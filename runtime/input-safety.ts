@@ -5,10 +5,20 @@ import type { FieldViolation } from './errors.js';
 /** Deeper than any resource's fields nest (a map inside an object inside a list is 4). */
 export const maxJsonDepth = 32;
 
+/**
+ * A lone surrogate (a JSON escape such as \ud800 without its pair): no UTF-8 text holds one, so PostgreSQL's
+ * JSON refuses it and SQLite would keep it as bytes no client can read back.
+ */
+const loneSurrogate = /\p{Cs}/u;
+
 /** The first thing a parsed JSON body must not hold, as a field violation; undefined when it holds none. */
 export function unsafeJson(value: unknown, path = '(body)', depth = 0): FieldViolation | undefined {
-  if (typeof value === 'string')
-    return value.includes('\0') ? { field: path, description: `${path} must not contain NUL characters` } : undefined;
+  if (typeof value === 'string') {
+    if (value.includes('\0')) return { field: path, description: `${path} must not contain NUL characters` };
+    if (loneSurrogate.test(value))
+      return { field: path, description: `${path} must be Unicode text: it holds half of a surrogate pair` };
+    return undefined;
+  }
   if (typeof value !== 'object' || value === null) return undefined;
   if (depth >= maxJsonDepth) return { field: path, description: `the body nests deeper than ${maxJsonDepth} levels` };
   if (Array.isArray(value)) {
@@ -20,7 +30,7 @@ export function unsafeJson(value: unknown, path = '(body)', depth = 0): FieldVio
   }
   for (const [k, v] of Object.entries(value)) {
     const at = path === '(body)' ? k : `${path}.${k}`;
-    if (k === '__proto__' || k.includes('\0'))
+    if (k === '__proto__' || k.includes('\0') || loneSurrogate.test(k))
       return { field: at, description: `"${k.replace(/\0/g, '\\u0000')}" is not an allowed field name` };
     const found = unsafeJson(v, at, depth + 1);
     if (found) return found;

@@ -145,6 +145,9 @@ export class Table<T = Row> {
    * by its text, and a string made anew is hashed anew (an answer rendered as JSON makes the text long).
    */
   private readonly finds = new Map<string, Map<string, string>>();
+  private findsKept = 0;
+  /** Conditions of many shapes (a list of n uids has n parameters) need not all be kept, nor their long texts. */
+  private static readonly maxFinds = 200;
 
   private findStatement(list: string, where: string, orderBy: string, page: string): string {
     let bySelection = this.finds.get(list);
@@ -152,9 +155,12 @@ export class Table<T = Row> {
     const clauses = `where ${where} order by ${orderBy} ${page}`;
     let text = bySelection.get(clauses);
     if (text === undefined) {
-      // Bounded: conditions of many shapes (a list of n uids has n parameters) need not all be kept.
-      if (bySelection.size >= Table.maxStatements) bySelection.clear();
+      if (this.findsKept >= Table.maxFinds) {
+        for (const kept of this.finds.values()) kept.clear();
+        this.findsKept = 0;
+      }
       bySelection.set(clauses, (text = `select ${list} from ${this.table} ${clauses}`));
+      this.findsKept++;
     }
     return text;
   }

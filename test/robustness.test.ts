@@ -206,6 +206,24 @@ test('NUL characters are refused wherever they arrive', async () => {
   );
 });
 
+test('half of a surrogate pair in a body is refused, on either engine, and a whole pair is kept', async () => {
+  structured(
+    await s.call('POST', `/registry/v2/repos/${org}`, { name: 'half', description: 'a\ud800b' }),
+    400,
+    'lone high surrogate',
+  );
+  structured(
+    await s.call('POST', `/registry/v2/repos/${org}`, { name: 'half', aliases: ['\udc00'] }),
+    400,
+    'lone low surrogate in a list',
+  );
+  structured(await s.call('POST', `/registry/v2/repos/${org}`, { name: 'half', ['k\ud800']: 1 }), 400, 'field name');
+  const made = await s.call('POST', `/registry/v2/repos/${org}`, { name: 'pair', description: 'smile \ud83d\ude00' });
+  assert.is(made.status, 200);
+  const read = await s.call('GET', `/registry/v2/repos/${made.body.uid}`);
+  assert.is(read.body.description, 'smile 😀');
+});
+
 test('a request id is echoed only when it is a plain token', async () => {
   const mine = await s.call('GET', '/ping/v2/ping', undefined, { 'x-request-id': 'trace-1.2:3' });
   assert.is(mine.headers.get('x-request-id'), 'trace-1.2:3');
