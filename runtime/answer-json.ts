@@ -55,7 +55,7 @@ function objectJson(json: JsonSql, column: string, f: FieldModel): string | unde
 function memberJson(json: JsonSql, name: string, column: string, c: Column, f: FieldModel): string | undefined {
   let value: string | undefined;
   if (c.kind === 'json') {
-    // JSON text as stored (JSON.stringify's; PostgreSQL's jsonb spaces it): a list of scalars is shown as it is.
+    // JSON text as stored (always JSON.stringify's, runtime/dialect.ts): a list of scalars is shown as it is.
     if (f.type === 'object' && !f.repeated) value = objectJson(json, column, f);
     else if (f.repeated && asStored.has(f.type)) value = unlessNull(json.text(column));
     return value && `${key(name)} || ${value}`;

@@ -31,7 +31,11 @@ export interface Dialect {
   readonly like: string;
   /** One key of an ORDER BY; NULLs first ascending and last descending, as the page cursors expect. */
   orderBy(expression: string, desc: boolean): string;
-  /** How the engine renders answers as JSON text (runtime/answer-json.ts); without it they are made in JavaScript. */
+  /**
+   * How the engine renders answers as JSON text (runtime/answer-json.ts); without it they are made in JavaScript.
+   * PostgreSQL has none: its statements are planned at every run, and planning the 2 KB expression cost a get
+   * more than shaping its row in JavaScript (5,900 against 3,600 gets/s measured).
+   */
   readonly json?: JsonSql;
 }
 
@@ -93,12 +97,4 @@ export const postgresql: Dialect = {
   // LIMIT NULL is no limit.
   limit: (limit, offset) => ({ sql: 'limit ? offset ?', params: [limit < 0 ? null : limit, offset] }),
   orderBy: (expression, desc) => `${expression} ${desc ? 'desc nulls last' : 'asc nulls first'}`,
-  json: {
-    // to_json of NULL is NULL, where JSON's null is wanted
-    value: (e) => `coalesce(to_json(${e})::text, 'null')`,
-    boolean: (e) => `case when ${e} then 'true' else 'false' end`,
-    text: (e) => `${e}::text`,
-    isObject: (e) => `jsonb_typeof(${e}) = 'object'`,
-    member: (e, key) => `(${e} -> '${checkedPath([key])[0]}')::text`,
-  },
 };

@@ -18,7 +18,6 @@ const args = whole ? ['test', '\\.test\\.ts$'] : process.argv.slice(2);
  */
 const onBothEngines = [
   'access',
-  'answer-json',
   'api',
   'batch',
   'behaviours',
