@@ -14,8 +14,6 @@ export interface JsonSql {
   value(expression: string): string;
   /** A boolean column's value as true or false. */
   boolean(expression: string): string;
-  /** A JSON column's value as its JSON text. */
-  text(expression: string): string;
   /** Whether a JSON column holds an object. */
   isObject(expression: string): string;
   /** The JSON text of the member `key` of a JSON column's object; NULL when it has none. */
@@ -45,7 +43,7 @@ function objectJson(json: JsonSql, column: string, f: FieldModel): string | unde
     members.push(`${key(name)} || ${unlessNull(json.member(column, name))}`);
   }
   const rebuilt = members.length === 0 ? `'{}'` : `'{' || substr(concat(${members.join(', ')}), 2) || '}'`;
-  return `case when ${json.isObject(column)} then ${rebuilt} else ${unlessNull(json.text(column))} end`;
+  return `case when ${json.isObject(column)} then ${rebuilt} else ${unlessNull(column)} end`;
 }
 
 /**
@@ -57,7 +55,7 @@ function memberJson(json: JsonSql, name: string, column: string, c: Column, f: F
   if (c.kind === 'json') {
     // JSON text as stored (always JSON.stringify's, runtime/dialect.ts): a list of scalars is shown as it is.
     if (f.type === 'object' && !f.repeated) value = objectJson(json, column, f);
-    else if (f.repeated && asStored.has(f.type)) value = unlessNull(json.text(column));
+    else if (f.repeated && asStored.has(f.type)) value = unlessNull(column);
     return value && `${key(name)} || ${value}`;
   }
   if (f.repeated) return undefined;

@@ -70,7 +70,6 @@ export const sqlite: Dialect = {
   json: {
     value: (e) => `json_quote(${e})`,
     boolean: (e) => `case when ${e} = 1 then 'true' else 'false' end`,
-    text: (e) => e,
     isObject: (e) => `json_type(${e}) = 'object'`,
     member: (e, key) => `(${e} -> '$.${checkedPath([key])[0]}')`,
   },

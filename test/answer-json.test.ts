@@ -3,75 +3,25 @@
 // JSON.stringify(toResource(record)) holds, member for member and in the same order, for values of each kind
 // (text that JSON must escape, JSON columns holding values, null or JSON null, nested objects with input-only
 // and unset members, booleans, int64, NULL columns).
-import { mkdtempSync, rmSync } from 'node:fs';
-import { tmpdir } from 'node:os';
-import { join } from 'node:path';
 import { test } from 'uvu';
 import * as assert from 'uvu/assert';
-import { loadGenerated } from '../server/server.js';
-import { openStore, type Store } from '../runtime/store.js';
+import type { Store } from '../runtime/store.js';
 import { Table } from '../runtime/table.js';
 import { answerJsonSql } from '../runtime/answer-json.js';
 import { quoteIdentifier } from '../runtime/dialect.js';
 import { resourceProperties, toResource } from '../runtime/records.js';
-import type { ApiModel, FieldModel } from '../runtime/model.js';
+import type { ApiModel } from '../runtime/model.js';
+import { answerStore, chooser, seededRow } from './support/seeded-rows.js';
 
 let store: Store;
 let model: ApiModel;
-let dir: string;
+let close: () => Promise<void>;
 
 test.before(async () => {
-  dir = mkdtempSync(join(tmpdir(), 'answer-json-'));
-  const parts = await loadGenerated();
-  model = parts.model;
-  store = await openStore({ engine: 'sqlite', file: join(dir, 'db.sqlite') }, parts.entities);
+  ({ store, model, close } = await answerStore());
 });
 
-test.after(async () => {
-  await store.close();
-  rmSync(dir, { recursive: true, force: true });
-});
-
-/** A deterministic sequence of choices, so a failure names a case that can be run again. */
-function chooser(seed: number) {
-  let s = seed;
-  // In 32-bit integer arithmetic, and from the high bits: a product past 2^53 loses its low bits, and an LCG's
-  // low bits repeat with a short period.
-  return (n: number) => {
-    s = (Math.imul(s, 1103515245) + 12345) >>> 0;
-    return (s >>> 16) % n;
-  };
-}
-
-/** Text JSON writes as it is, and text it must escape. */
-const texts = [
-  'plain',
-  'say "hi"',
-  'back\\slash',
-  'line\nbreak\ttab',
-  'bell\u0007',
-  'é ü 漢字',
-  '😀',
-  '\u2028',
-  "it's",
-  '',
-];
-
-/** A value a field may hold inside a JSON column: nested objects keep every field, input-only ones too. */
-function jsonValue(f: FieldModel, pick: (n: number) => number, element = false): unknown {
-  if (f.repeated && !element) return [jsonValue(f, pick, true), pick(4) === 0 ? null : jsonValue(f, pick, true)];
-  if (f.type === 'object')
-    return Object.fromEntries(
-      Object.entries(f.fields ?? {}).flatMap(([k, sub]) =>
-        pick(3) === 0 ? [] : [[k, pick(6) === 0 ? null : jsonValue(sub, pick)]],
-      ),
-    );
-  if (f.type === 'map') return { a: jsonValue(f.mapValue!, pick), b: null };
-  if (f.type === 'int64') return pick(2) === 0 ? 4096 : '12';
-  if (f.type === 'bool') return pick(2) === 0;
-  if (f.type === 'int32' || f.type === 'double') return pick(100) - 50;
-  return texts[pick(texts.length)];
-}
+test.after(() => close());
 
 test('every resource the database renders: its JSON text holds what toResource of the table record holds, in order', async () => {
   let cases = 0;
@@ -87,15 +37,7 @@ test('every resource the database renders: its JSON text holds what toResource o
     const statement = `select ${expression} as answer from (select ${row}) as r`;
     for (let seed = 1; seed <= 60; seed++) {
       const pick = chooser(seed);
-      const values = selection.columns.map(([prop, c]) => {
-        if (prop !== 'uid' && pick(4) === 0) return null;
-        const f = r.fields[prop];
-        if (c.kind === 'json') return pick(8) === 0 ? 'null' : JSON.stringify(f ? jsonValue(f, pick) : { x: 1 });
-        if (c.kind === 'boolean') return pick(2);
-        if (c.kind === 'int64') return String(pick(1_000_000) * 1_000_000_007);
-        if (f?.type === 'int32') return pick(100) - 50;
-        return prop === 'uid' || prop.endsWith('Time') ? `${prop}-${pick(1000)}` : texts[pick(texts.length)];
-      });
+      const values = seededRow(r, selection.columns, pick);
       const [[text]] = await store.read.values(statement, values);
       const want = JSON.stringify(toResource(table.recordOf(values, selection), r));
       assert.is(JSON.stringify(JSON.parse(text as string)), want, `${r.type}, seed ${seed}`);
