@@ -137,7 +137,7 @@ export function emitGrpcTable(model: ApiModel, surface: ProtoSurface): string {
     const sub = rpc.subresource ? `, ${JSON.stringify(rpc.subresource)}` : hooks(r, rpc.kind);
     return `    ${key}: ops.${rpc.kind}(apiModel.resources.${r.collection}, ${json}${sub}),`;
   });
-  const endpoints = surface.rpcs.filter((r) => r.endpoint).map((r) => `${cap(r.endpoint!.name)}Request`);
+  const endpoints = [...new Set(surface.rpcs.filter((r) => r.endpoint).map((r) => `${cap(r.endpoint!.name)}Request`))];
   const typed = new Set<string>();
   for (const r of surface.rpcs) {
     const res = r.resource;

@@ -438,6 +438,60 @@ class SurfaceBuilder {
   }
 }
 
+const packageOf = (name: string) =>
+  name
+    .split('.')
+    .filter((p) => /^[a-z]/.test(p))
+    .join('.');
+
+/**
+ * Each domain's aliases (spec `proto.aliases`): its messages, enums and services again under the alias package,
+ * same fields and numbers, and its rpcs again under the alias's paths, run by the same operations. A type of
+ * another domain is named under that domain's alias of the same version, as the reference's v2beta1 files do.
+ */
+function addAliases(model: ApiModel, s: ProtoSurface, problems: string[]): void {
+  const declared = new Set(Object.values(model.proto.packages));
+  const versions = new Map<string, Map<string, string>>();
+  for (const [domain, aliases] of Object.entries(model.proto.aliases)) {
+    const pkg = model.proto.packages[domain];
+    for (const alias of aliases) {
+      const version = alias.split('.').pop()!;
+      if (declared.has(alias))
+        problems.push(`domain ${domain}: /proto/aliases: ${alias} is the package of a domain already`);
+      else {
+        const renames = versions.get(version) ?? versions.set(version, new Map()).get(version)!;
+        renames.set(pkg, alias);
+      }
+    }
+  }
+  for (const renames of versions.values()) {
+    const rename = (name: string) => {
+      const alias = renames.get(packageOf(name));
+      return alias ? alias + name.slice(packageOf(name).length) : name;
+    };
+    const aliased = (name: string) => renames.has(packageOf(name));
+    for (const m of [...s.messages.values()].filter((x) => aliased(x.name)))
+      s.messages.set(rename(m.name), {
+        ...m,
+        name: rename(m.name),
+        fields: m.fields.map((f) => ({ ...f, type: rename(f.type) })),
+      });
+    for (const e of [...s.enums.values()].filter((x) => aliased(x.name)))
+      s.enums.set(rename(e.name), { ...e, name: rename(e.name) });
+    for (const r of s.rpcs.filter((x) => aliased(x.service))) {
+      const service = rename(r.service);
+      s.rpcs.push({
+        ...r,
+        service,
+        path: `/${service}/${r.name}`,
+        request: rename(r.request),
+        response: rename(r.response),
+        ...(r.bodyMessage ? { bodyMessage: rename(r.bodyMessage) } : {}),
+      });
+    }
+  }
+}
+
 /** The whole gRPC surface of the model; problems (a message declared twice, differently) are appended. */
 export function protoSurface(model: ApiModel, problems: string[]): ProtoSurface {
   const b = new SurfaceBuilder(model, problems);
@@ -445,11 +499,7 @@ export function protoSurface(model: ApiModel, problems: string[]): ProtoSurface 
   for (const r of Object.values(model.resources)) b.resource(r);
   for (const e of model.endpoints) if (e.version !== 'v1') b.endpoint(e);
   const s = b.surface;
-  const packageOf = (name: string) =>
-    name
-      .split('.')
-      .filter((p) => /^[a-z]/.test(p))
-      .join('.');
+  addAliases(model, s, problems);
   for (const name of [...s.messages.keys(), ...s.enums.keys()]) s.packages.add(packageOf(name));
   return s;
 }

@@ -102,7 +102,7 @@ interface RawDomain {
   resources: RawResource[];
   endpoints?: RawEndpoint[];
   capabilities?: RawCapabilities;
-  proto?: { package: string };
+  proto?: { package: string; aliases?: string[] };
 }
 interface RawAccess {
   capabilities: RawCapabilities;
@@ -239,7 +239,11 @@ function readApi(file: string, problems: string[]): ApiModel {
     endpoints: [],
     capabilities: {},
     roles: [],
-    proto: { packages: {}, ...(api?.proto?.hierarchyFilter ? { hierarchyFilter: api.proto.hierarchyFilter } : {}) },
+    proto: {
+      packages: {},
+      aliases: {},
+      ...(api?.proto?.hierarchyFilter ? { hierarchyFilter: api.proto.hierarchyFilter } : {}),
+    },
   };
 }
 
@@ -278,6 +282,17 @@ function readAccess(loading: Loading, accessFile: string | undefined): void {
   addCapabilities(loading, raw.capabilities, file, !!raw.proto);
 }
 
+/** The domain's gRPC package and its aliases, each ending in its version (v2beta1) so references can follow it. */
+function readProtoPackage(loading: Loading, file: string, domain: string, proto: NonNullable<RawDomain['proto']>) {
+  loading.model.proto.packages[domain] = proto.package;
+  for (const alias of proto.aliases ?? [])
+    if (!/\.v\d[a-z0-9]*$/.test(alias) || alias === proto.package)
+      loading.problems.push(
+        `${file}: /proto/aliases: ${alias} must be another package ending in its version (v2beta1)`,
+      );
+  if (proto.aliases?.length) loading.model.proto.aliases[domain] = proto.aliases;
+}
+
 function readDomain(loading: Loading, file: string): void {
   const { model, problems, origin } = loading;
   const raw = readYaml(file, problems);
@@ -290,7 +305,7 @@ function readDomain(loading: Loading, file: string): void {
   if (raw.capabilities) addCapabilities(loading, raw.capabilities, file, !!raw.proto && !!model.proto.capabilities);
   model.domains.push(raw.domain);
   model.domainTitles[raw.domain] = raw.title;
-  if (raw.proto) model.proto.packages[raw.domain] = raw.proto.package;
+  if (raw.proto) readProtoPackage(loading, file, raw.domain, raw.proto);
   raw.resources.forEach((r, i) => {
     const at = `${file}: /resources/${i}`;
     if (model.resources[r.collection]) {

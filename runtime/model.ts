@@ -273,6 +273,8 @@ export interface ApiInfo {
 export interface ProtoApiModel {
   /** domain -> package of its services and messages */
   packages: Record<string, string>;
+  /** domain -> further packages its services are also served under, same messages (v2beta1: the pre-release name) */
+  aliases: Record<string, string[]>;
   /** the message of every list request's uidp */
   hierarchyFilter?: string;
   /** the capability vocabulary as an enum: its full name and the name of value 0 */

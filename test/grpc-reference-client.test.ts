@@ -1,5 +1,6 @@
 // A client built from the reference system's own protos, not ours: its codec is made from the facts of those
-// protos (../shared/reference/grpc-v2.json), so these calls prove the wire works for the reference's clients.
+// protos (../shared/reference/grpc-v2.json and grpc-v2beta1.json, the same services under the pre-release package
+// names the reference's Terraform provider calls), so these calls prove the wire works for the reference's clients.
 import { readFileSync } from 'node:fs';
 import * as grpc from '@grpc/grpc-js';
 import protobuf from 'protobufjs';
@@ -24,7 +25,16 @@ interface Facts {
   >;
 }
 
-const facts: Facts = JSON.parse(readFileSync('../shared/reference/grpc-v2.json', 'utf8'));
+const read = (version: string): Facts => JSON.parse(readFileSync(`../shared/reference/grpc-${version}.json`, 'utf8'));
+/** Both files as one: the packages differ, and what they share (google.protobuf, capabilities, common) is the same. */
+const facts: Facts = [read('v2'), read('v2beta1')].reduce((all, f) => ({
+  messages: { ...all.messages, ...f.messages },
+  enums: { ...all.enums, ...f.enums },
+  domains: {
+    ...all.domains,
+    ...Object.fromEntries(Object.entries(f.domains).map(([d, v]) => [`${d}:${v.services[0]?.name}`, v])),
+  },
+}));
 
 /** The namespace or message a full name is declared in, made on the way. */
 function parentOf(root: protobuf.Root, name: string): protobuf.Namespace | protobuf.Type {
@@ -106,39 +116,40 @@ test.after(async () => {
   await s.stop();
 });
 
-test('a client of the reference protos creates, reads, lists, updates and deletes a repo unchanged', async () => {
-  const org = s.bootstrap.organization;
-  const R = 'registry.v2.ReposService';
-  const created = await call(R, 'CreateRepo', {
-    parent: org,
-    repo: { name: 'nginx', catalog_tier: 'CATALOG_TIER_FIPS', aliases: ['web'], sync_config: { source: 's' } },
+for (const version of ['v2', 'v2beta1'])
+  test(`a client of the reference protos creates, reads, lists, updates and deletes a repo unchanged (${version})`, async () => {
+    const org = s.bootstrap.organization;
+    const R = `registry.${version}.ReposService`;
+    const created = await call(R, 'CreateRepo', {
+      parent: org,
+      repo: { name: 'nginx', catalog_tier: 'CATALOG_TIER_FIPS', aliases: ['web'], sync_config: { source: 's' } },
+    });
+    assert.is(created.code, 0, JSON.stringify(created.details));
+    const uid = created.value.uid;
+    assert.is(created.value.catalog_tier, 'CATALOG_TIER_FIPS');
+    assert.equal(created.value.aliases, ['web']);
+    assert.ok(Number(created.value.create_time.seconds) > 1_700_000_000);
+
+    const listed = await call(R, 'ListRepos', { uidp: { descendants_of: org }, page_size: 10 });
+    assert.equal(
+      listed.value.repos.map((r: any) => r.uid),
+      [uid],
+    );
+    assert.is(listed.value.total_count, '1');
+
+    const updated = await call(R, 'UpdateRepo', {
+      repo: { uid, description: 'web server', sync_config: { source: 't' } },
+      update_mask: { paths: ['description', 'sync_config'] },
+    });
+    assert.is(updated.value.description, 'web server');
+    assert.is(updated.value.sync_config.source, 't');
+    assert.is((await call(R, 'GetRepo', { uid })).value.description, 'web server');
+
+    assert.is((await call(R, 'DeleteRepo', { uid })).code, 0);
+    const gone = await call(R, 'GetRepo', { uid });
+    assert.is(gone.code, grpc.status.NOT_FOUND);
+    assert.ok(gone.details?.some((d) => d['@type'] === 'type.googleapis.com/google.rpc.ResourceInfo'));
   });
-  assert.is(created.code, 0, JSON.stringify(created.details));
-  const uid = created.value.uid;
-  assert.is(created.value.catalog_tier, 'CATALOG_TIER_FIPS');
-  assert.equal(created.value.aliases, ['web']);
-  assert.ok(Number(created.value.create_time.seconds) > 1_700_000_000);
-
-  const listed = await call(R, 'ListRepos', { uidp: { descendants_of: org }, page_size: 10 });
-  assert.equal(
-    listed.value.repos.map((r: any) => r.uid),
-    [uid],
-  );
-  assert.is(listed.value.total_count, '1');
-
-  const updated = await call(R, 'UpdateRepo', {
-    repo: { uid, description: 'web server', sync_config: { source: 't' } },
-    update_mask: { paths: ['description', 'sync_config'] },
-  });
-  assert.is(updated.value.description, 'web server');
-  assert.is(updated.value.sync_config.source, 't');
-  assert.is((await call(R, 'GetRepo', { uid })).value.description, 'web server');
-
-  assert.is((await call(R, 'DeleteRepo', { uid })).code, 0);
-  const gone = await call(R, 'GetRepo', { uid });
-  assert.is(gone.code, grpc.status.NOT_FOUND);
-  assert.ok(gone.details?.some((d) => d['@type'] === 'type.googleapis.com/google.rpc.ResourceInfo'));
-});
 
 test('a client of the reference protos manages identities (oneofs), roles (Capability enum) and bindings', async () => {
   const org = s.bootstrap.organization;
@@ -167,6 +178,28 @@ test('a client of the reference protos manages identities (oneofs), roles (Capab
     [[identity.value.uid, 'ci', 'puller']],
     'role bindings come hydrated, as the reference answers them',
   );
+});
+
+test("the provider's data sources find groups and the built-in roles through v2beta1", async () => {
+  const org = s.bootstrap.organization;
+  const groups = await call('iam.v2beta1.GroupsService', 'ListGroups', { uidp: { in_root: true }, name: 'default' });
+  assert.is(groups.code, 0, JSON.stringify(groups.details));
+  assert.equal(
+    groups.value.groups.map((g: any) => g.uid),
+    [org],
+  );
+  const roles = await call('iam.v2beta1.RolesService', 'ListRoles', { uidp: { in_root: true }, name: 'viewer' });
+  assert.is(roles.code, 0, JSON.stringify(roles.details));
+  assert.equal(
+    roles.value.roles.map((r: any) => r.name),
+    ['viewer'],
+  );
+  assert.ok(
+    roles.value.roles[0].capabilities.includes('CAP_REPO_LIST'),
+    'capabilities travel as the v2beta1 enum names',
+  );
+  const unknown = await call('iam.v2beta1.GroupsService', 'GetGroup', { uid: `${org}/0123456789abcdef` });
+  assert.is(unknown.code, grpc.status.NOT_FOUND, 'errors are the same AIP-193 statuses as v2');
 });
 
 test.run();

@@ -1,6 +1,7 @@
-// The generated .proto files against the facts of the reference system's protos (../shared/reference/grpc-v2.json):
-// for every rpc we serve, its request and response and every message and enum they reach must match in names,
-// numbers, types, labels, oneofs, maps, json names and reserved ranges. Departures are listed below with why.
+// The generated .proto files against the facts of the reference system's protos (../shared/reference/grpc-v2.json,
+// and grpc-v2beta1.json for the same services under their pre-release package names): for every rpc we serve, its
+// request and response and every message and enum they reach must match in names, numbers, types, labels, oneofs,
+// maps, json names and reserved ranges. Departures are listed below with why.
 import { readFileSync } from 'node:fs';
 import protobuf from 'protobufjs';
 import { test } from 'uvu';
@@ -44,9 +45,22 @@ const departures: Record<string, string> = {
     'events have no uid of their own in the spec',
 };
 
-const ref = JSON.parse(readFileSync('../shared/reference/grpc-v2.json', 'utf8'));
-const messages = ref.messages as Record<string, RefMessage>;
-const enums = ref.enums as Record<string, { values: { name: string; number: number }[] }>;
+interface Reference {
+  domains: Record<
+    string,
+    { services: { name: string; rpcs: { name: string; request: string; response: string }[] }[] }
+  >;
+  messages: Record<string, RefMessage>;
+  enums: Record<string, { values: { name: string; number: number }[] }>;
+}
+const read = (version: string): Reference =>
+  JSON.parse(readFileSync(`../shared/reference/grpc-${version}.json`, 'utf8'));
+const references = { v2: read('v2'), v2beta1: read('v2beta1') };
+/** v2beta1 departs where v2 does: the same messages under the other package name. */
+const departuresOf = (version: string) =>
+  Object.fromEntries(Object.entries(departures).map(([d, why]) => [d.replace(/\.v2\./g, `.${version}.`), why]));
+let messages: Reference['messages'];
+let enums: Reference['enums'];
 
 function kindOf(t: protobuf.ReflectionObject | null): string {
   if (!t) return 'scalar';
@@ -117,44 +131,47 @@ function compare(root: protobuf.Root, name: string, seen: Set<string>, out: stri
   compareReserved(name, ours, m, out);
 }
 
-test('every rpc we serve matches the reference protos, but for the listed departures', () => {
-  const root = loadProtoRoot();
-  const out: string[] = [];
-  const seen = new Set<string>();
-  let served = 0;
-  let total = 0;
-  for (const d of Object.values(ref.domains) as {
-    services: { name: string; rpcs: { name: string; request: string; response: string }[] }[];
-  }[])
-    for (const s of d.services)
-      for (const rpc of s.rpcs) {
-        total++;
-        const service = root.lookup(s.name);
-        const method = service instanceof protobuf.Service ? service.methods[rpc.name] : undefined;
-        if (!method) continue;
-        served++;
-        method.resolve();
-        if (method.resolvedRequestType!.fullName.slice(1) !== rpc.request) out.push(`${s.name}/${rpc.name}: request`);
-        if (method.resolvedResponseType!.fullName.slice(1) !== rpc.response)
-          out.push(`${s.name}/${rpc.name}: response`);
-        compare(root, rpc.request, seen, out);
-        compare(root, rpc.response, seen, out);
-      }
-  const unexplained = out.filter((d) => !departures[d]);
-  const stale = Object.keys(departures).filter((d) => !out.includes(d));
-  console.log(
-    `  proto contract: ${served}/${total} reference rpcs served, ${seen.size} messages and enums compared, ` +
-      `${out.length} documented departures`,
-  );
-  assert.equal(unexplained, [], `undocumented differences:\n${unexplained.join('\n')}`);
-  assert.equal(stale, [], 'departures listed that no longer differ: remove them');
-  assert.ok(served >= 67, `served ${served}`);
-});
+for (const [version, ref] of Object.entries(references))
+  test(`every ${version} rpc we serve matches the reference protos, but for the listed departures`, () => {
+    ({ messages, enums } = ref);
+    const documented = departuresOf(version);
+    const root = loadProtoRoot();
+    const out: string[] = [];
+    const seen = new Set<string>();
+    let served = 0;
+    let total = 0;
+    for (const d of Object.values(ref.domains))
+      for (const s of d.services)
+        for (const rpc of s.rpcs) {
+          total++;
+          const service = root.lookup(s.name);
+          const method = service instanceof protobuf.Service ? service.methods[rpc.name] : undefined;
+          if (!method) continue;
+          served++;
+          method.resolve();
+          if (method.resolvedRequestType!.fullName.slice(1) !== rpc.request) out.push(`${s.name}/${rpc.name}: request`);
+          if (method.resolvedResponseType!.fullName.slice(1) !== rpc.response)
+            out.push(`${s.name}/${rpc.name}: response`);
+          compare(root, rpc.request, seen, out);
+          compare(root, rpc.response, seen, out);
+        }
+    const unexplained = out.filter((d) => !documented[d]);
+    const stale = Object.keys(documented).filter((d) => !out.includes(d));
+    console.log(
+      `  proto contract (${version}): ${served}/${total} reference rpcs served, ${seen.size} messages and enums compared, ` +
+        `${out.length} documented departures`,
+    );
+    assert.equal(unexplained, [], `undocumented differences:\n${unexplained.join('\n')}`);
+    assert.equal(stale, [], 'departures listed that no longer differ: remove them');
+    assert.ok(served >= 67, `served ${served}`);
+  });
 
-test('every service we declare is one the reference has, under the same package', () => {
+test('every service we declare is one the reference has, under the same package (v2 and v2beta1)', () => {
   const root = loadProtoRoot();
   const theirs = new Set(
-    Object.values(ref.domains).flatMap((d) => (d as { services: { name: string }[] }).services.map((s) => s.name)),
+    Object.values(references).flatMap((ref) =>
+      Object.values(ref.domains).flatMap((d) => d.services.map((s) => s.name)),
+    ),
   );
   const ours: string[] = [];
   const walk = (ns: protobuf.NamespaceBase) => {
@@ -164,9 +181,12 @@ test('every service we declare is one the reference has, under the same package'
     }
   };
   walk(root);
-  assert.ok(ours.length >= 17, `${ours.length} services`);
+  assert.ok(ours.length >= 34, `${ours.length} services`);
   // Ours alone, documented in the README: the reference shows nothing of its deliveries.
-  const extensions = ['chainguard.platform.events.v2.DeliveriesService'];
+  const extensions = [
+    'chainguard.platform.events.v2.DeliveriesService',
+    'chainguard.platform.events.v2beta1.DeliveriesService',
+  ];
   assert.equal(
     ours.filter((s) => !theirs.has(s)),
     extensions,
