@@ -154,6 +154,33 @@ test('the declarations of capabilities, filters, natural keys and create times a
     assert.match(model.stderr, problem);
 });
 
+test('a proto alias must be another package, not that of a domain, and end in its version', () => {
+  const spec = join(scratch, 'alias-spec');
+  cpSync('spec', spec, { recursive: true });
+  const ping = join(spec, 'ping.yaml');
+  const text = readFileSync(ping, 'utf8');
+  writeFileSync(
+    ping,
+    text.replace(
+      /^proto: .*$/m,
+      'proto: { package: chainguard.platform.ping.v2, aliases: [chainguard.platform.ping] }',
+    ),
+  );
+  const unversioned = generate(spec, join(scratch, 'alias-out'));
+  assert.is(unversioned.status, 1);
+  assert.match(unversioned.stderr, /ping\.yaml: \/proto\/aliases: chainguard\.platform\.ping must be another package/);
+  writeFileSync(
+    ping,
+    text.replace(
+      /^proto: .*$/m,
+      'proto: { package: chainguard.platform.ping.v2, aliases: [chainguard.platform.iam.v2] }',
+    ),
+  );
+  const taken = generate(spec, join(scratch, 'alias-out'));
+  assert.is(taken.status, 1);
+  assert.match(taken.stderr, /chainguard\.platform\.iam\.v2 is the package of a domain already/);
+});
+
 test('v1 endpoints: a prefix needs a version, lists names a collection, listQuery needs lists and takes no query', () => {
   const spec = join(scratch, 'v1-endpoints-spec');
   cpSync('spec', spec, { recursive: true });
