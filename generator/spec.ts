@@ -14,6 +14,7 @@ import type {
   V1Model,
 } from '../runtime/model.js';
 import { standardFields, type ApiInfo } from '../runtime/model.js';
+import { snakeCase } from '../runtime/field-names.js';
 import type { ProtoApiModel, ProtoOperationModel } from '../runtime/model.js';
 import { checkProto, normalizeFields, normalizeOperation, normalizeRequest, type RawProtoField } from './spec-proto.js';
 
@@ -153,13 +154,23 @@ function capability(c: string | string[]): Capability {
   return Array.isArray(c) ? [...c] : [c];
 }
 
-/** What loading collects on the way: where each resource was declared, and which roles grant which capabilities. */
+/**
+ * What loading collects on the way: where each resource and capability was declared (file and path, so a problem
+ * found later names the place to fix), and which roles grant which capabilities, from where.
+ */
 interface Loading {
   specDir: string;
   model: ApiModel;
   problems: string[];
+  /** collection -> "file: /resources/i" */
   origin: Map<string, string>;
-  grants: Map<string, Set<string>>;
+  /** capability -> "file: /capabilities/NAME"; its gRPC number -> the capability that has it */
+  capabilityOrigin: Map<string, string>;
+  capabilityNumbers: Map<number, string>;
+  /** role -> capability -> where the grant is declared */
+  grants: Map<string, Map<string, string>>;
+  /** the i-th endpoint of model.endpoints -> "file: /endpoints/j" */
+  endpointOrigin: string[];
   access?: RawAccess;
 }
 
@@ -177,7 +188,10 @@ export function loadSpec(specDir: string): ApiModel {
     model: readApi(join(specDir, apiFile), problems),
     problems,
     origin: new Map(),
+    capabilityOrigin: new Map(),
+    capabilityNumbers: new Map(),
     grants: new Map(),
+    endpointOrigin: [],
   };
   readAccess(loading, accessFile);
   for (const f of files.filter((f) => f !== apiFile && f !== accessFile)) readDomain(loading, join(specDir, f));
@@ -187,6 +201,13 @@ export function loadSpec(specDir: string): ApiModel {
   linkResources(loading);
   checkEndpoints(loading);
   addBuiltInRoles(loading);
+  for (const r of Object.values(loading.model.resources)) {
+    const at = loading.origin.get(r.collection)!;
+    checkFieldDeclarations(r.fields, `${at}/fields`, problems);
+    r.subresources.forEach((sub) =>
+      checkFieldDeclarations(sub.fields, `${at}/subresources/${sub.name}/fields`, problems),
+    );
+  }
   checkCapabilitiesUsed(loading);
   checkProto(loading.model, problems);
   if (problems.length > 0) throw new SpecError(problems);
@@ -249,11 +270,19 @@ function readApi(file: string, problems: string[]): ApiModel {
 
 /** onWire: the file's capabilities travel in the gRPC Capability enum, so each needs its number there. */
 function addCapabilities(loading: Loading, caps: RawCapabilities, file: string, onWire: boolean): void {
-  const { model, grants, problems } = loading;
+  const { model, grants, problems, capabilityOrigin, capabilityNumbers } = loading;
   for (const [name, c] of Object.entries(caps)) {
-    if (model.capabilities[name]) problems.push(`${file}: /capabilities/${name}: is already declared`);
-    if (onWire && c.proto === undefined)
-      problems.push(`${file}: /capabilities/${name}/proto: its number in ${model.proto.capabilities!.enum}`);
+    const at = `${file}: /capabilities/${name}`;
+    if (model.capabilities[name]) problems.push(`${at}: is already declared in ${capabilityOrigin.get(name)}`);
+    else capabilityOrigin.set(name, at);
+    if (onWire && c.proto === undefined) problems.push(`${at}/proto: its number in ${model.proto.capabilities!.enum}`);
+    const taken = c.proto === undefined ? undefined : capabilityNumbers.get(c.proto);
+    // Two values with one number make the Capability enum invalid: every .proto loader refuses it.
+    if (taken && taken !== name)
+      problems.push(`${at}/proto: ${c.proto} is already the number of ${taken} (${capabilityOrigin.get(taken)})`);
+    else if (c.proto !== undefined) capabilityNumbers.set(c.proto, name);
+    const v1Twin = Object.entries(model.capabilities).find(([other, m]) => other !== name && m.v1 === c.v1);
+    if (v1Twin) problems.push(`${at}/v1: "${c.v1}" is already the v1 name of ${v1Twin[0]}`);
     model.capabilities[name] = {
       v1: c.v1,
       ...(c.deprecated ? { deprecated: true } : {}),
@@ -261,7 +290,9 @@ function addCapabilities(loading: Loading, caps: RawCapabilities, file: string, 
       ...(c.extension ? { extension: true } : {}),
       ...(c.proto ? { proto: c.proto } : {}),
     };
-    for (const role of c.roles ?? []) (grants.get(role) ?? grants.set(role, new Set()).get(role)!).add(name);
+    (c.roles ?? []).forEach((role, i) =>
+      (grants.get(role) ?? grants.set(role, new Map()).get(role)!).set(name, `${at}/roles/${i}`),
+    );
   }
 }
 
@@ -309,15 +340,17 @@ function readDomain(loading: Loading, file: string): void {
   raw.resources.forEach((r, i) => {
     const at = `${file}: /resources/${i}`;
     if (model.resources[r.collection]) {
-      problems.push(`${at}/collection: "${r.collection}" is already declared in ${origin.get(r.collection)}`);
+      // Both places: files load in name order, so the first may be the one the author did not touch.
+      problems.push(`${at}/collection: "${r.collection}" is also declared in ${origin.get(r.collection)}; rename one`);
       return;
     }
-    origin.set(r.collection, file);
+    origin.set(r.collection, at);
     model.resources[r.collection] = toResource(raw.domain, r, at, problems);
   });
-  for (const e of raw.endpoints ?? []) {
+  for (const [j, e] of (raw.endpoints ?? []).entries()) {
+    loading.endpointOrigin.push(`${file}: /endpoints/${j}`);
     if (e.unimplemented && e.proto)
-      problems.push(`${file}: endpoint ${e.name}: an unimplemented call is not declared over gRPC (remove proto)`);
+      problems.push(`${file}: /endpoints/${j}/proto: an unimplemented call is not declared over gRPC (remove proto)`);
     model.endpoints.push({
       domain: raw.domain,
       name: e.name,
@@ -352,21 +385,21 @@ function resolveVocabulary(model: ApiModel): void {
 /** Parents know their children; parents, references and creator roles name what exists. */
 function linkResources({ model, problems, origin }: Loading): void {
   for (const r of Object.values(model.resources)) {
-    const at = `${origin.get(r.collection)}: resource ${r.collection}`;
+    const at = origin.get(r.collection)!;
     if (r.parent) {
       const parent = model.resources[r.parent];
-      if (!parent) problems.push(`${at}: /parent: no resource has the collection "${r.parent}"`);
+      if (!parent) problems.push(`${at}/parent: no resource has the collection "${r.parent}"`);
       else parent.children.push(r.collection);
     }
-    if (r.uid === 'parent' && !r.parent) problems.push(`${at}: /uid: "parent" needs a parent`);
+    if (r.uid === 'parent' && !r.parent) problems.push(`${at}/uid: "parent" needs a parent`);
     for (const [name, f] of Object.entries(r.fields)) {
       if (f.references && !model.resources[f.references])
-        problems.push(`${at}: /fields/${name}/references: no resource has the collection "${f.references}"`);
+        problems.push(`${at}/fields/${name}/references: no resource has the collection "${f.references}"`);
       if (f.requires && !model.capabilities[f.requires])
-        problems.push(`${at}: /fields/${name}/requires: unknown capability ${f.requires}`);
-      if (f.protects && !f.requires) problems.push(`${at}: /fields/${name}/protects: needs requires`);
+        problems.push(`${at}/fields/${name}/requires: unknown capability ${f.requires}`);
+      if (f.protects && !f.requires) problems.push(`${at}/fields/${name}/protects: needs requires`);
       for (const other of f.protects ?? [])
-        if (!r.fields[other]) problems.push(`${at}: /fields/${name}/protects: no field "${other}"`);
+        if (!r.fields[other]) problems.push(`${at}/fields/${name}/protects: no field "${other}"`);
     }
   }
   for (const r of Object.values(model.resources)) r.children.sort();
@@ -388,28 +421,29 @@ function linkRecordFields(model: ApiModel, fields: Record<string, FieldModel>, a
   }
 }
 
-function checkEndpoints({ model, problems }: Loading): void {
-  const names = new Set<string>();
-  for (const e of model.endpoints) {
+function checkEndpoints({ model, problems, endpointOrigin }: Loading): void {
+  const names = new Map<string, string>();
+  for (const [i, e] of model.endpoints.entries()) {
     const key = `${e.domain}.${e.name}`;
-    if (names.has(key)) problems.push(`endpoint ${key} is declared twice`);
-    names.add(key);
+    const at = endpointOrigin[i];
+    if (names.has(key)) problems.push(`${at}/name: endpoint ${key} is also declared in ${names.get(key)}`);
+    names.set(key, at);
     const params = [...e.path.matchAll(/\{(\w+)\*?\}/g)].map((m) => m[1]);
     if (e.scope && !params.includes(e.scope))
-      problems.push(`endpoint ${key}: /scope: "${e.scope}" is not a path parameter of ${e.path}`);
+      problems.push(`${at}/scope: "${e.scope}" is not a path parameter of ${e.path}`);
     const listed = e.lists === undefined ? undefined : model.resources[e.lists];
-    if (e.lists !== undefined && !listed)
-      problems.push(`endpoint ${key}: /lists: no resource has the collection "${e.lists}"`);
-    if (e.listQuery && listed && !listed.operations.list)
-      problems.push(`endpoint ${key}: /listQuery: ${e.lists} has no list`);
+    if (e.lists !== undefined && !listed) problems.push(`${at}/lists: no resource has the collection "${e.lists}"`);
+    if (e.listQuery && listed && !listed.operations.list) problems.push(`${at}/listQuery: ${e.lists} has no list`);
   }
 }
 
-function addBuiltInRoles({ model, problems, grants, access }: Loading): void {
-  for (const role of access?.roles ?? []) {
-    const caps = new Set([...role.capabilities, ...(grants.get(role.name) ?? [])]);
-    for (const c of caps)
-      if (!model.capabilities[c]) problems.push(`access.yaml: role ${role.name}: unknown capability ${c}`);
+function addBuiltInRoles({ model, problems, grants, access, origin, specDir }: Loading): void {
+  for (const [i, role] of (access?.roles ?? []).entries()) {
+    const caps = new Set([...role.capabilities, ...(grants.get(role.name)?.keys() ?? [])]);
+    role.capabilities.forEach((c, j) => {
+      if (!model.capabilities[c])
+        problems.push(`${join(specDir, 'access.yaml')}: /roles/${i}/capabilities/${j}: unknown capability ${c}`);
+    });
     model.roles.push({
       uid: builtInRoleUid(role.name),
       name: role.name,
@@ -420,11 +454,60 @@ function addBuiltInRoles({ model, problems, grants, access }: Loading): void {
   }
   for (const r of Object.values(model.resources)) {
     if (r.creatorRole && !model.roles.some((x) => x.name === r.creatorRole))
-      problems.push(`resource ${r.collection}: /creatorRole: no built-in role "${r.creatorRole}"`);
+      problems.push(`${origin.get(r.collection)}/creatorRole: no built-in role "${r.creatorRole}"`);
   }
-  for (const role of grants.keys())
-    if (!model.roles.some((r) => r.name === role))
-      problems.push(`a capability is granted to the unknown role "${role}"`);
+  const known = model.roles.map((r) => r.name);
+  for (const [role, granted] of grants)
+    if (!known.includes(role))
+      for (const at of granted.values())
+        problems.push(`${at}: no built-in role "${role}" (access.yaml declares ${known.join(', ')})`);
+}
+
+/** A default or an example must be what the field itself would accept, else it is stored and served as it is. */
+function valueProblem(f: FieldModel, value: unknown): string | undefined {
+  const one = (v: unknown): string | undefined => {
+    if (f.type === 'enum') return f.values?.includes(v as string) ? undefined : `is not one of ${f.values?.join(', ')}`;
+    if (f.type === 'string' || f.type === 'timestamp' || f.type === 'duration')
+      return typeof v === 'string' ? undefined : 'is not a string';
+    if (f.type === 'bool') return typeof v === 'boolean' ? undefined : 'is not true or false';
+    if (f.type === 'int32' || f.type === 'int64')
+      return Number.isInteger(v) || (f.type === 'int64' && typeof v === 'string' && /^-?\d+$/.test(v))
+        ? undefined
+        : 'is not a whole number';
+    if (f.type === 'double') return typeof v === 'number' ? undefined : 'is not a number';
+    return undefined;
+  };
+  if (f.repeated) return Array.isArray(value) ? value.map(one).find(Boolean) : 'is not a list';
+  return one(value);
+}
+
+/**
+ * One name per field on every wire: the JSON name is the key, the proto field and the SQL column are its
+ * snake_case, so `fooBar` and `foo_bar` (or a proto name given twice) would be one column and one proto field.
+ * Defaults and examples must be values of their field.
+ */
+function checkFieldDeclarations(fields: Record<string, FieldModel>, at: string, problems: string[]): void {
+  const snake = new Map<string, string>();
+  const proto = new Map<string, string>();
+  for (const [name, f] of Object.entries(fields)) {
+    const wire = snakeCase(name);
+    const twin = snake.get(wire);
+    if (twin !== undefined && twin !== name)
+      problems.push(`${at}/${name}: its column and proto name ${wire} are also those of ${twin}; rename one`);
+    snake.set(wire, name);
+    if (f.proto) {
+      const protoName = f.proto.name ?? wire;
+      const other = proto.get(protoName);
+      if (other !== undefined) problems.push(`${at}/${name}/proto: the proto name ${protoName} is also ${other}'s`);
+      proto.set(protoName, name);
+    }
+    for (const key of ['default', 'example'] as const) {
+      const wrong = f[key] === undefined ? undefined : valueProblem(f, f[key]);
+      if (wrong) problems.push(`${at}/${name}/${key}: ${JSON.stringify(f[key])} ${wrong}`);
+    }
+    if (f.fields) checkFieldDeclarations(f.fields, `${at}/${name}/fields`, problems);
+    if (f.mapValue?.fields) checkFieldDeclarations(f.mapValue.fields, `${at}/${name}/mapValue/fields`, problems);
+  }
 }
 
 /** Every capability an operation needs, and where it is needed. */

@@ -101,7 +101,7 @@ test('a wrong spec fails with the file, the path inside it and what is wrong, an
   );
   const r2 = generate(spec, out);
   assert.is(r2.status, 1);
-  assert.match(r2.stderr, /broken\.yaml: resource things: \/parent: no resource has the collection "nowhere"/);
+  assert.match(r2.stderr, /broken\.yaml: \/resources\/0\/parent: no resource has the collection "nowhere"/);
 
   writeFileSync(join(spec, 'broken.yaml'), 'domain: broken\n  title: [\n');
   const r3 = generate(spec, out);
@@ -181,6 +181,49 @@ test('a proto alias must be another package, not that of a domain, and end in it
   assert.match(taken.stderr, /chainguard\.platform\.iam\.v2 is the package of a domain already/);
 });
 
+test('mistakes that would break the server later fail at generate, each named by its file and path', () => {
+  const spec = join(scratch, 'mistakes-spec');
+  cpSync('spec', spec, { recursive: true });
+  const catalog = join(spec, 'catalog.yaml');
+  writeFileSync(
+    catalog,
+    [
+      'domain: catalog',
+      'title: Catalog',
+      'proto: { package: example.catalog.v1 }',
+      'capabilities:',
+      // 1: the number of CAP_IAM_GROUPS_CREATE; 2: granted to a role that does not exist
+      '  CAP_PRODUCTS_LIST: { v1: products.list, proto: 101, roles: [viewer] }',
+      '  CAP_PRODUCTS_CREATE: { v1: products.create, proto: 90100, roles: [editr] }',
+      'resources:',
+      // 3: a collection another file declares
+      '  - { type: Repo, collection: repos, parent: groups, fields: { name: { type: string } }, operations: {} }',
+      '  - type: Product',
+      '    collection: products',
+      '    parent: groups',
+      '    fields:',
+      // 4: one column and proto name for two fields; 5: a default outside the enum; 6: an example of another type
+      '      sizeName: { type: string }',
+      '      size_name: { type: string }',
+      '      colour: { type: enum, values: [COLOUR_UNSPECIFIED, RED], default: PURPLE }',
+      '      stock: { type: int64, example: many }',
+      '    operations: { list: { capability: CAP_PRODUCTS_LIST } }',
+    ].join('\n'),
+  );
+  const r = generate(spec, join(scratch, 'mistakes-out'));
+  assert.is(r.status, 1);
+  const at = `${catalog}: `;
+  for (const problem of [
+    `${at}/capabilities/CAP_PRODUCTS_LIST/proto: 101 is already the number of CAP_IAM_GROUPS_CREATE (${join(spec, 'access.yaml')}: /capabilities/CAP_IAM_GROUPS_CREATE)`,
+    `${at}/capabilities/CAP_PRODUCTS_CREATE/roles/0: no built-in role "editr" (access.yaml declares owner,`,
+    `${join(spec, 'registry.yaml')}: /resources/0/collection: "repos" is also declared in ${at}/resources/0`,
+    `${at}/resources/1/fields/size_name: its column and proto name size_name are also those of sizeName`,
+    `${at}/resources/1/fields/colour/default: "PURPLE" is not one of COLOUR_UNSPECIFIED, RED`,
+    `${at}/resources/1/fields/stock/example: "many" is not a whole number`,
+  ])
+    assert.ok(r.stderr.includes(problem), `expected:\n${problem}\nin:\n${r.stderr}`);
+});
+
 test('v1 endpoints: a prefix needs a version, lists names a collection, listQuery needs lists and takes no query', () => {
   const spec = join(scratch, 'v1-endpoints-spec');
   cpSync('spec', spec, { recursive: true });
@@ -217,7 +260,7 @@ test('v1 endpoints: a prefix needs a version, lists names a collection, listQuer
   );
   const model = generate(spec, join(scratch, 'v1-endpoints-out'));
   assert.is(model.status, 1);
-  assert.match(model.stderr, /endpoint things\.e: \/lists: no resource has the collection "nope"/);
+  assert.match(model.stderr, /things\.yaml: \/endpoints\/0\/lists: no resource has the collection "nope"/);
 });
 
 test('a resource added in YAML alone is generated and served', async () => {
