@@ -6,6 +6,9 @@ import { test } from 'uvu';
 import * as assert from 'uvu/assert';
 import { startTestServer, type TestServer } from './support/server.js';
 import { query } from './support/db.js';
+import { maxKeySets, TokenExchange } from '../handlers/sts.js';
+import type { Resources } from '../runtime/resources.js';
+import type { TokenIssuer } from '../runtime/issuer.js';
 import { compiledPatternCount, matchesPattern, maxCompiledPatterns } from '../runtime/access/safe-pattern.js';
 
 let s: TestServer;
@@ -410,6 +413,39 @@ test('an issuer that redirects is not followed; an issuer error never echoes its
     assert.is(target.requests(), 0, 'the redirect was not followed');
   } finally {
     for (const server of [target, redirecting, failing, notJson, badKeys]) await server.close();
+  }
+});
+
+test('the key sets of issuers are kept in a bounded cache', async () => {
+  // One listener plays many issuers (/i0, /i1, ...), each with its discovery document and key set.
+  const { privateKey, publicKey } = await generateKeyPair('ES256');
+  const jwk = { ...(await exportJWK(publicKey)), kid: 'k', alg: 'ES256', use: 'sig' };
+  const many = await issuerServer((url, res, base) => {
+    const issuer = `${base}${url.split('/.well-known')[0]}`;
+    res.end(JSON.stringify(url.endsWith('/keys') ? { keys: [jwk] } : { issuer, jwks_uri: `${issuer}/keys` }));
+  });
+  // The exchange over an identity table of one identity that accepts every one of those issuers.
+  const identity = { claimMatch: { issuerPattern: 'http://127\\.0\\.0\\.1:[0-9]+/i[0-9]+', subject: 'x' } };
+  const resources = { tableOf: () => ({ get: async () => identity }), write: async () => undefined };
+  const ours = { issuer: 'http://ours', audience: 'http://ours', mint: async () => ({ token: 't', expiry: '' }) };
+  const sts = new TokenExchange(resources as unknown as Resources, () => ours as unknown as TokenIssuer, {
+    allowLoopback: true,
+    allowPrivate: false,
+  });
+  try {
+    for (let i = 0; i < maxKeySets + 20; i++) {
+      const token = await new SignJWT({})
+        .setProtectedHeader({ alg: 'ES256', kid: 'k' })
+        .setIssuer(`${many.base}/i${i}`)
+        .setSubject('x')
+        .setAudience('http://ours')
+        .setExpirationTime('5m')
+        .sign(privateKey);
+      assert.equal(await sts.exchange(token, 'a'.repeat(40), undefined), { token: 't', expiry: '' });
+    }
+    assert.is(sts.keySetCount, maxKeySets);
+  } finally {
+    await many.close();
   }
 });
 
