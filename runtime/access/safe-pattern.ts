@@ -151,11 +151,13 @@ class PatternParser {
     const c = this.source[this.at++];
     if (/[1-9]/.test(c) || (c === 'k' && this.source[this.at] === '<')) this.fail('it has a backreference');
     if (c === 'b' || c === 'B') return { repeats: false, consumes: false };
-    // A class escape (\d, \w, \s, ...) or an escaped character: one character either way.
-    const literal = /[dDwWsSnrtfv0cxu]/.test(c) ? undefined : [c];
-    if (c === 'c') this.at++;
-    else if (c === 'x') this.at += 2;
-    else if (c === 'u') this.at += this.source[this.at] === '{' ? this.source.indexOf('}', this.at) + 1 - this.at : 4;
+    // A class escape (\d, \w, \s, ...) or an escaped character: one character either way. Without the u flag,
+    // \u and \x take exactly 4 and 2 hex digits, or stand for the letter itself (\u{2,} repeats a "u").
+    const digits = c === 'u' ? 4 : c === 'x' ? 2 : 0;
+    const coded = digits > 0 && new RegExp(`^[0-9a-fA-F]{${digits}}`).test(this.source.slice(this.at));
+    if (coded) this.at += digits;
+    else if (c === 'c' && /[A-Za-z]/.test(this.source[this.at] ?? '')) this.at++;
+    const literal = coded || /[dDwWsSnrtfv0c]/.test(c) ? undefined : [c];
     return { repeats: false, consumes: true, first: literal };
   }
 }
