@@ -6,7 +6,7 @@ import { test } from 'uvu';
 import * as assert from 'uvu/assert';
 import { startTestServer, type TestServer } from './support/server.js';
 import { query } from './support/db.js';
-import { maxKeySets, TokenExchange } from '../handlers/sts.js';
+import { maxIssuerDocumentBytes, maxKeySets, TokenExchange } from '../handlers/sts.js';
 import type { Resources } from '../runtime/resources.js';
 import type { TokenIssuer } from '../runtime/issuer.js';
 import { compiledPatternCount, matchesPattern, maxCompiledPatterns } from '../runtime/access/safe-pattern.js';
@@ -382,7 +382,7 @@ test('issuers on loopback, metadata, private and IPv4-carrying IPv6 addresses ar
   }
 });
 
-test('an issuer that redirects is not followed; an issuer error never echoes its body', async () => {
+test('an issuer that redirects is not followed, an answer is bounded, an issuer error never echoes its body', async () => {
   const target = await issuerServer((_, res) => res.end('{}'));
   const redirecting = await issuerServer((_, res) => {
     res.statusCode = 302;
@@ -394,6 +394,7 @@ test('an issuer that redirects is not followed; an issuer error never echoes its
     res.end('SECRET-500-BODY');
   });
   const notJson = await issuerServer((_, res) => res.end('SECRET-NOT-JSON-BODY'));
+  const huge = await issuerServer((_, res) => res.end(`{"SECRET":"${'x'.repeat(maxIssuerDocumentBytes)}"}`));
   const badKeys = await issuerServer((url, res, base) =>
     res.end(url.includes('openid') ? JSON.stringify({ jwks_uri: `${base}/keys` }) : 'SECRET-KEYS-BODY'),
   );
@@ -403,6 +404,7 @@ test('an issuer that redirects is not followed; an issuer error never echoes its
       [failing, /500/],
       [notJson, /JSON/],
       [badKeys, /JSON/],
+      [huge, new RegExp(`larger than ${maxIssuerDocumentBytes} bytes`)],
     ] as const) {
       const uid = await newIdentity('upstream errors', { issuer: issuer.base, subject: 'x' });
       const r = await exchange(await tokenOf(issuer.base), `identity=${uid}`);
@@ -412,7 +414,7 @@ test('an issuer that redirects is not followed; an issuer error never echoes its
     }
     assert.is(target.requests(), 0, 'the redirect was not followed');
   } finally {
-    for (const server of [target, redirecting, failing, notJson, badKeys]) await server.close();
+    for (const server of [target, redirecting, failing, notJson, badKeys, huge]) await server.close();
   }
 });
 
