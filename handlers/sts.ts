@@ -151,9 +151,8 @@ export class TokenExchange {
 
   /** The claims of an upstream token of an issuer the identity accepts, verified with that issuer's keys. */
   private async verifyUpstream(upstreamToken: string, iss: string): Promise<JWTPayload> {
-    let jwks: KeySet;
     try {
-      jwks = await this.keySet(iss);
+      const jwks = await this.keySet(iss);
       return (
         await jwtVerify(upstreamToken, jwks, { issuer: iss, clockTolerance: clockSkewSeconds, requiredClaims: ['exp'] })
       ).payload;
