@@ -1,4 +1,5 @@
 // JSON Schemas derived from field declarations: one source for the AJV validators and the OpenAPI document.
+import { maxPatternLength } from '../runtime/access/safe-pattern.js';
 import type { FieldModel } from '../runtime/model.js';
 
 export type SchemaMode =
@@ -39,6 +40,8 @@ function scalarSchema(f: FieldModel, mode: SchemaMode): JsonSchema {
       if (f.pattern !== undefined) s.pattern = f.pattern;
       if (f.minLength !== undefined) s.minLength = f.minLength;
       if (f.maxLength !== undefined) s.maxLength = f.maxLength;
+      // A pattern's shape is judged at run time (runtime/access/safe-pattern.ts); its length already here.
+      if (f.regex) s.maxLength = Math.min(f.maxLength ?? maxPatternLength, maxPatternLength);
       return s;
     }
     case 'bool':

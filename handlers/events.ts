@@ -7,8 +7,8 @@ import { sinkUrlProblem } from '../runtime/events/sink-address.js';
 import { now } from '../runtime/records.js';
 
 export const events: EventsHandlers = {
-  async acceptSink(record) {
-    const problem = sinkUrlProblem(record.sink);
+  async acceptSink(record, context) {
+    const problem = sinkUrlProblem(record.sink, context.outbound);
     if (problem) throw invalidArgument([{ field: 'sink', description: problem }]);
     return { record };
   },

@@ -1,149 +1,213 @@
 // Token exchange (POST or GET /sts/exchange?identity=<uid>[&aud=...]): an upstream OIDC token, presented as the
 // bearer token, is exchanged for a token of ours for an identity whose claimMatch it satisfies. Upstream
-// keys are found through the issuer's discovery document and cached; a slow or dead issuer cannot hang us.
+// keys are found through the issuer's discovery document, under the outbound address policy, and cached; a slow
+// or dead issuer cannot hang us. Every check is here, in exchange(), for both transports (HTTP and gRPC).
 import type { HttpContext } from '../runtime/http-context.js';
 import { Router } from '../runtime/router.js';
-import { createRemoteJWKSet, decodeJwt, errors, jwtVerify, type JWTPayload } from 'jose';
+import { createRemoteJWKSet, customFetch, decodeJwt, errors, jwtVerify, type JWTPayload } from 'jose';
 import { recordedEmail } from '../runtime/email-domain.js';
-import { ApiError, invalidArgument, notFound, permissionDenied, unauthenticated } from '../runtime/errors.js';
+import { ApiError, invalidArgument, permissionDenied, unauthenticated } from '../runtime/errors.js';
 import { clockSkewSeconds, type TokenIssuer } from '../runtime/issuer.js';
-import type { ApiModel } from '../runtime/model.js';
 import { now } from '../runtime/records.js';
 import type { Resources } from '../runtime/resources.js';
 import type { IdentityRecord } from '../generated/types.js';
 import { isUidPath } from '../runtime/uid.js';
 import { checkParameterNames } from '../runtime/validation.js';
+import { OutboundFailure, outboundRequest, RefusedAddress, type OutboundPolicy } from '../runtime/access/outbound.js';
+import { matchesPattern, maxMatchedLength } from '../runtime/access/safe-pattern.js';
 
 const fetchTimeoutMs = 5000;
 const discoveryTtlMs = 10 * 60 * 1000;
+/** The largest discovery document or key set read from an issuer. */
+export const maxIssuerDocumentBytes = 64 * 1024;
+/** Issuers whose key sets are kept; beyond it the least recently used is dropped. */
+export const maxKeySets = 100;
+
+type ClaimMatch = NonNullable<IdentityRecord['claimMatch']>;
+type KeySet = ReturnType<typeof createRemoteJWKSet>;
 
 function unavailable(message: string): ApiError {
   return new ApiError('UNAVAILABLE', `Unavailable: ${message}`);
 }
 
-/** Plain http is allowed only for issuers on this machine (tests, local identity providers). */
-function checkTransport(url: URL, what: string): void {
-  const loopback = ['127.0.0.1', 'localhost', '[::1]', '::1'].includes(url.hostname);
-  if (url.protocol !== 'https:' && !(url.protocol === 'http:' && loopback)) {
-    throw unauthenticated(`${what} ${url.href} must use https`);
-  }
+/**
+ * The one answer for every reason a token cannot assume an identity (no such identity, no claimMatch, another
+ * issuer, subject, audience or claim, a signature that does not verify, an issuer the address policy refuses):
+ * an anonymous caller learns nothing of the identity.
+ */
+const refusal = () => permissionDenied('the presented token cannot assume this identity');
+
+/** Refused inside the exchange; answered as refusal() (a distinct class only so that it is not taken for an outage). */
+class Mismatch extends Error {}
+
+/** A claim's value as text to compare: strings, numbers and booleans; anything else matches nothing. */
+function claimText(value: unknown): string | undefined {
+  if (typeof value === 'string') return value;
+  if (typeof value === 'number' || typeof value === 'boolean') return String(value);
+  return undefined;
 }
 
-/** Whole-string match of a claimMatch pattern. */
-function matches(value: string | undefined, exact: string | undefined, pattern: string | undefined): boolean {
-  if (exact) return value === exact;
-  if (pattern) {
-    try {
-      return value !== undefined && new RegExp(`^(?:${pattern})$`).test(value);
-    } catch {
-      return false;
-    }
-  }
+/** An exact value or a pattern (a whole-value match, safe by runtime/access/safe-pattern.ts); neither: no match. */
+function matches(value: unknown, exact: string | undefined, pattern: string | undefined): boolean {
+  const text = claimText(value);
+  if (text === undefined || text.length > maxMatchedLength) return false;
+  if (exact) return text === exact;
+  if (pattern) return matchesPattern(pattern, text);
   return false;
 }
 
-export class TokenExchange {
-  private readonly keySets = new Map<string, { jwks: ReturnType<typeof createRemoteJWKSet>; fetched: number }>();
+/** Whether the verified claims meet the identity's claimMatch: subject, audience, and every declared claim. */
+function claimsMatch(payload: JWTPayload, claimMatch: ClaimMatch, defaultAudience: string): boolean {
+  if (!matches(payload.sub, claimMatch.subject, claimMatch.subjectPattern)) return false;
+  const auds = [payload.aud ?? []].flat();
+  const audienceOk =
+    claimMatch.audience || claimMatch.audiencePattern
+      ? auds.some((a) => matches(a, claimMatch.audience, claimMatch.audiencePattern))
+      : auds.includes(defaultAudience);
+  if (!audienceOk) return false;
+  for (const [name, value] of Object.entries(claimMatch.claims ?? {}))
+    if (!Object.hasOwn(payload, name) || !matches(payload[name], value, undefined)) return false;
+  for (const [name, pattern] of Object.entries(claimMatch.claimPatterns ?? {}))
+    if (!Object.hasOwn(payload, name) || !matches(payload[name], undefined, pattern)) return false;
+  return true;
+}
 
-  private readonly model: ApiModel;
+/** A JSON document fetched from an issuer; failures say what failed, never what the issuer answered. */
+async function issuerDocument(url: URL, policy: OutboundPolicy, signal?: AbortSignal): Promise<unknown> {
+  const res = await outboundRequest(url, policy, {
+    headers: { accept: 'application/json' },
+    timeoutMs: fetchTimeoutMs,
+    maxBytes: maxIssuerDocumentBytes,
+    signal,
+  });
+  if (res.status !== 200)
+    throw new OutboundFailure(
+      `${url.href} answered HTTP ${res.status}${res.status >= 300 && res.status < 400 ? ' (redirects are not followed)' : ''}`,
+    );
+  try {
+    return JSON.parse(res.body.toString('utf8'));
+  } catch {
+    throw new OutboundFailure(`${url.href} did not answer a JSON document`);
+  }
+}
+
+export class TokenExchange {
+  /** Key sets by issuer, least recently used first. */
+  private readonly keySets = new Map<string, { jwks: KeySet; fetched: number }>();
 
   constructor(
     private readonly resources: Resources,
     private readonly issuer: () => TokenIssuer,
-  ) {
-    this.model = resources.model;
+    private readonly outbound: OutboundPolicy,
+  ) {}
+
+  /** How many issuers' key sets are kept (tests count them). */
+  get keySetCount(): number {
+    return this.keySets.size;
   }
 
-  private async keySet(iss: string): Promise<ReturnType<typeof createRemoteJWKSet>> {
+  /**
+   * The audiences a token of ours may be minted for: the one our tokens are for (TOKEN_AUDIENCE) and our issuer
+   * URL. Never another's (a webhook receiver's, a customer's): the exchange must not mint tokens that another
+   * service would accept.
+   */
+  private mintableAudience(aud: string | undefined): string | undefined {
+    const { audience, issuer } = this.issuer();
+    if (aud === undefined || aud === audience || aud === issuer) return aud;
+    throw invalidArgument([
+      { field: 'aud', description: `aud may only be ${[...new Set([audience, issuer])].join(' or ')}` },
+    ]);
+  }
+
+  private async keySet(iss: string): Promise<KeySet> {
     const cached = this.keySets.get(iss);
-    if (cached && Date.now() - cached.fetched < discoveryTtlMs) return cached.jwks;
-    const discoveryUrl = new URL(`${iss.replace(/\/+$/, '')}/.well-known/openid-configuration`);
-    checkTransport(discoveryUrl, 'the issuer');
-    let discovery: { issuer?: string; jwks_uri?: string };
-    try {
-      const res = await fetch(discoveryUrl, { signal: AbortSignal.timeout(fetchTimeoutMs) });
-      if (!res.ok) throw new Error(`HTTP ${res.status}`);
-      discovery = (await res.json()) as typeof discovery;
-    } catch (e) {
-      throw unavailable(`cannot read the discovery document of ${iss} (${(e as Error).message})`);
+    if (cached) {
+      this.keySets.delete(iss);
+      if (Date.now() - cached.fetched < discoveryTtlMs) {
+        this.keySets.set(iss, cached);
+        return cached.jwks;
+      }
     }
-    if (!discovery.jwks_uri) throw unauthenticated(`the discovery document of ${iss} has no jwks_uri`);
-    const jwksUrl = new URL(discovery.jwks_uri);
-    checkTransport(jwksUrl, 'the key set');
-    const jwks = createRemoteJWKSet(jwksUrl, {
+    const discovery = (await issuerDocument(
+      new URL(`${iss.replace(/\/+$/, '')}/.well-known/openid-configuration`),
+      this.outbound,
+    )) as { jwks_uri?: unknown } | null;
+    if (typeof discovery?.jwks_uri !== 'string' || !URL.canParse(discovery.jwks_uri))
+      throw new OutboundFailure(`the discovery document of ${iss} has no jwks_uri`);
+    const jwks = createRemoteJWKSet(new URL(discovery.jwks_uri), {
       timeoutDuration: fetchTimeoutMs,
       cooldownDuration: 30_000,
       cacheMaxAge: discoveryTtlMs,
+      // jose's own fetch would go anywhere and follow redirects: ours keeps to the policy.
+      [customFetch]: async (url: string, init: { signal?: AbortSignal }) => {
+        const json = await issuerDocument(new URL(url), this.outbound, init.signal);
+        return { status: 200, json: async () => json } as Response;
+      },
     });
+    if (this.keySets.size >= maxKeySets) this.keySets.delete(this.keySets.keys().next().value!);
     this.keySets.set(iss, { jwks, fetched: Date.now() });
     return jwks;
   }
 
-  /** The claims of an upstream token whose issuer the identity accepts, verified with that issuer's keys. */
-  private async verifyUpstream(
+  /** The claims of an upstream token of an issuer the identity accepts, verified with that issuer's keys. */
+  private async verifyUpstream(upstreamToken: string, iss: string): Promise<JWTPayload> {
+    try {
+      const jwks = await this.keySet(iss);
+      return (
+        await jwtVerify(upstreamToken, jwks, { issuer: iss, clockTolerance: clockSkewSeconds, requiredClaims: ['exp'] })
+      ).payload;
+    } catch (e) {
+      if (e instanceof RefusedAddress) throw new Mismatch(e.message);
+      if (e instanceof OutboundFailure) throw unavailable(`cannot read the keys of ${iss}: ${e.message}`);
+      if (e instanceof errors.JWKSTimeout) throw unavailable(`the key set of ${iss} did not answer in time`);
+      if (e instanceof errors.JOSEError) throw new Mismatch(e.code);
+      throw e;
+    }
+  }
+
+  /**
+   * Our token for identityUid, for an upstream token that satisfies its claimMatch. What the token alone shows
+   * (not a JWT, no exp, expired, issued in the future) is said; anything that depends on the identity is the one
+   * refusal. The issuer is compared before its keys are fetched (no identity, no fetch); the rest is compared
+   * only once the signature verifies.
+   */
+  async exchange(
     upstreamToken: string,
-    claimMatch: NonNullable<IdentityRecord['claimMatch']>,
     identityUid: string,
-  ): Promise<JWTPayload> {
+    audience: string | undefined,
+  ): Promise<{ token: string; expiry: string }> {
+    const aud = this.mintableAudience(audience);
     let unverified: JWTPayload;
     try {
       unverified = decodeJwt(upstreamToken);
     } catch {
       throw unauthenticated('the presented token is not a JWT');
     }
-    if (typeof unverified.iss !== 'string' || !matches(unverified.iss, claimMatch.issuer, claimMatch.issuerPattern)) {
-      throw permissionDenied(`tokens of issuer ${String(unverified.iss)} cannot assume identity ${identityUid}`);
-    }
-    const jwks = await this.keySet(unverified.iss);
+    const nowSeconds = Date.now() / 1000;
+    if (typeof unverified.exp !== 'number') throw unauthenticated('the presented token has no expiry (exp)');
+    if (unverified.exp <= nowSeconds) throw unauthenticated('the presented token has expired');
+    if (typeof unverified.iat === 'number' && unverified.iat > nowSeconds + clockSkewSeconds)
+      throw unauthenticated('the presented token was issued in the future (iat)');
+    const { iss } = unverified;
+    if (typeof iss !== 'string' || iss.length > maxMatchedLength)
+      throw unauthenticated('the presented token has no usable issuer (iss)');
+    const identity = isUidPath(identityUid) ? await this.resources.tableOf('identities').get(identityUid) : null;
+    const claimMatch = identity?.claimMatch;
+    if (!claimMatch || !matches(iss, claimMatch.issuer, claimMatch.issuerPattern)) throw refusal();
     let payload: JWTPayload;
     try {
-      ({ payload } = await jwtVerify(upstreamToken, jwks, {
-        issuer: unverified.iss,
-        clockTolerance: clockSkewSeconds,
-      }));
+      payload = await this.verifyUpstream(upstreamToken, iss);
     } catch (e) {
-      if (e instanceof errors.JWKSTimeout) throw unavailable(`the key set of ${unverified.iss} did not answer in time`);
-      if (e instanceof errors.JWTExpired) throw unauthenticated('the presented token has expired');
-      if (e instanceof errors.JOSEError) throw unauthenticated(`the presented token does not verify (${e.code})`);
-      throw unavailable(`cannot fetch the key set of ${unverified.iss} (${(e as Error).message})`);
+      if (e instanceof Mismatch) throw refusal();
+      throw e;
     }
-    if (typeof payload.iat === 'number' && payload.iat > Date.now() / 1000 + clockSkewSeconds)
-      throw unauthenticated('the presented token was issued in the future (iat)');
-    return payload;
-  }
-
-  async exchange(
-    upstreamToken: string,
-    identityUid: string,
-    audience: string | undefined,
-  ): Promise<{ token: string; expiry: string }> {
-    const identities = this.model.resources.identities;
-    const identity = isUidPath(identityUid) ? await this.resources.tableOf('identities').get(identityUid) : null;
-    if (!identity) throw notFound(identities.type, identityUid);
-    const { claimMatch } = identity;
-    if (
-      !claimMatch ||
-      !(claimMatch.issuer || claimMatch.issuerPattern) ||
-      !(claimMatch.subject || claimMatch.subjectPattern)
-    ) {
-      throw permissionDenied(`identity ${identityUid} cannot be assumed with an OIDC token (it has no claimMatch)`);
-    }
-    const payload = await this.verifyUpstream(upstreamToken, claimMatch, identityUid);
-    if (!matches(payload.sub, claimMatch.subject, claimMatch.subjectPattern)) {
-      throw permissionDenied(`subject ${String(payload.sub)} cannot assume identity ${identityUid}`);
-    }
-    if (claimMatch.audience || claimMatch.audiencePattern) {
-      const auds = [payload.aud ?? []].flat();
-      if (!auds.some((a) => matches(a, claimMatch.audience, claimMatch.audiencePattern))) {
-        throw permissionDenied(`the presented token's audience does not match identity ${identityUid}`);
-      }
-    }
+    if (!claimsMatch(payload, claimMatch, this.issuer().issuer)) throw refusal();
     // The email the upstream token carries is kept with the issuer that vouched for it (runtime/email-domain.ts).
-    const email = recordedEmail(payload, payload.iss!);
+    const email = recordedEmail(payload, iss);
     await this.resources.write({}, (writes) =>
       writes.update('identities', identityUid, { lastSeenTime: now(), ...email }),
     );
-    return this.issuer().mint(identityUid, undefined, audience);
+    return this.issuer().mint(identityUid, undefined, aud);
   }
 
   /**

@@ -3,6 +3,7 @@ import { mkdirSync, rmSync, writeFileSync } from 'node:fs';
 import { join, resolve } from 'node:path';
 import { defaultBlockedDomains, type EmailDomainPolicy } from './email-domain.js';
 import type { DeliveryConfig } from './events/delivery-worker.js';
+import type { OutboundPolicy } from './access/outbound.js';
 import type { Database } from './store.js';
 
 export interface Config {
@@ -36,6 +37,8 @@ export interface Config {
   rateLimit?: { perSecond: number; burst: number };
   /** whose verified emails name an organization by their domain (groups:lookupGroup) */
   emailDomains: EmailDomainPolicy;
+  /** where event sinks and OIDC issuers may be: public addresses, and loopback or private ranges when allowed */
+  outbound: OutboundPolicy;
 }
 
 export class ConfigError extends Error {}
@@ -69,7 +72,7 @@ function onOff(env: NodeJS.ProcessEnv, name: string, fallback: 'on' | 'off'): bo
 }
 
 /** Event delivery: retries, limits and retention (README, "Events"). */
-function eventsConfig(env: NodeJS.ProcessEnv): DeliveryConfig | undefined {
+function eventsConfig(env: NodeJS.ProcessEnv, outbound: OutboundPolicy): DeliveryConfig | undefined {
   if (!onOff(env, 'EVENTS', 'on')) return undefined;
   const hour = 3_600_000;
   return {
@@ -84,7 +87,7 @@ function eventsConfig(env: NodeJS.ProcessEnv): DeliveryConfig | undefined {
     concurrency: wholeNumber(env, 'EVENTS_CONCURRENCY', 16, 1, 1000),
     perSink: wholeNumber(env, 'EVENTS_PER_SINK', 4, 1, 1000),
     pollMs: wholeNumber(env, 'EVENTS_POLL_MS', 200, 10, 60_000),
-    allowInternalSinks: onOff(env, 'EVENTS_ALLOW_PRIVATE_SINKS', 'off'),
+    outbound,
   };
 }
 
@@ -202,6 +205,14 @@ export function readConfig(env: NodeJS.ProcessEnv = process.env): Config {
   if (headersTimeoutMs > requestTimeoutMs)
     throw new ConfigError('HEADERS_TIMEOUT must not be longer than REQUEST_TIMEOUT');
   const keepAliveTimeoutMs = seconds(env, 'KEEP_ALIVE_TIMEOUT', 5);
+  if (env.EVENTS_ALLOW_PRIVATE_SINKS !== undefined)
+    throw new ConfigError(
+      'EVENTS_ALLOW_PRIVATE_SINKS is replaced by OUTBOUND_ALLOW_PRIVATE (and OUTBOUND_ALLOW_LOOPBACK)',
+    );
+  const outbound = {
+    allowLoopback: onOff(env, 'OUTBOUND_ALLOW_LOOPBACK', 'off'),
+    allowPrivate: onOff(env, 'OUTBOUND_ALLOW_PRIVATE', 'off'),
+  };
   return {
     host,
     port,
@@ -215,12 +226,13 @@ export function readConfig(env: NodeJS.ProcessEnv = process.env): Config {
     requestTimeoutMs,
     headersTimeoutMs,
     keepAliveTimeoutMs,
-    events: eventsConfig(env),
+    events: eventsConfig(env, outbound),
     metrics: metricsMode(env),
     corsOrigins: corsOrigins(env),
     maxBodyBytes: wholeNumber(env, 'MAX_BODY_BYTES', 1024 * 1024, 1024, 1024 * 1024 * 1024),
     rateLimit: rateLimit(env),
     emailDomains: emailDomains(env),
+    outbound,
   };
 }
 

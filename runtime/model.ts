@@ -16,6 +16,8 @@ export interface FieldModel {
   /** an output-only timestamp set to the record's create time */
   setOnCreate?: boolean;
   pattern?: string;
+  /** the value is a regular expression the server runs: it must be one that cannot backtrack without bound */
+  regex?: boolean;
   minLength?: number;
   maxLength?: number;
   minimum?: number;

@@ -15,6 +15,7 @@ import {
   operationOf,
   type ApiModel,
   type EndpointModel,
+  type FieldModel,
   type ResourceModel,
   type StandardOperation,
 } from './model.js';
@@ -24,7 +25,8 @@ import type { Resources } from './resources.js';
 import { equal, oneOf, type Condition } from './condition.js';
 import type { Writes } from './writes.js';
 import type { EmailDomainPolicy } from './email-domain.js';
-import { check, type Validators } from './validation.js';
+import { publicOnly, type OutboundPolicy } from './access/outbound.js';
+import { check, checkPatterns, type Validators } from './validation.js';
 
 /** A request as every transport gives it. */
 export interface Call {
@@ -50,6 +52,8 @@ export interface HandlerContext {
   model: ApiModel;
   /** whose verified emails name an organization by their domain */
   emailDomains: EmailDomainPolicy;
+  /** where the server may connect to a URL a caller chose (an event sink) */
+  outbound: OutboundPolicy;
   /** Writes in one transaction; writes.recordEvent records the event the served operation declares. */
   write<T>(fn: (writes: Writes) => Promise<T>): Promise<T>;
   /** Runs another endpoint for the same caller through the whole pipeline: its checks, its event. */
@@ -133,13 +137,22 @@ export class Operations {
     private readonly policy: Policy,
     private readonly validators: Validators,
     private readonly emailDomains: EmailDomainPolicy = { trustedIssuers: [], blockedDomains: [] },
+    private readonly outbound: OutboundPolicy = publicOnly,
   ) {}
 
-  private validate(kind: 'body' | 'query', id: string, data: unknown, untranslatable: FieldViolation[] = []): void {
+  /** The generated validator of id, then what it cannot judge of the declared fields (regular expressions). */
+  private validate(
+    kind: 'body' | 'query',
+    id: string,
+    data: unknown,
+    untranslatable: FieldViolation[] = [],
+    fields?: Record<string, FieldModel>,
+  ): void {
     if (untranslatable.length > 0) throw invalidArgument(untranslatable);
     const v = this.validators[kind](id);
     if (!v) throw new Error(`no generated validator ${id}: run npm run generate`);
     check(v, data);
+    if (fields) checkPatterns(fields, data);
   }
 
   private capability(r: ResourceModel, kind: StandardOperation) {
@@ -160,6 +173,7 @@ export class Operations {
       resources: this.resources,
       model: this.model,
       emailDomains: this.emailDomains,
+      outbound: this.outbound,
       write: (fn) => this.resources.write({ type: event, actor: principal.subject }, fn),
       run: (e, body, handler) => this.endpoint(e, { principal, params: {}, query: {}, body }, handler),
     };
@@ -245,7 +259,7 @@ export class Operations {
       throw invalidArgument([{ field: 'parent', description: `a ${r.type} is created under its parent` }]);
     await this.policy.requireCapability(call.principal, this.capability(r, 'create'), this.scope(r, parent));
     if (parent === undefined && isGroupScoped(this.model, r)) await this.policy.requireUnconfined(call.principal, r);
-    this.validate('body', `${r.collection}.create`, call.body, call.untranslatable);
+    this.validate('body', `${r.collection}.create`, call.body, call.untranslatable, r.fields);
     const { prepare } = options;
     const created = await this.resources.create(r, parent, call.body, {
       actor: call.principal.subject,
@@ -270,7 +284,7 @@ export class Operations {
     await this.policy.requireCapability(call.principal, this.capability(r, 'create'), this.scope(r, parent));
     bodies.forEach((body, i) =>
       withFieldPrefix(`requests[${i}].${batchItemName(r)}.`, () =>
-        this.validate('body', `${r.collection}.create`, body, call.untranslatable),
+        this.validate('body', `${r.collection}.create`, body, call.untranslatable, r.fields),
       ),
     );
     const { prepare } = options;
@@ -311,7 +325,7 @@ export class Operations {
   async update(r: ResourceModel, call: Call, present?: Present): Promise<Row> {
     const { uid } = call.params;
     await this.policy.requireCapability(call.principal, this.capability(r, 'update'), this.scope(r, uid));
-    this.validate('body', `${r.collection}.update`, call.body, call.untranslatable);
+    this.validate('body', `${r.collection}.update`, call.body, call.untranslatable, r.fields);
     const updated = await this.resources.update(r, uid, call.body, call.mask, {
       actor: call.principal.subject,
       guard: this.policy.noEscalation(call.principal, r),
@@ -334,7 +348,7 @@ export class Operations {
   async updateSubresource(r: ResourceModel, name: string, call: Call): Promise<Row> {
     const s = r.subresources.find((x) => x.name === name)!;
     await this.policy.requireCapability(call.principal, s.update!.capability, this.scope(r, call.params.uid));
-    this.validate('body', `${r.collection}.${name}.update`, call.body);
+    this.validate('body', `${r.collection}.${name}.update`, call.body, [], s.fields);
     return this.resources.updateSubresource(r, name, call.params.uid, call.body, call.mask, call.principal.subject);
   }
 
@@ -350,7 +364,7 @@ export class Operations {
     this.validate('query', e.listQuery ? `${e.lists}.list` : `${e.domain}.${e.name}.query`, call.query);
     const request: Record<string, unknown> = { ...call.query, ...call.params };
     if (e.body) {
-      this.validate('body', `${e.domain}.${e.name}.body`, call.body);
+      this.validate('body', `${e.domain}.${e.name}.body`, call.body, [], e.body);
       request.body = call.body;
     }
     // A call the spec declares but this server does not serve: refused once checked as any call is.

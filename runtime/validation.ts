@@ -3,6 +3,8 @@ import { createRequire } from 'node:module';
 import { join, resolve } from 'node:path';
 import type { ErrorObject } from 'ajv';
 import { invalidArgument, type FieldViolation } from './errors.js';
+import { patternProblem } from './access/safe-pattern.js';
+import type { FieldModel } from './model.js';
 
 export interface CompiledValidator {
   (data: unknown): boolean;
@@ -120,4 +122,29 @@ export function checkParameterNames(
 /** Validates data, throwing INVALID_ARGUMENT with one violation per failed field. */
 export function check(validator: CompiledValidator, data: unknown): void {
   if (!validator(data)) throw invalidArgument(violationsOf(validator.errors ?? []));
+}
+
+/** The regular expressions (fields declared `regex`) a body holds that could backtrack without bound. */
+function patternViolations(fields: Record<string, FieldModel>, data: unknown, at: string): FieldViolation[] {
+  if (typeof data !== 'object' || data === null || Array.isArray(data)) return [];
+  const out: FieldViolation[] = [];
+  for (const [name, value] of Object.entries(data)) {
+    const f = Object.hasOwn(fields, name) ? fields[name] : undefined;
+    const path = `${at}${name}`;
+    const judge = (v: unknown, field: string) => {
+      const problem = typeof v === 'string' ? patternProblem(v) : undefined;
+      if (problem) out.push({ field, description: `${field} is not an accepted regular expression: ${problem}` });
+    };
+    if (f?.regex) judge(value, path);
+    else if (f?.type === 'map' && f.mapValue?.regex && typeof value === 'object' && value !== null)
+      for (const [k, v] of Object.entries(value)) judge(v, `${path}.${k}`);
+    else if (f?.type === 'object' && f.fields) out.push(...patternViolations(f.fields, value, `${path}.`));
+  }
+  return out;
+}
+
+/** Refuses a body holding a regular expression the server could not run safely (runtime/access/safe-pattern.ts). */
+export function checkPatterns(fields: Record<string, FieldModel>, data: unknown): void {
+  const violations = patternViolations(fields, data, '').slice(0, maxViolations);
+  if (violations.length > 0) throw invalidArgument(violations);
 }

@@ -149,7 +149,7 @@ export async function startServer(config: Config, generated?: GeneratedParts): P
   performance.mark('bootstrap');
   const policy = new Policy(resources);
   const validators = loadValidators(parts.dir);
-  const operations = new Operations(model, resources, policy, validators, config.emailDomains);
+  const operations = new Operations(model, resources, policy, validators, config.emailDomains, config.outbound);
   const v2 = parts.createRouter(createRouteOperations(operations), handlers, new Router());
   const v1 = createV1Router(
     { model, resources, policy, validators, operations, createSteps: parts.createSteps(handlers) },
@@ -162,7 +162,7 @@ export async function startServer(config: Config, generated?: GeneratedParts): P
     : () => {};
   let issuer: TokenIssuer | undefined;
   const authenticate = tokenAuthentication(() => issuer!, policy, metrics);
-  const exchange = new TokenExchange(resources, () => issuer!);
+  const exchange = new TokenExchange(resources, () => issuer!, config.outbound);
   let deliveries: DeliveryWorker | undefined;
   const operator = operatorRoutes(config, store, policy, metrics, () => deliveries);
   // One set of buckets for both transports: a caller is limited wherever it calls.

@@ -2,12 +2,13 @@
 // keep the Ce-Id, a sink that never accepts ends FAILED and visible, a kill -9 loses nothing, unsafe sinks are
 // refused.
 import { createServer, type IncomingMessage, type Server } from 'node:http';
-import type { AddressInfo } from 'node:net';
+import { createServer as createNetServer, type AddressInfo } from 'node:net';
 import { createHash } from 'node:crypto';
 import { test } from 'uvu';
 import * as assert from 'uvu/assert';
 import { createRemoteJWKSet, jwtVerify } from 'jose';
-import { addressProblem, sinkUrlProblem } from '../runtime/events/sink-address.js';
+import { sinkUrlProblem } from '../runtime/events/sink-address.js';
+import { addressProblem } from '../runtime/access/outbound.js';
 import { nextAttemptAt, outcomeOfStatus } from '../runtime/events/retry.js';
 import { startTestServer, type TestServer } from './support/server.js';
 import { exitOf, runScript, spawnServer } from './support/process.js';
@@ -258,9 +259,11 @@ test('unsafe sinks: refused at create, and private addresses refused at delivery
     assert.is(r.status, 400, sinkUrl);
     assert.is(r.body.code, 3);
   }
-  assert.is(sinkUrlProblem('https://hooks.example.com/x'), undefined);
-  assert.is(sinkUrlProblem('http://localhost:9000/x'), undefined);
-  assert.is(sinkUrlProblem('http://[::1]:9000/x'), undefined);
+  const dev = { allowLoopback: true, allowPrivate: false };
+  const strict = { allowLoopback: false, allowPrivate: false };
+  assert.is(sinkUrlProblem('https://hooks.example.com/x', strict), undefined);
+  assert.is(sinkUrlProblem('http://localhost:9000/x', dev), undefined);
+  assert.is(sinkUrlProblem('http://[::1]:9000/x', dev), undefined);
   for (const ip of [
     '10.1.2.3',
     '169.254.169.254',
@@ -270,19 +273,69 @@ test('unsafe sinks: refused at create, and private addresses refused at delivery
     'fe80::1',
     '::ffff:10.0.0.1',
   ])
-    assert.ok(addressProblem(ip, false), ip);
-  assert.is(addressProblem('10.1.2.3', true), undefined, 'the operator may allow private networks');
-  assert.ok(addressProblem('0.0.0.0', true), 'never the unspecified address');
-  assert.is(addressProblem('127.0.0.1', false), undefined);
-  assert.is(addressProblem('93.184.215.14', false), undefined);
-  // An https sink whose address is the metadata service: created (the URL is fine), refused when delivering.
+    assert.ok(addressProblem(ip, dev), ip);
+  assert.is(
+    addressProblem('10.1.2.3', { ...dev, allowPrivate: true }),
+    undefined,
+    'the operator may allow private networks',
+  );
+  assert.ok(addressProblem('0.0.0.0', { allowLoopback: true, allowPrivate: true }), 'never the unspecified address');
+  assert.is(addressProblem('127.0.0.1', dev), undefined);
+  assert.is(addressProblem('93.184.215.14', strict), undefined);
+  // An address in the URL is judged when the subscription is made; a name, at each delivery (the next test).
   const folder = await group(org, 'ssrf');
-  const sub = await subscribe(folder, 'https://169.254.169.254/latest/meta-data');
-  const failed = await until('the delivery refused', async () => {
-    const r = await s.call('GET', `/events/v2/deliveries?uidp.children_of=${sub}&state=FAILED`);
-    return r.body.deliveries?.[0];
+  const created = await s.call('POST', `/events/v2/subscriptions/${folder}`, {
+    sink: 'https://169.254.169.254/latest/meta-data',
   });
-  assert.match(failed.lastError, /metadata|private/);
+  assert.is(created.status, 400, 'an address in the URL is judged at create');
+  assert.match(created.body.message, /169\.254\.169\.254/);
+});
+
+test('with loopback not allowed (the default), loopback sinks and IPv6 forms carrying 127.0.0.1 are refused', async () => {
+  const strict = await startTestServer(undefined, { ...fast, OUTBOUND_ALLOW_LOOPBACK: 'off' });
+  // A listener on loopback that counts connections: none may reach it.
+  let connections = 0;
+  const listener = createNetServer((socket) => {
+    connections++;
+    socket.destroy();
+  });
+  await new Promise<void>((r) => listener.listen(0, '127.0.0.1', () => r()));
+  const port = (listener.address() as AddressInfo).port;
+  try {
+    const root = strict.bootstrap.organization;
+    for (const host of [
+      '127.0.0.1',
+      'localhost',
+      '[::1]',
+      '[64:ff9b::7f00:1]',
+      '[2002:7f00:1::]',
+      '[::127.0.0.1]',
+      '[::ffff:127.0.0.1]',
+    ]) {
+      for (const scheme of ['http', 'https']) {
+        const sinkUrl = `${scheme}://${host}:${port}/hook`;
+        if (scheme === 'https' && host === 'localhost') continue; // a name: judged at delivery, below
+        const r = await strict.call('POST', `/events/v2/subscriptions/${root}`, { sink: sinkUrl });
+        assert.is(r.status, 400, `${sinkUrl}: ${JSON.stringify(r.body)}`);
+        assert.is(r.body.code, 3);
+      }
+    }
+    // A name is looked up at delivery, on the connection: localhost resolves to loopback, refused there.
+    const folder = (await strict.call('POST', `/iam/v2/groups/${root}`, { name: 'named' })).body.uid;
+    const sub = (
+      await strict.call('POST', `/events/v2/subscriptions/${folder}`, { sink: `https://localhost:${port}/hook` })
+    ).body.uid;
+    await strict.call('POST', `/iam/v2/groups/${folder}`, { name: 'child' });
+    const failed = await until('the delivery refused', async () => {
+      const r = await strict.call('GET', `/events/v2/deliveries?uidp.children_of=${sub}&state=FAILED`);
+      return r.body.deliveries?.[0];
+    });
+    assert.match(failed.lastError, /loopback/);
+    assert.is(connections, 0, 'no connection reached the loopback listener');
+  } finally {
+    await strict.stop();
+    await new Promise((r) => listener.close(r));
+  }
 });
 
 test('retry policy: 2xx delivered, 429 and 5xx retried (Retry-After honoured), other answers final', () => {

@@ -1,15 +1,23 @@
 // The token exchange against a real OIDC issuer started on loopback by the test.
 import { createServer, type Server } from 'node:http';
-import type { AddressInfo } from 'node:net';
-import { exportJWK, generateKeyPair, SignJWT } from 'jose';
+import { createServer as createNetServer, type AddressInfo } from 'node:net';
+import { exportJWK, generateKeyPair, SignJWT, type JWTPayload } from 'jose';
 import { test } from 'uvu';
 import * as assert from 'uvu/assert';
 import { startTestServer, type TestServer } from './support/server.js';
+import { query } from './support/db.js';
+import { maxIssuerDocumentBytes, maxKeySets, TokenExchange } from '../handlers/sts.js';
+import type { Resources } from '../runtime/resources.js';
+import type { TokenIssuer } from '../runtime/issuer.js';
+import { compiledPatternCount, matchesPattern, maxCompiledPatterns } from '../runtime/access/safe-pattern.js';
 
 let s: TestServer;
 let upstream: Server;
 let upstreamUrl: string;
-let sign: (claims: { sub: string; aud?: string; exp?: number }) => Promise<string>;
+/** A token of the upstream issuer; exp: null leaves exp out; other claims are added as given. */
+let sign: (
+  claims: { sub: string; aud?: string; exp?: number | null; iss?: string } & Omit<JWTPayload, 'exp'>,
+) => Promise<string>;
 let identityUid: string;
 let viewerRole: string;
 
@@ -29,16 +37,16 @@ test.before(async () => {
   });
   await new Promise<void>((r) => upstream.listen(0, '127.0.0.1', r));
   upstreamUrl = `http://127.0.0.1:${(upstream.address() as AddressInfo).port}`;
-  sign = ({ sub, aud = s.url, exp }) => {
+  sign = ({ sub, aud = s.url, exp, iss = upstreamUrl, ...claims }) => {
     const now = Math.floor(Date.now() / 1000);
-    return new SignJWT({})
+    const jwt = new SignJWT(claims)
       .setProtectedHeader({ alg: 'ES256', kid: 'upstream-1' })
-      .setIssuer(upstreamUrl)
+      .setIssuer(iss)
       .setSubject(sub)
       .setAudience(aud)
-      .setIssuedAt(now - 120)
-      .setExpirationTime(exp ?? now + 300)
-      .sign(privateKey);
+      .setIssuedAt(now - 120);
+    if (exp !== null) jwt.setExpirationTime(exp ?? now + 300);
+    return jwt.sign(privateKey);
   };
   const org = s.bootstrap.organization;
   const id = await s.call('POST', `/iam/v2/identities/${org}`, {
@@ -128,12 +136,12 @@ test('wrong subject, expired token, forged token, unknown identity and missing p
     .setIssuedAt()
     .setExpirationTime('5m')
     .sign(privateKey);
-  assert.is((await exchange(forged, `identity=${identityUid}`)).status, 401);
+  assert.is((await exchange(forged, `identity=${identityUid}`)).status, 403, 'a forged token: the one refusal');
   const unknown = await exchange(
     await sign({ sub: 'repo:acme/app:ref:main' }),
     `identity=${s.bootstrap.organization}/0123456789abcdef`,
   );
-  assert.is(unknown.status, 404);
+  assert.is(unknown.status, 403, 'an unknown identity: the one refusal');
   assert.is((await exchange(await sign({ sub: 'x' }), '')).status, 400);
   assert.is(
     (await s.call('POST', `/sts/exchange?identity=${identityUid}`, undefined, { authorization: '' })).status,
@@ -173,8 +181,274 @@ test('an issuer that is down gives UNAVAILABLE quickly instead of hanging', asyn
     .setExpirationTime('5m')
     .sign((await generateKeyPair('ES256')).privateKey);
   const refused = await exchange(insecure, `identity=${plain.uid}`);
-  assert.is(refused.status, 401);
-  assert.match(refused.body.message, /https/);
+  assert.is(refused.status, 403, 'a plain http issuer elsewhere than loopback: refused, never fetched');
+});
+
+const newIdentity = async (name: string, claimMatch: Record<string, unknown>) => {
+  const r = await s.call('POST', `/iam/v2/identities/${s.bootstrap.organization}`, { name, claimMatch });
+  assert.is(r.status, 200, JSON.stringify(r.body));
+  return r.body.uid as string;
+};
+
+const workflow = 'acme/app/.github/workflows/release.yml@refs/heads/main';
+
+test('every declared claim and claim pattern is checked, the audience is ours unless the identity names one, exp is required', async () => {
+  const uid = await newIdentity('release', {
+    issuer: upstreamUrl,
+    subject: 'repo:acme/app:ref:refs/heads/main',
+    claims: { job_workflow_ref: workflow, repository_owner: 'acme' },
+    claimPatterns: { ref: 'refs/heads/(main|release)' },
+  });
+  const right = {
+    sub: 'repo:acme/app:ref:refs/heads/main',
+    job_workflow_ref: workflow,
+    repository_owner: 'acme',
+    ref: 'refs/heads/main',
+  };
+  const ok = await exchange(await sign(right), `identity=${uid}`);
+  assert.is(ok.status, 200, JSON.stringify(ok.body));
+  for (const [what, claims] of [
+    ['another workflow', { ...right, job_workflow_ref: 'evil/app/.github/workflows/x.yml@refs/heads/main' }],
+    ['another owner', { ...right, repository_owner: 'evil' }],
+    ['a claim left out', { sub: right.sub, job_workflow_ref: workflow, ref: right.ref }],
+    ['a claim pattern not matched', { ...right, ref: 'refs/heads/feature' }],
+    ['a claim of another type', { ...right, repository_owner: ['acme'] }],
+    ['a foreign audience', { ...right, aud: 'https://other.example' }],
+  ] as const) {
+    const r = await exchange(await sign(claims), `identity=${uid}`);
+    assert.is(r.status, 403, `${what}: ${JSON.stringify(r.body)}`);
+  }
+  const noExp = await exchange(await sign({ ...right, exp: null }), `identity=${uid}`);
+  assert.is(noExp.status, 401, JSON.stringify(noExp.body));
+  assert.match(noExp.body.message, /exp/);
+  // An identity naming its own audience takes that one, and no longer ours.
+  const own = await newIdentity('own audience', { issuer: upstreamUrl, subject: right.sub, audience: 'sts.acme' });
+  assert.is((await exchange(await sign({ sub: right.sub, aud: 'sts.acme' }), `identity=${own}`)).status, 200);
+  assert.is((await exchange(await sign({ sub: right.sub }), `identity=${own}`)).status, 403);
+});
+
+test('the exchange mints only our own audiences (TOKEN_AUDIENCE, the issuer URL), never a webhook audience', async () => {
+  const token = () => sign({ sub: 'repo:acme/app:ref:main' });
+  for (const aud of ['customer', 'https://hooks.example.com']) {
+    const r = await exchange(await token(), `identity=${identityUid}&aud=${encodeURIComponent(aud)}`);
+    assert.is(r.status, 400, JSON.stringify(r.body));
+    assert.is(r.body.code, 3);
+    assert.is(r.body.details.find((d: any) => d.fieldViolations)?.fieldViolations[0].field, 'aud');
+  }
+  const ours = await exchange(await token(), `identity=${identityUid}&aud=${encodeURIComponent(s.url)}`);
+  assert.is(ours.status, 200, JSON.stringify(ours.body));
+});
+
+test('refusals are one answer: unknown or malformed identity, no claimMatch, another issuer, subject, audience or claim', async () => {
+  const claimed = await newIdentity('claimed', {
+    issuer: upstreamUrl,
+    subject: 'repo:acme/app:ref:main',
+    claims: { repository_owner: 'acme' },
+  });
+  const otherIssuer = await newIdentity('other issuer', { issuer: 'https://issuer.example', subject: 'x' });
+  const good = { sub: 'repo:acme/app:ref:main', repository_owner: 'acme' };
+  const bodies = [
+    await exchange(await sign(good), `identity=${s.bootstrap.organization}/0123456789abcdef`),
+    await exchange(await sign(good), 'identity=not-a-uid'),
+    await exchange(await sign(good), `identity=${s.bootstrap.owner}`),
+    await exchange(await sign(good), `identity=${otherIssuer}`),
+    await exchange(await sign({ ...good, sub: 'repo:acme/other:ref:main' }), `identity=${claimed}`),
+    await exchange(await sign({ ...good, aud: 'https://other.example' }), `identity=${claimed}`),
+    await exchange(await sign({ ...good, repository_owner: 'evil' }), `identity=${claimed}`),
+  ];
+  assert.is((await exchange(await sign(good), `identity=${claimed}`)).status, 200, 'the right token passes');
+  for (const r of bodies) {
+    assert.is(r.status, 403);
+    assert.equal(r.body, bodies[0].body);
+  }
+  assert.not.match(JSON.stringify(bodies[0].body), /issuer|subject|claimMatch|found|example/);
+});
+
+test('a pattern that can backtrack without bound is refused when written (v2 create and update, v1)', async () => {
+  const org = s.bootstrap.organization;
+  for (const claimMatch of [
+    { issuer: upstreamUrl, subjectPattern: '(a+)+b' },
+    { issuerPattern: '(x|x)*y', subject: 's' },
+    { issuer: upstreamUrl, subject: 's', claimPatterns: { ref: '(a)\\1' } },
+    { issuer: upstreamUrl, subject: 's', audiencePattern: '(?=a).*' },
+    { issuer: upstreamUrl, subjectPattern: 'a'.repeat(257) },
+  ]) {
+    const r = await s.call('POST', `/iam/v2/identities/${org}`, { name: 'redos', claimMatch });
+    assert.is(r.status, 400, JSON.stringify(claimMatch));
+    const field = r.body.details.find((d: any) => d.fieldViolations).fieldViolations[0].field;
+    assert.match(field, /^claimMatch\.(subjectPattern|issuerPattern|claimPatterns\.ref|audiencePattern)$/);
+  }
+  const patch = await s.call('PATCH', `/iam/v2/identities/${identityUid}`, {
+    claimMatch: { issuer: upstreamUrl, subjectPattern: '(a+)+b' },
+  });
+  assert.is(patch.status, 400, JSON.stringify(patch.body));
+  const v1 = await s.call('POST', `/iam/v1/identities/${org}`, {
+    name: 'redos-v1',
+    claimMatch: { issuer: upstreamUrl, subjectPattern: '(a+)+b' },
+  });
+  assert.is(v1.status, 400, JSON.stringify(v1.body));
+  assert.match(v1.body.message ?? JSON.stringify(v1.body), /subjectPattern/);
+  const safe = await s.call('POST', `/iam/v2/identities/${org}`, {
+    name: 'safe',
+    claimMatch: { issuer: upstreamUrl, subjectPattern: 'repo:acme/.*:ref:refs/(heads|tags)/.*' },
+  });
+  assert.is(safe.status, 200, JSON.stringify(safe.body));
+});
+
+test('an unsafe pattern already stored is never run: the exchange refuses at once', async () => {
+  const uid = await newIdentity('stored', { issuerPattern: 'placeholder', subject: 'x' });
+  await query(
+    s,
+    'update identities set claim_match = ? where uid = ?',
+    [JSON.stringify({ issuerPattern: '(a+)+b', subject: 'x' }), uid],
+    true,
+  );
+  // 40 characters: (a+)+b would take about 2^40 steps over them.
+  const iss = 'a'.repeat(40);
+  const started = Date.now();
+  const r = await exchange(await sign({ sub: 'x', iss }), `identity=${uid}`);
+  assert.is(r.status, 403, JSON.stringify(r.body));
+  assert.ok(Date.now() - started < 10_000, 'answered, not hung');
+  const long = await exchange(await sign({ sub: 'x', iss: `https://${'a'.repeat(600)}` }), `identity=${uid}`);
+  assert.is(long.status, 401, 'an issuer longer than any pattern is matched against is refused unread');
+});
+
+test('compiled patterns are kept in a bounded cache', () => {
+  for (let i = 0; i < maxCompiledPatterns + 200; i++) matchesPattern(`repo:acme/app${i}:.*`, 'repo:acme/app1:x');
+  assert.is(compiledPatternCount(), maxCompiledPatterns);
+});
+
+/** A plain HTTP server on loopback answering every request with handle; counts requests. */
+async function issuerServer(handle: (url: string, res: import('node:http').ServerResponse, base: string) => void) {
+  let requests = 0;
+  let base = '';
+  const server = createServer((req, res) => {
+    requests++;
+    handle(req.url ?? '', res, base);
+  });
+  await new Promise<void>((r) => server.listen(0, '127.0.0.1', r));
+  base = `http://127.0.0.1:${(server.address() as AddressInfo).port}`;
+  return { base, requests: () => requests, close: () => new Promise((r) => server.close(r)) };
+}
+
+/** A token for an identity accepting exactly iss, signed by a key no one publishes: only the fetch matters. */
+async function tokenOf(iss: string) {
+  return new SignJWT({})
+    .setProtectedHeader({ alg: 'ES256', kid: 'k' })
+    .setIssuer(iss)
+    .setSubject('x')
+    .setAudience(s.url)
+    .setExpirationTime('5m')
+    .sign((await generateKeyPair('ES256')).privateKey);
+}
+
+test('issuers on loopback, metadata, private and IPv4-carrying IPv6 addresses are refused without a request', async () => {
+  const strict = await startTestServer(undefined, { OUTBOUND_ALLOW_LOOPBACK: 'off' });
+  let connections = 0;
+  const listener = createNetServer((socket) => {
+    connections++;
+    socket.destroy();
+  });
+  await new Promise<void>((r) => listener.listen(0, '127.0.0.1', () => r()));
+  const port = (listener.address() as AddressInfo).port;
+  try {
+    for (const iss of [
+      `http://127.0.0.1:${port}`,
+      `https://127.0.0.1:${port}`,
+      `https://localhost:${port}`,
+      'https://169.254.169.254',
+      'https://10.0.0.1',
+      'https://192.168.1.1',
+      `https://[64:ff9b::7f00:1]:${port}`,
+      `https://[2002:7f00:1::]:${port}`,
+      `https://[::127.0.0.1]:${port}`,
+      `https://[::ffff:127.0.0.1]:${port}`,
+    ]) {
+      const uid = (
+        await strict.call('POST', `/iam/v2/identities/${strict.bootstrap.organization}`, {
+          name: 'ssrf',
+          claimMatch: { issuer: iss, subject: 'x' },
+        })
+      ).body.uid;
+      const r = await strict.call('POST', `/sts/exchange?identity=${uid}`, undefined, {
+        authorization: `Bearer ${await tokenOf(iss)}`,
+      });
+      assert.is(r.status, 403, `${iss}: ${JSON.stringify(r.body)}`);
+    }
+    assert.is(connections, 0, 'no connection reached the loopback listener');
+  } finally {
+    await strict.stop();
+    await new Promise((r) => listener.close(r));
+  }
+});
+
+test('an issuer that redirects is not followed, an answer is bounded, an issuer error never echoes its body', async () => {
+  const target = await issuerServer((_, res) => res.end('{}'));
+  const redirecting = await issuerServer((_, res) => {
+    res.statusCode = 302;
+    res.setHeader('location', `${target.base}/.well-known/openid-configuration`);
+    res.end('SECRET-REDIRECT-BODY');
+  });
+  const failing = await issuerServer((_, res) => {
+    res.statusCode = 500;
+    res.end('SECRET-500-BODY');
+  });
+  const notJson = await issuerServer((_, res) => res.end('SECRET-NOT-JSON-BODY'));
+  const huge = await issuerServer((_, res) => res.end(`{"SECRET":"${'x'.repeat(maxIssuerDocumentBytes)}"}`));
+  const badKeys = await issuerServer((url, res, base) =>
+    res.end(url.includes('openid') ? JSON.stringify({ jwks_uri: `${base}/keys` }) : 'SECRET-KEYS-BODY'),
+  );
+  try {
+    for (const [issuer, said] of [
+      [redirecting, /302/],
+      [failing, /500/],
+      [notJson, /JSON/],
+      [badKeys, /JSON/],
+      [huge, new RegExp(`larger than ${maxIssuerDocumentBytes} bytes`)],
+    ] as const) {
+      const uid = await newIdentity('upstream errors', { issuer: issuer.base, subject: 'x' });
+      const r = await exchange(await tokenOf(issuer.base), `identity=${uid}`);
+      assert.is(r.status, 503, JSON.stringify(r.body));
+      assert.match(r.body.message, said);
+      assert.not.match(JSON.stringify(r.body), /SECRET/);
+    }
+    assert.is(target.requests(), 0, 'the redirect was not followed');
+  } finally {
+    for (const server of [target, redirecting, failing, notJson, badKeys, huge]) await server.close();
+  }
+});
+
+test('the key sets of issuers are kept in a bounded cache', async () => {
+  // One listener plays many issuers (/i0, /i1, ...), each with its discovery document and key set.
+  const { privateKey, publicKey } = await generateKeyPair('ES256');
+  const jwk = { ...(await exportJWK(publicKey)), kid: 'k', alg: 'ES256', use: 'sig' };
+  const many = await issuerServer((url, res, base) => {
+    const issuer = `${base}${url.split('/.well-known')[0]}`;
+    res.end(JSON.stringify(url.endsWith('/keys') ? { keys: [jwk] } : { issuer, jwks_uri: `${issuer}/keys` }));
+  });
+  // The exchange over an identity table of one identity that accepts every one of those issuers.
+  const identity = { claimMatch: { issuerPattern: 'http://127\\.0\\.0\\.1:[0-9]+/i[0-9]+', subject: 'x' } };
+  const resources = { tableOf: () => ({ get: async () => identity }), write: async () => undefined };
+  const ours = { issuer: 'http://ours', audience: 'http://ours', mint: async () => ({ token: 't', expiry: '' }) };
+  const sts = new TokenExchange(resources as unknown as Resources, () => ours as unknown as TokenIssuer, {
+    allowLoopback: true,
+    allowPrivate: false,
+  });
+  try {
+    for (let i = 0; i < maxKeySets + 20; i++) {
+      const token = await new SignJWT({})
+        .setProtectedHeader({ alg: 'ES256', kid: 'k' })
+        .setIssuer(`${many.base}/i${i}`)
+        .setSubject('x')
+        .setAudience('http://ours')
+        .setExpirationTime('5m')
+        .sign(privateKey);
+      assert.equal(await sts.exchange(token, 'a'.repeat(40), undefined), { token: 't', expiry: '' });
+    }
+    assert.is(sts.keySetCount, maxKeySets);
+  } finally {
+    await many.close();
+  }
 });
 
 test.run();

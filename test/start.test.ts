@@ -16,6 +16,8 @@ test('bad configuration is refused with one clear line', async () => {
     [{ DATABASE_URL: 'mysql://x' }, /DATABASE_URL must look like sqlite:.* or postgres:/],
     [{ DATABASE_URL: 'postgres://x' }, /DATABASE_URL must name a host and a database/],
     [{ LOG: 'loud' }, /LOG must be on or off/],
+    [{ OUTBOUND_ALLOW_LOOPBACK: 'yes' }, /OUTBOUND_ALLOW_LOOPBACK must be on or off/],
+    [{ EVENTS_ALLOW_PRIVATE_SINKS: 'on' }, /EVENTS_ALLOW_PRIVATE_SINKS is replaced by OUTBOUND_ALLOW_PRIVATE/],
   ] as const) {
     const r = await runScript('server/main.ts', [], { DATA_DIR: dataDir, ...env });
     assert.is(r.status, 1);

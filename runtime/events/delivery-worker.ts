@@ -10,7 +10,6 @@
 // one database share the work through the leases (a claim is one write transaction).
 import { request as httpRequest, type IncomingMessage } from 'node:http';
 import { request as httpsRequest } from 'node:https';
-import { isIP } from 'node:net';
 import { randomUUID } from 'node:crypto';
 import { and, equal, everything, isNull, oneOf, or, range, type Condition } from '../condition.js';
 import type { Sql } from '../sql.js';
@@ -22,7 +21,7 @@ import type { Table } from '../table.js';
 import { ancestorsOf } from '../uid.js';
 import { digestOf, eventData, eventHeaders } from './cloud-event.js';
 import { nextAttemptAt, outcomeOfStatus, type Outcome, type RetryPolicy } from './retry.js';
-import { addressProblem, checkedLookup, RefusedSink } from './sink-address.js';
+import { checkedLookup, RefusedAddress, urlProblem, type OutboundPolicy } from '../access/outbound.js';
 
 type Delivery = RecordTypes['deliveries'];
 type Subscription = RecordTypes['subscriptions'];
@@ -39,8 +38,8 @@ export interface DeliveryConfig {
   perSink: number;
   /** how often the worker looks for work when it has none */
   pollMs: number;
-  /** sinks on private, link-local and metadata addresses (off: refused at every delivery) */
-  allowInternalSinks: boolean;
+  /** where sinks may be (runtime/access/outbound.ts): checked at every delivery */
+  outbound: OutboundPolicy;
 }
 
 export interface DeliveryCounts {
@@ -365,16 +364,16 @@ function post(
   signal: AbortSignal,
 ): Promise<Outcome> {
   const url = new URL(sink);
-  const host = url.hostname.replace(/^\[|\]$/g, '');
-  // An address in the URL is never looked up: it is checked as it is.
-  const refused = isIP(host) ? addressProblem(host, config.allowInternalSinks) : undefined;
+  // Checked again at each delivery: the policy may have changed since the subscription was made. An address in
+  // the URL is never looked up: it is checked as it is.
+  const refused = urlProblem(url, config.outbound);
   if (refused) return Promise.resolve({ kind: 'failed', error: `sink refused: ${refused}` });
   const send = url.protocol === 'https:' ? httpsRequest : httpRequest;
   return new Promise((resolve) => {
     const req = send(url, {
       method: 'POST',
       headers: { ...headers, 'content-length': String(data.length), 'user-agent': 'platform-api events' },
-      lookup: checkedLookup(config.allowInternalSinks),
+      lookup: checkedLookup(config.outbound),
       timeout: config.timeoutMs,
       signal,
     });
@@ -386,7 +385,7 @@ function post(
     req.on('timeout', () => req.destroy(new Error(`no answer within ${config.timeoutMs} ms`)));
     req.on('error', (e: Error) =>
       resolve(
-        e instanceof RefusedSink
+        e instanceof RefusedAddress
           ? { kind: 'failed', error: `sink refused: ${e.message}` }
           : { kind: 'retry', error: e.message || (e as NodeJS.ErrnoException).code || 'connection failed' },
       ),

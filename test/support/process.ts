@@ -31,10 +31,13 @@ export interface ServerProcess {
   output: () => string;
 }
 
-/** Starts the server as npm start does (from its build) and resolves once it prints its listening line. */
+/**
+ * Starts the server as npm start does (from its build) and resolves once it prints its listening line. Loopback
+ * sinks and issuers are allowed (the tests' own listen there) unless env says otherwise.
+ */
 export function spawnServer(env: Record<string, string>): Promise<ServerProcess> {
   const child = spawn(process.execPath, ['scripts/start.mjs'], {
-    env: { ...process.env, LOG: 'off', ...env },
+    env: { ...process.env, LOG: 'off', OUTBOUND_ALLOW_LOOPBACK: 'on', ...env },
   });
   let out = '';
   return new Promise((resolve, reject) => {

@@ -32,7 +32,8 @@ export interface TestServer {
 }
 
 /**
- * env: configuration beyond the defaults (EVENTS_RETRY_BASE_MS=...). With TEST_ENGINE=postgresql (npm test's second
+ * env: configuration beyond the defaults (EVENTS_RETRY_BASE_MS=...). The tests' sinks and issuers listen on
+ * loopback, so OUTBOUND_ALLOW_LOOPBACK is on unless env says off (the tests of the refusal). With TEST_ENGINE=postgresql (npm test's second
  * pass) each server gets a new PostgreSQL database of its own (test/support/postgres.ts); scripts the tests run
  * against it take `env`.
  */
@@ -43,7 +44,14 @@ export async function startTestServer(
   const dataDir = mkdtempSync(join(tmpdir(), 'platform-api-test-'));
   const scriptEnv: Record<string, string> = { DATA_DIR: dataDir };
   if (onPostgres()) scriptEnv.DATABASE_URL = await newDatabase();
-  const config = readConfig({ PORT: '0', HOST: '127.0.0.1', LOG: 'off', ...scriptEnv, ...env });
+  const config = readConfig({
+    PORT: '0',
+    HOST: '127.0.0.1',
+    LOG: 'off',
+    OUTBOUND_ALLOW_LOOPBACK: 'on',
+    ...scriptEnv,
+    ...env,
+  });
   const server: RunningServer = await startServer(config, generated);
   const bootstrap = readBootstrap(dataDir)!;
   const token = (await server.issuer.mint(bootstrap.owner)).token;
