@@ -119,24 +119,26 @@ export function emitProtoFiles(surface: ProtoSurface): Record<string, string> {
 
 /** generated/grpc.ts: every rpc by its :path, calling the runtime with the route of its fields. */
 export function emitGrpcTable(model: ApiModel, surface: ProtoSurface): string {
-  const lines = surface.rpcs.map((rpc) => {
-    const route: RpcRoute = {
-      path: rpc.path,
-      request: rpc.request,
-      response: rpc.response,
-      fields: rpc.fields,
-      ...(rpc.bodyMessage ? { bodyMessage: rpc.bodyMessage } : {}),
-    };
-    const json = JSON.stringify(route);
-    const key = JSON.stringify(rpc.path);
-    if (rpc.kind === 'endpoint') {
-      const e = rpc.endpoint!;
-      return `    ${key}: ops.endpoint(apiModel.endpoints[${model.endpoints.indexOf(e)}], ${json}, ${endpointHandler(e)}),`;
-    }
-    const r = rpc.resource!;
-    const sub = rpc.subresource ? `, ${JSON.stringify(rpc.subresource)}` : hooks(r, rpc.kind);
-    return `    ${key}: ops.${rpc.kind}(apiModel.resources.${r.collection}, ${json}${sub}),`;
-  });
+  const lines = surface.rpcs
+    .filter((rpc) => !rpc.external)
+    .map((rpc) => {
+      const route: RpcRoute = {
+        path: rpc.path,
+        request: rpc.request,
+        response: rpc.response,
+        fields: rpc.fields,
+        ...(rpc.bodyMessage ? { bodyMessage: rpc.bodyMessage } : {}),
+      };
+      const json = JSON.stringify(route);
+      const key = JSON.stringify(rpc.path);
+      if (rpc.kind === 'endpoint') {
+        const e = rpc.endpoint!;
+        return `    ${key}: ops.endpoint(apiModel.endpoints[${model.endpoints.indexOf(e)}], ${json}, ${endpointHandler(e)}),`;
+      }
+      const r = rpc.resource!;
+      const sub = rpc.subresource ? `, ${JSON.stringify(rpc.subresource)}` : hooks(r, rpc.kind);
+      return `    ${key}: ops.${rpc.kind}(apiModel.resources.${r.collection}, ${json}${sub}),`;
+    });
   const endpoints = [...new Set(surface.rpcs.filter((r) => r.endpoint).map((r) => `${cap(r.endpoint!.name)}Request`))];
   const typed = new Set<string>();
   for (const r of surface.rpcs) {

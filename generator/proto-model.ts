@@ -41,6 +41,8 @@ export interface RpcDecl extends RpcRoute {
   resource?: ResourceModel;
   subresource?: string;
   endpoint?: EndpointModel;
+  /** served by an adapter of its own (the token service), so in the .proto but not in the rpc table */
+  external?: true;
 }
 export interface ProtoSurface {
   messages: Map<string, ProtoMessageDecl>;
@@ -163,6 +165,59 @@ class SurfaceBuilder {
       .filter(([, m]) => m.proto !== undefined)
       .map(([name, m]) => ({ name, number: m.proto! }));
     this.addEnum({ name: c.enum, values: [{ name: c.unspecified, number: 0 }, ...values] });
+  }
+
+  /**
+   * The token service, numbered as the reference's oidc package: Exchange trades another issuer's token (the
+   * bearer) for one of ours, as POST /sts/exchange does; runtime/grpc/token-service.ts serves it.
+   */
+  tokenService(): void {
+    const pkg = this.model.proto.tokenService;
+    if (!pkg) return;
+    const f = (name: string, number: number, type = 'string', repeated = false): ProtoFieldDecl => ({
+      name,
+      number,
+      type,
+      ...(repeated ? { label: 'repeated' as const } : {}),
+    });
+    this.addMessage({
+      name: `${pkg}.ExchangeRequest`,
+      fields: [
+        f('aud', 1, 'string', true),
+        f('scope', 2),
+        f('identity', 4),
+        f('cap', 5, 'string', true),
+        f('identity_provider', 7),
+        f('scopes', 8, 'string', true),
+      ],
+      reserved: { numbers: [3, 6], names: ['cluster', 'include_upstream_token'] },
+    });
+    this.addMessage({
+      name: `${pkg}.RawToken`,
+      fields: [f('token', 1), f('refresh_token', 2), f('expiry', 3, timestamp)],
+    });
+    this.addMessage({
+      name: `${pkg}.ExchangeRefreshTokenRequest`,
+      fields: [f('aud', 1, 'string', true), f('scope', 2), f('cap', 3, 'string', true), f('scopes', 4, 'string', true)],
+    });
+    this.addMessage({
+      name: `${pkg}.TokenPair`,
+      fields: [f('token', 1, `${pkg}.RawToken`), f('refresh_token', 2, `${pkg}.RawToken`)],
+    });
+    const service = `${pkg}.SecurityTokenService`;
+    for (const [name, request, response] of [
+      ['Exchange', 'ExchangeRequest', 'RawToken'],
+      ['ExchangeRefreshToken', 'ExchangeRefreshTokenRequest', 'TokenPair'],
+    ])
+      this.rpc({
+        service,
+        name,
+        kind: 'endpoint',
+        request: `${pkg}.${request}`,
+        response: `${pkg}.${response}`,
+        fields: {},
+        external: true,
+      });
   }
 
   hierarchyFilter(): string {
@@ -496,6 +551,7 @@ function addAliases(model: ApiModel, s: ProtoSurface, problems: string[]): void 
 export function protoSurface(model: ApiModel, problems: string[]): ProtoSurface {
   const b = new SurfaceBuilder(model, problems);
   b.capabilities();
+  b.tokenService();
   for (const r of Object.values(model.resources)) b.resource(r);
   for (const e of model.endpoints) if (e.version !== 'v1') b.endpoint(e);
   const s = b.surface;

@@ -238,7 +238,7 @@ function readApi(file: string, problems: string[]): ApiModel {
         schemaVersion?: number;
         contact?: ApiInfo['contact'];
         license?: ApiInfo['license'];
-        proto?: { hierarchyFilter?: string };
+        proto?: { hierarchyFilter?: string; tokenService?: string };
       }
     | undefined;
   if (
@@ -264,6 +264,7 @@ function readApi(file: string, problems: string[]): ApiModel {
       packages: {},
       aliases: {},
       ...(api?.proto?.hierarchyFilter ? { hierarchyFilter: api.proto.hierarchyFilter } : {}),
+      ...(api?.proto?.tokenService ? { tokenService: api.proto.tokenService } : {}),
     },
   };
 }

@@ -15,6 +15,7 @@ import { isUidPath } from '../runtime/uid.js';
 import { checkParameterNames } from '../runtime/validation.js';
 import { OutboundFailure, outboundRequest, RefusedAddress, type OutboundPolicy } from '../runtime/access/outbound.js';
 import { matchesPattern, maxMatchedLength } from '../runtime/access/safe-pattern.js';
+import type { ExchangeRequest } from '../runtime/grpc/token-service.js';
 
 const fetchTimeoutMs = 5000;
 const discoveryTtlMs = 10 * 60 * 1000;
@@ -210,6 +211,17 @@ export class TokenExchange {
     return this.issuer().mint(identityUid, undefined, aud);
   }
 
+  /** The exchange as either transport asks for it (HTTP's query, gRPC's ExchangeRequest): one identity, one audience. */
+  exchangeFor(upstreamToken: string, request: ExchangeRequest): Promise<{ token: string; expiry: string }> {
+    if (!request.identity)
+      throw invalidArgument([
+        { field: 'identity', description: 'identity (the uid of the identity to assume) is required' },
+      ]);
+    if (request.aud.length > 1)
+      throw invalidArgument([{ field: 'aud', description: 'at most one audience: a token of this server has one' }]);
+    return this.exchange(upstreamToken, request.identity, request.aud[0] || undefined);
+  }
+
   /**
    * The routes of the exchange: GET and POST /sts/exchange, with another issuer's token as the bearer token; and
    * the reference's refresh and headless-session calls, which need what this issuer does not have (refresh
@@ -221,13 +233,9 @@ export class TokenExchange {
       if (!m) throw unauthenticated('present the upstream OIDC token as Authorization: Bearer <token>');
       // The reference's scope, cap, scopes and identityProvider are not served: refused, not ignored.
       checkParameterNames(ctx.query, ['identity', 'aud'], ['scope', 'cap', 'scopes', 'identityProvider']);
-      const identity = [ctx.query.identity].flat()[0];
-      if (!identity)
-        throw invalidArgument([
-          { field: 'identity', description: 'identity (the uid of the identity to assume) is required' },
-        ]);
-      const aud = [ctx.query.aud].flat()[0] || undefined;
-      ctx.body = await this.exchange(m[1], identity, aud);
+      const identity = [ctx.query.identity].flat()[0] ?? '';
+      const aud = [ctx.query.aud ?? []].flat().filter(Boolean);
+      ctx.body = await this.exchangeFor(m[1], { identity, aud });
     };
     // As for any call, the request is checked before the answer: the reference's parameters pass, others do not.
     const notServed = (what: string, parameters: string[]) => (ctx: HttpContext) => {

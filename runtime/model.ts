@@ -281,6 +281,8 @@ export interface ProtoApiModel {
   hierarchyFilter?: string;
   /** the capability vocabulary as an enum: its full name and the name of value 0 */
   capabilities?: { enum: string; unspecified: string };
+  /** the package of the token service (SecurityTokenService: Exchange), as the reference's clients call it */
+  tokenService?: string;
 }
 
 /** What a filter's parameter holds: the field it compares, the parent's uid, or the values of a `set` filter. */

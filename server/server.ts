@@ -30,6 +30,7 @@ import { createV1Router } from '../runtime/v1/adapter.js';
 import { createRpcOperations } from '../runtime/grpc/operations.js';
 import { shareConnections } from '../runtime/grpc/same-port.js';
 import { createGrpcServer, type GrpcOptions } from '../runtime/grpc/server.js';
+import { tokenServiceRpcs } from '../runtime/grpc/token-service.js';
 import { loadValidators } from '../runtime/validation.js';
 import type { Store } from '../runtime/store.js';
 import { healthRoutes } from '../runtime/health.js';
@@ -192,7 +193,12 @@ export async function startServer(config: Config, generated?: GeneratedParts): P
   performance.mark('http app');
   const grpc = createGrpcServer({
     generatedDir: parts.dir,
-    rpcs: parts.createRpcTable(createRpcOperations(operations), handlers),
+    rpcs: {
+      ...parts.createRpcTable(createRpcOperations(operations), handlers),
+      ...(model.proto.tokenService
+        ? tokenServiceRpcs(model.proto.tokenService, (token, request) => exchange.exchangeFor(token, request))
+        : {}),
+    },
     authenticate,
     errorDomain: (domain) => `${domain}.${model.service}.dev`,
     log,

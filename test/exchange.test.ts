@@ -1,9 +1,13 @@
 // The token exchange against a real OIDC issuer started on loopback by the test.
+import { readFileSync } from 'node:fs';
 import { createServer, type Server } from 'node:http';
+import * as grpc from '@grpc/grpc-js';
+import protobuf from 'protobufjs';
 import { createServer as createNetServer, type AddressInfo } from 'node:net';
 import { exportJWK, generateKeyPair, SignJWT, type JWTPayload } from 'jose';
 import { test } from 'uvu';
 import * as assert from 'uvu/assert';
+import { readStatusDetails } from '../runtime/grpc/status.js';
 import { startTestServer, type TestServer } from './support/server.js';
 import { query } from './support/db.js';
 import { maxIssuerDocumentBytes, maxKeySets, TokenExchange } from '../handlers/sts.js';
@@ -147,6 +151,88 @@ test('wrong subject, expired token, forged token, unknown identity and missing p
     (await s.call('POST', `/sts/exchange?identity=${identityUid}`, undefined, { authorization: '' })).status,
     401,
   );
+});
+
+/**
+ * SecurityTokenService as the reference's SDK calls it: a codec made from the facts of the reference's oidc protos
+ * (../shared/reference/grpc-v1.json), not ours, and the upstream token as the bearer metadata.
+ */
+async function grpcExchange(
+  rpc: 'Exchange' | 'ExchangeRefreshToken',
+  request: object,
+  bearer?: string,
+): Promise<{ code: number; message?: string; value?: any; details?: any[] }> {
+  const facts = JSON.parse(readFileSync('../shared/reference/grpc-v1.json', 'utf8'));
+  const root = new protobuf.Root();
+  root.addJSON(protobuf.common.get('google/protobuf/timestamp.proto')!.nested!);
+  const oidc = root.define('chainguard.platform.oidc');
+  const names = ['ExchangeRequest', 'ExchangeRefreshTokenRequest', 'RawToken', 'TokenPair'];
+  for (const name of names) oidc.add(new protobuf.Type(name));
+  for (const name of names)
+    for (const f of facts.messages[`chainguard.platform.oidc.${name}`].fields)
+      root
+        .lookupType(`chainguard.platform.oidc.${name}`)
+        .add(
+          new protobuf.Field(
+            f.name,
+            f.number,
+            f.kind === 'scalar' ? f.type : `.${f.type}`,
+            f.label === 'repeated' ? 'repeated' : undefined,
+          ),
+        );
+  root.resolveAll();
+  const rpcFacts = facts.domains.oidc.services[0].rpcs.find((r: { name: string }) => r.name === rpc);
+  const req = root.lookupType(rpcFacts.request);
+  const res = root.lookupType(rpcFacts.response);
+  const client = new grpc.Client(new URL(s.url).host, grpc.credentials.createInsecure());
+  const metadata = new grpc.Metadata();
+  if (bearer) metadata.set('authorization', `Bearer ${bearer}`);
+  try {
+    return await new Promise((resolve) =>
+      client.makeUnaryRequest(
+        rpcFacts.grpcPath,
+        (o: object) => Buffer.from(req.encode(req.fromObject(o)).finish()),
+        (b: Buffer) => res.toObject(res.decode(b), { longs: String }),
+        request,
+        metadata,
+        (e, value) => {
+          if (!e) return resolve({ code: 0, value });
+          const bin = e.metadata.get('grpc-status-details-bin')[0] as Buffer | undefined;
+          resolve({ code: e.code, message: e.details, details: bin ? readStatusDetails(bin).details : [] });
+        },
+      ),
+    );
+  } finally {
+    client.close();
+  }
+}
+
+test("the SDK's exchange over gRPC (SecurityTokenService/Exchange) is the HTTP exchange: same token, same refusals", async () => {
+  const upstreamToken = await sign({ sub: 'repo:acme/app:ref:main' });
+  // As the SDK sends it: one audience, the unset fields as proto3 leaves them.
+  const r = await grpcExchange('Exchange', { aud: [s.url], identity: identityUid, scope: '', cap: [] }, upstreamToken);
+  assert.is(r.code, 0, JSON.stringify(r));
+  assert.ok(Number(r.value.expiry.seconds) * 1000 - Date.now() <= 3600_000 + 5000, 'at most an hour');
+  const repos = await s.call('GET', '/registry/v2/repos', undefined, { authorization: `Bearer ${r.value.token}` });
+  assert.is(repos.status, 200, 'the token works on the API');
+
+  // The refusals are HTTP's, as gRPC statuses with the same messages.
+  const http = await exchange(await sign({ sub: 'repo:acme/other:ref:main' }), `identity=${identityUid}`);
+  const wrong = await grpcExchange(
+    'Exchange',
+    { identity: identityUid },
+    await sign({ sub: 'repo:acme/other:ref:main' }),
+  );
+  assert.equal([wrong.code, wrong.message], [grpc.status.PERMISSION_DENIED, http.body.message]);
+  const foreign = await grpcExchange('Exchange', { identity: identityUid, aud: ['customer'] }, upstreamToken);
+  assert.is(foreign.code, grpc.status.INVALID_ARGUMENT, 'only our own audiences');
+  const capped = await grpcExchange('Exchange', { identity: identityUid, cap: ['CAP_REPO_LIST'] }, upstreamToken);
+  assert.is(capped.code, grpc.status.INVALID_ARGUMENT, 'cap is refused, not ignored');
+  assert.is(capped.details?.find((d) => d.fieldViolations)?.fieldViolations[0].field, 'cap');
+  const noToken = await grpcExchange('Exchange', { identity: identityUid });
+  assert.is(noToken.code, grpc.status.UNAUTHENTICATED);
+  const refresh = await grpcExchange('ExchangeRefreshToken', { aud: [s.url] }, upstreamToken);
+  assert.is(refresh.code, grpc.status.UNIMPLEMENTED, refresh.message);
 });
 
 test('an issuer that is down gives UNAVAILABLE quickly instead of hanging', async () => {

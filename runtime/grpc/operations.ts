@@ -15,8 +15,13 @@ export interface RpcMethod {
   route: RpcRoute;
   /** the API domain of the rpc: its errors' domain is <domain>.<service>.dev */
   domain: string;
+  /**
+   * The rpc reads the bearer token itself rather than being authenticated by it: the token exchange takes
+   * another issuer's token. run gets it as `bearer`, and an anonymous principal.
+   */
+  readsBearer?: true;
   /** runs the request (proto3 JSON of the request message) and answers the JSON of the response message */
-  run(request: Row, principal: Principal): Promise<Row>;
+  run(request: Row, principal: Principal, bearer?: string): Promise<Row>;
 }
 
 export interface RpcOperations {

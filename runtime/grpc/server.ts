@@ -66,13 +66,19 @@ function maskToJson(type: protobuf.Type, mask: string): string {
     .join(',');
 }
 
-async function principalOf(metadata: grpc.Metadata, authenticate: GrpcOptions['authenticate']): Promise<Principal> {
+/** The bearer token of the authorization metadata, if any. */
+function bearerOf(metadata: grpc.Metadata): string | undefined {
   // Node's HTTP/2 keeps the first of repeated values, as its HTTP/1.1 does: the same caller on both.
   const [value] = metadata.get('authorization');
-  if (value === undefined) return {};
+  if (value === undefined) return undefined;
   const m = /^Bearer +([^\s]+) *$/i.exec(String(value));
   if (!m) throw unauthenticated('the authorization metadata must be "Bearer <token>"');
-  return authenticate(m[1]);
+  return m[1];
+}
+
+async function principalOf(metadata: grpc.Metadata, authenticate: GrpcOptions['authenticate']): Promise<Principal> {
+  const token = bearerOf(metadata);
+  return token === undefined ? {} : authenticate(token);
 }
 
 /**
@@ -110,13 +116,17 @@ async function setUp(o: GrpcOptions) {
       originalName: name,
     };
     const handle = async (call: grpc.ServerUnaryCall<Buffer, Buffer>, caller: Principal): Promise<Buffer> => {
-      const principal = await principalOf(call.metadata, o.authenticate);
+      // The token exchange reads its bearer (another issuer's token) itself; every other rpc is authenticated by it.
+      const bearer = method.readsBearer ? bearerOf(call.metadata) : undefined;
+      if (method.readsBearer && bearer === undefined)
+        throw unauthenticated('present the upstream OIDC token as the authorization metadata "Bearer <token>"');
+      const principal = method.readsBearer ? {} : await principalOf(call.metadata, o.authenticate);
       caller.subject = principal.subject;
       if (o.rateLimit) limit(o.rateLimit, principal, call.getPeer());
       const request: Row = decodeRequest(requestType, call.request);
       if (bodyType && typeof request.updateMask === 'string')
         request.updateMask = maskToJson(bodyType, request.updateMask);
-      return encodeResponse(responseType, await method.run(request, principal));
+      return encodeResponse(responseType, await method.run(request, principal, bearer));
     };
     entry.implementation[name] = (call: grpc.ServerUnaryCall<Buffer, Buffer>, callback: grpc.sendUnaryData<Buffer>) => {
       const started = performance.now();

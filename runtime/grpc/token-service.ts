@@ -1,0 +1,63 @@
+// The token service over gRPC (SecurityTokenService, in the package api.yaml names: chainguard.platform.oidc, as
+// the reference's SDK calls it): Exchange is POST /sts/exchange, with the other issuer's token as the bearer
+// metadata. It translates only: every check of the exchange is the one function both transports call.
+import { ApiError, invalidArgument } from '../errors.js';
+import type { Row } from '../records.js';
+import type { RpcMethod } from './operations.js';
+
+/** What the exchange takes from either transport. */
+export interface ExchangeRequest {
+  /** the uid of the identity to assume */
+  identity: string;
+  /** the audiences asked for (none: ours) */
+  aud: string[];
+}
+export type Exchange = (upstreamToken: string, request: ExchangeRequest) => Promise<{ token: string; expiry: string }>;
+
+/** The reference's fields the exchange does not serve: refused when set, as HTTP refuses the parameters. */
+const notServed = ['cap', 'scope', 'scopes', 'identity_provider'];
+
+const strings = (value: unknown): string[] => (Array.isArray(value) ? value.map(String) : []);
+
+export function tokenServiceRpcs(pkg: string, exchange: Exchange): Record<string, RpcMethod> {
+  const path = (rpc: string) => `/${pkg}.SecurityTokenService/${rpc}`;
+  const route = (rpc: string, request: string, response: string) => ({
+    path: path(rpc),
+    request: `${pkg}.${request}`,
+    response: `${pkg}.${response}`,
+    fields: {},
+  });
+  return {
+    [path('Exchange')]: {
+      route: route('Exchange', 'ExchangeRequest', 'RawToken'),
+      domain: 'api',
+      readsBearer: true,
+      run: async (request: Row, _principal, bearer) => {
+        const set = notServed.filter((f) => {
+          const v = request[f === 'identity_provider' ? 'identityProvider' : f];
+          return Array.isArray(v) ? v.length > 0 : !!v;
+        });
+        if (set.length)
+          throw invalidArgument(
+            set.map((field) => ({
+              field,
+              description: `${field} is not served: tokens of this server carry the identity's own grants`,
+            })),
+          );
+        return exchange(bearer!, { identity: String(request.identity ?? ''), aud: strings(request.aud) });
+      },
+    },
+    [path('ExchangeRefreshToken')]: {
+      route: route('ExchangeRefreshToken', 'ExchangeRefreshTokenRequest', 'TokenPair'),
+      domain: 'api',
+      readsBearer: true,
+      run: () =>
+        Promise.reject(
+          new ApiError(
+            'UNIMPLEMENTED',
+            'Unimplemented: this issuer issues no refresh tokens; exchange the upstream token again (Exchange)',
+          ),
+        ),
+    },
+  };
+}
