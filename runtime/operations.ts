@@ -24,6 +24,7 @@ import type { Resources } from './resources.js';
 import { equal, oneOf, type Condition } from './condition.js';
 import type { Writes } from './writes.js';
 import type { EmailDomainPolicy } from './email-domain.js';
+import { EventQuotas } from './events/quotas.js';
 import { check, type Validators } from './validation.js';
 
 /** A request as every transport gives it. */
@@ -50,6 +51,10 @@ export interface HandlerContext {
   model: ApiModel;
   /** whose verified emails name an organization by their domain */
   emailDomains: EmailDomainPolicy;
+  /** per-organization quotas on subscriptions, outstanding deliveries and redrives */
+  eventQuotas: EventQuotas;
+  /** In a create step: the create's own transaction, whose reads see it (a count against a quota is exact). */
+  transaction?: Writes;
   /** Writes in one transaction; writes.recordEvent records the event the served operation declares. */
   write<T>(fn: (writes: Writes) => Promise<T>): Promise<T>;
   /** Runs another endpoint for the same caller through the whole pipeline: its checks, its event. */
@@ -133,6 +138,7 @@ export class Operations {
     private readonly policy: Policy,
     private readonly validators: Validators,
     private readonly emailDomains: EmailDomainPolicy = { trustedIssuers: [], blockedDomains: [] },
+    private readonly eventQuotas = new EventQuotas(),
   ) {}
 
   private validate(kind: 'body' | 'query', id: string, data: unknown, untranslatable: FieldViolation[] = []): void {
@@ -160,6 +166,7 @@ export class Operations {
       resources: this.resources,
       model: this.model,
       emailDomains: this.emailDomains,
+      eventQuotas: this.eventQuotas,
       write: (fn) => this.resources.write({ type: event, actor: principal.subject }, fn),
       run: (e, body, handler) => this.endpoint(e, { principal, params: {}, query: {}, body }, handler),
     };
@@ -249,7 +256,7 @@ export class Operations {
     const { prepare } = options;
     const created = await this.resources.create(r, parent, call.body, {
       actor: call.principal.subject,
-      prepare: prepare && ((record: Row) => prepare(record, this.context(call.principal))),
+      prepare: prepare && ((record, transaction) => prepare(record, { ...this.context(call.principal), transaction })),
       guard: this.policy.noEscalation(call.principal, r),
     });
     return this.present(created, call.principal, options.present);
@@ -276,7 +283,7 @@ export class Operations {
     const { prepare } = options;
     const created = await this.resources.createMany(r, parent, bodies, {
       actor: call.principal.subject,
-      prepare: prepare && ((record: Row) => prepare(record, this.context(call.principal))),
+      prepare: prepare && ((record, transaction) => prepare(record, { ...this.context(call.principal), transaction })),
       guard: this.policy.noEscalation(call.principal, r),
     });
     return Promise.all(created.map((record) => this.present(record, call.principal, options.present)));

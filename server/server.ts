@@ -22,6 +22,7 @@ import {
 } from '../runtime/open-resources.js';
 import { TokenIssuer } from '../runtime/issuer.js';
 import { DeliveryWorker } from '../runtime/events/delivery-worker.js';
+import { EventQuotas } from '../runtime/events/quotas.js';
 import { recordIssuer } from '../runtime/issuer-record.js';
 import { Operations } from '../runtime/operations.js';
 import { createRouteOperations } from '../runtime/route-operations.js';
@@ -149,7 +150,8 @@ export async function startServer(config: Config, generated?: GeneratedParts): P
   performance.mark('bootstrap');
   const policy = new Policy(resources);
   const validators = loadValidators(parts.dir);
-  const operations = new Operations(model, resources, policy, validators, config.emailDomains);
+  const eventQuotas = new EventQuotas(config.eventLimits);
+  const operations = new Operations(model, resources, policy, validators, config.emailDomains, eventQuotas);
   const v2 = parts.createRouter(createRouteOperations(operations), handlers, new Router());
   const v1 = createV1Router(
     { model, resources, policy, validators, operations, createSteps: parts.createSteps(handlers) },
@@ -212,7 +214,7 @@ export async function startServer(config: Config, generated?: GeneratedParts): P
   if (metrics) issuer.observe = (outcome, reason) => metrics.tokenChecked(outcome, reason);
   recordIssuer(config.dataDir, { issuer: iss, audience: config.audience ?? iss });
   performance.mark('keys');
-  deliveries = config.events && new DeliveryWorker(resources, () => issuer!, config.events, log);
+  deliveries = config.events && new DeliveryWorker(resources, () => issuer!, config.events, eventQuotas, log);
   deliveries?.start();
   if (metrics && deliveries) metrics.watchDeliveries(deliveries);
   return {

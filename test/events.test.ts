@@ -93,13 +93,18 @@ test('a change reaches the subscription as a signed CloudEvent in binary mode', 
   assert.is(data.body.uid, repo.uid);
   assert.is(data.body.description, 'a repo');
   assert.ok('create_time' in data.body && !('createTime' in data.body), 'proto field names in the body');
-  // The token verifies with our published keys alone, and binds the body.
+  // The token verifies with our published keys alone, for this subscription (and `customer`, as the reference's
+  // receivers ask), and binds the body and the Ce-* headers.
   const token = String(h.authorization).replace(/^Bearer /, '');
   const jwks = createRemoteJWKSet(new URL(`${s.url}/.well-known/jwks.json`));
-  const { payload } = await jwtVerify(token, jwks, { audience: 'customer', issuer: s.url });
+  const { payload } = await jwtVerify(token, jwks, { audience: `${s.url}/webhooks/${sub}`, issuer: s.url });
+  assert.equal(payload.aud, ['customer', `${s.url}/webhooks/${sub}`]);
   assert.is(payload.sub, `webhook:${folder}`);
   const digest = `sha256:${createHash('sha256').update(got.body).digest('hex')}`;
-  assert.equal(payload.webhook, { digest });
+  const [id, type, source, subject, time, ofGroup] = ['id', 'type', 'source', 'subject', 'time', 'group'].map(
+    (name) => h[`ce-${name}`],
+  );
+  assert.equal(payload.webhook, { digest, id, type, source, subject, time, group: ofGroup });
   // The delivery is visible through the API.
   const listed = await until('the delivery marked delivered', async () => {
     const r = await s.call('GET', `/events/v2/deliveries?uidp.children_of=${sub}&state=DELIVERED`);
@@ -144,7 +149,9 @@ test('creates, updates and deletes of several kinds arrive, each with a token th
       audience: 'customer',
       issuer: s.url,
     });
-    assert.equal(payload.webhook, { digest: `sha256:${createHash('sha256').update(got.body).digest('hex')}` }, t);
+    const webhook = payload.webhook as Record<string, string>;
+    assert.is(webhook.digest, `sha256:${createHash('sha256').update(got.body).digest('hex')}`, t);
+    assert.is(webhook.type, got.headers['ce-type'], t);
     assert.is(JSON.parse(got.body).body.uid, subject, t);
   }
   await hook.close();

@@ -1,7 +1,11 @@
 // Delivers every committed event to every subscription at or above its group, at least once. Three steps, each
 // its own transaction, so a crash (kill -9) at any moment loses nothing:
-// 1. dispatch: events not yet dispatched, in outbox order, become one PENDING delivery per subscription made
-//    before them, and are marked dispatched in the same transaction;
+// 1. dispatch: events not yet dispatched, in outbox order, become one delivery per subscription made before them,
+//    and are marked dispatched in the same transaction. A change's own transaction wrote only its outbox row; the
+//    fan-out happens here, in short transactions of at most EVENTS_DISPATCH_BATCH deliveries (or one event's, at
+//    most EVENTS_MAX_SUBSCRIPTIONS), so no write holds the database (or, on SQLite, the event loop) for long.
+//    A delivery whose organization has EVENTS_MAX_OUTSTANDING pending already is made FAILED, saying why
+//    (runtime/events/quotas.ts): that organization's backlog stops growing, and other organizations' go on;
 // 2. claim: due deliveries are leased (leaseUntil), the oldest first, at most one in flight per subscription and
 //    subject, and none while an earlier one for the same subject is still pending: a later change of a resource
 //    never overtakes an earlier one at a sink. A lease that runs out (a crashed worker) frees the delivery again.
@@ -20,9 +24,11 @@ import type { RecordTypes } from '../records.js';
 import type { Resources } from '../resources.js';
 import type { Table } from '../table.js';
 import { ancestorsOf } from '../uid.js';
-import { digestOf, eventData, eventHeaders } from './cloud-event.js';
+import { eventData, eventHeaders } from './cloud-event.js';
 import { nextAttemptAt, outcomeOfStatus, type Outcome, type RetryPolicy } from './retry.js';
 import { addressProblem, checkedLookup, RefusedSink } from './sink-address.js';
+import { organizationOf, outstandingOf, type EventQuotas } from './quotas.js';
+import { webhookToken } from './webhook-token.js';
 
 type Delivery = RecordTypes['deliveries'];
 type Subscription = RecordTypes['subscriptions'];
@@ -39,6 +45,8 @@ export interface DeliveryConfig {
   perSink: number;
   /** how often the worker looks for work when it has none */
   pollMs: number;
+  /** deliveries one dispatch transaction writes at most (unless one event alone has more subscriptions) */
+  dispatchBatch: number;
   /** sinks on private, link-local and metadata addresses (off: refused at every delivery) */
   allowInternalSinks: boolean;
 }
@@ -78,6 +86,7 @@ export class DeliveryWorker {
     private readonly resources: Resources,
     private readonly issuer: () => TokenIssuer,
     private readonly config: DeliveryConfig,
+    private readonly quotas: EventQuotas,
     private readonly log: (line: Record<string, unknown>) => void,
   ) {
     this.deliveries = resources.tableOf('deliveries');
@@ -138,7 +147,10 @@ export class DeliveryWorker {
       this.log({ level: 'error', worker: 'events', error: e instanceof Error ? e.message : String(e) });
   }
 
-  /** Step 1: one PENDING delivery per subscription at or above each new event's group. */
+  /**
+   * Step 1: one delivery per subscription at or above each new event's group, for as many whole events as fit in
+   * dispatchBatch deliveries (at least one event). PENDING, or FAILED past the organization's outstanding quota.
+   */
   async dispatch(): Promise<number> {
     if ((await this.outbox.find(isNull('dispatchedTime'), bySeq, 1)).length === 0) return 0;
     return this.resources.transaction(async (sql) => {
@@ -148,12 +160,29 @@ export class DeliveryWorker {
       const subscriptions =
         scopes.size > 0 ? await this.subscriptions.find(oneOf('parentUid', [...scopes]), byUid, -1, 0, sql) : [];
       const now = new Date().toISOString();
+      // Each organization's outstanding deliveries, counted once when first needed and kept up to date here.
+      const pending = new Map<string, number>();
+      const pendingIn = async (organization: string) => {
+        const ofIt = subscriptions.filter((s) => organizationOf(s.uid) === organization).map((s) => s.uid);
+        const n = pending.get(organization) ?? (await this.deliveries.count(outstandingOf(ofIt), sql));
+        pending.set(organization, n);
+        return n;
+      };
+      const dispatched: OutboxEvent[] = [];
       let made = 0;
+      let refused = 0;
       for (const e of events) {
-        if (!e.groupUid) continue;
-        const above = new Set([e.groupUid, ...ancestorsOf(e.groupUid)]);
+        const above = new Set(e.groupUid ? [e.groupUid, ...ancestorsOf(e.groupUid)] : []);
         // A subscription receives what happens from its making on, not what was waiting to be dispatched.
-        for (const s of subscriptions.filter((s) => above.has(s.parentUid!) && s.createTime <= e.time)) {
+        const to = subscriptions.filter((s) => above.has(s.parentUid!) && s.createTime <= e.time);
+        if (dispatched.length > 0 && made + to.length > this.config.dispatchBatch) break;
+        dispatched.push(e);
+        for (const s of to) {
+          const organization = organizationOf(s.uid);
+          const n = await pendingIn(organization);
+          const notQueued = this.quotas.notQueued(organization, n);
+          if (notQueued) refused++;
+          else pending.set(organization, n + 1);
           await this.deliveries.insert(sql, {
             uid: `${s.uid}/${randomUUID().replace(/-/g, '').slice(0, 16)}`,
             parentUid: s.uid,
@@ -163,10 +192,11 @@ export class DeliveryWorker {
             eventType: e.type,
             subject: e.subject,
             eventTime: e.time,
-            state: 'PENDING',
-            attempts: 0,
-            nextAttemptTime: now,
             eventSeq: String(e.seq),
+            attempts: 0,
+            ...(notQueued
+              ? { state: 'FAILED', lastError: notQueued, nextAttemptTime: null }
+              : { state: 'PENDING', nextAttemptTime: now }),
           });
           made++;
         }
@@ -175,14 +205,21 @@ export class DeliveryWorker {
         sql,
         oneOf(
           'seq',
-          events.map((e) => e.seq!),
+          dispatched.map((e) => e.seq!),
         ),
         { dispatchedTime: now },
       );
       // The lag: how long the oldest of these waited in the outbox.
-      const lagMs = Date.parse(now) - Date.parse(events[0].time);
-      this.log({ level: 'info', worker: 'events', dispatched: events.length, deliveries: made, lagMs });
-      return events.length;
+      const lagMs = Date.parse(now) - Date.parse(dispatched[0].time);
+      this.log({
+        level: refused > 0 ? 'warn' : 'info',
+        worker: 'events',
+        dispatched: dispatched.length,
+        deliveries: made,
+        ...(refused > 0 ? { notQueued: refused } : {}),
+        lagMs,
+      });
+      return dispatched.length;
     });
   }
 
@@ -280,11 +317,16 @@ export class DeliveryWorker {
     if (!event) outcome = { kind: 'failed', error: 'the event is gone' };
     else {
       const data = eventData(event);
-      const { token } = await this.issuer().mint(`webhook:${subscription.parentUid}`, 300, 'customer', {
-        webhook: { digest: digestOf(data) },
-      });
-      const headers = { ...eventHeaders(event, d.eventId!, this.issuer().issuer), authorization: `Bearer ${token}` };
-      outcome = await post(subscription.sink, headers, data, this.config, this.aborts.signal);
+      const headers = eventHeaders(event, d.eventId!, this.issuer().issuer);
+      const recipient = { uid: subscription.uid, group: subscription.parentUid! };
+      const token = await webhookToken(this.issuer(), recipient, headers, data);
+      outcome = await post(
+        subscription.sink,
+        { ...headers, authorization: `Bearer ${token}` },
+        data,
+        this.config,
+        this.aborts.signal,
+      );
     }
     if (this.stopped) return;
     await this.record(d, outcome);
