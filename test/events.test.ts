@@ -496,8 +496,9 @@ test('a fan-out is written in bounded batches, outside the changes, and /healthz
     // The changes are committed; not one delivery was written with them.
     const none = await quiet.call('GET', `/events/v2/deliveries?uidp.descendants_of=${root}`);
     assert.is(none.body.deliveries?.length ?? 0, 0);
-    // Each subscription gets what follows its making: 0 + 1 + ... + 11, then 12 per repo.
-    const expected = (subscriptions * (subscriptions - 1)) / 2 + repos * subscriptions;
+    // Each subscription gets what follows its making, its own created event included: 1 + 2 + ... + 12, then 12
+    // per repo.
+    const expected = (subscriptions * (subscriptions + 1)) / 2 + repos * subscriptions;
     const batch = 20;
     worker = await spawnServer({ ...quiet.env, LOG: 'on', EVENTS_DISPATCH_BATCH: String(batch), EVENTS_POLL_MS: '20' });
     const dispatches = () =>
