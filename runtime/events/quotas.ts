@@ -38,20 +38,17 @@ const hourMs = 3_600_000;
 /** Organizations whose redrives are remembered at once; past it the oldest are forgotten (memory stays bounded). */
 const maxRemembered = 10_000;
 
+const plural = (n: number, one: string, more = `${one}s`) => `${n} ${n === 1 ? one : more}`;
+
 function exhausted(organization: string, what: string, setting: string, retrySeconds?: number): ApiError {
-  return new ApiError(
-    'RESOURCE_EXHAUSTED',
-    `Resource exhausted: organization ${organization} has ${what} (${setting})`,
-    [
-      ...(retrySeconds
-        ? [{ '@type': 'type.googleapis.com/google.rpc.RetryInfo', retryDelay: `${retrySeconds}s` }]
-        : []),
-      {
-        '@type': 'type.googleapis.com/google.rpc.QuotaFailure',
-        violations: [{ subject: `organization:${organization}`, description: `${what}: the most ${setting} allows` }],
-      },
-    ],
-  );
+  const description = `${what}, the most ${setting} allows`;
+  return new ApiError('RESOURCE_EXHAUSTED', `Resource exhausted: organization ${organization} has ${description}`, [
+    ...(retrySeconds ? [{ '@type': 'type.googleapis.com/google.rpc.RetryInfo', retryDelay: `${retrySeconds}s` }] : []),
+    {
+      '@type': 'type.googleapis.com/google.rpc.QuotaFailure',
+      violations: [{ subject: `organization:${organization}`, description }],
+    },
+  ]);
 }
 
 export class EventQuotas {
@@ -65,7 +62,7 @@ export class EventQuotas {
     const organization = organizationOf(group);
     const n = await transaction.count('subscriptions', subscriptionsOf(organization));
     if (n >= this.limits.subscriptions)
-      throw exhausted(organization, `${n} subscriptions`, `EVENTS_MAX_SUBSCRIPTIONS=${this.limits.subscriptions}`);
+      throw exhausted(organization, plural(n, 'subscription'), `EVENTS_MAX_SUBSCRIPTIONS=${this.limits.subscriptions}`);
   }
 
   /** Why a new delivery is not queued, when `pending` are outstanding in its organization already. */
@@ -83,7 +80,7 @@ export class EventQuotas {
     if (room <= 0)
       throw exhausted(
         organization,
-        `${pending} deliveries outstanding`,
+        `${plural(pending, 'delivery', 'deliveries')} outstanding`,
         `EVENTS_MAX_OUTSTANDING=${this.limits.outstanding}`,
       );
     return room;
@@ -96,7 +93,7 @@ export class EventQuotas {
       const retry = Math.max(1, Math.ceil((recent[0] + hourMs - nowMs) / 1000));
       throw exhausted(
         organization,
-        `made ${recent.length} redrives in the last hour`,
+        `made ${plural(recent.length, 'redrive')} in the last hour`,
         `EVENTS_REDRIVES_PER_HOUR=${this.limits.redrivesPerHour}`,
         retry,
       );
