@@ -427,11 +427,11 @@ test('quotas: an organization past its subscriptions, outstanding deliveries or 
     const orgA = await createOrg(q, 'quota-a');
     const folder = await made(`/iam/v2/groups/${orgA}`, { name: 'folder' });
     const deep = await made(`/iam/v2/groups/${folder}`, { name: 'deep' });
-    const slow = await made(`/events/v2/subscriptions/${orgA}`, {
-      sink: `http://127.0.0.1:${(hanging.address() as AddressInfo).port}/hook`,
-    });
-    await made(`/events/v2/subscriptions/${folder}`, { sink: quick.url });
-    const third = await made(`/events/v2/subscriptions/${deep}`, { sink: quick.url });
+    // Every sink of this organization hangs: its deliveries stay PENDING, so exactly 3 are outstanding.
+    const hangingUrl = `http://127.0.0.1:${(hanging.address() as AddressInfo).port}/hook`;
+    const slow = await made(`/events/v2/subscriptions/${orgA}`, { sink: hangingUrl });
+    await made(`/events/v2/subscriptions/${folder}`, { sink: hangingUrl });
+    const third = await made(`/events/v2/subscriptions/${deep}`, { sink: hangingUrl });
     const fourth = await post(`/events/v2/subscriptions/${deep}`, { sink: quick.url });
     assert.is(fourth.status, 429, JSON.stringify(fourth.body));
     assert.is(fourth.body.code, 8);
@@ -439,15 +439,18 @@ test('quotas: an organization past its subscriptions, outstanding deliveries or 
     const quota = fourth.body.details.find((d: any) => d['@type'].endsWith('QuotaFailure'));
     assert.equal(quota.violations[0].subject, `organization:${orgA}`);
     assert.is((await q.call('DELETE', `/events/v2/subscriptions/${third}`)).status, 200);
-    await made(`/events/v2/subscriptions/${deep}`, { sink: quick.url });
+    await made(`/events/v2/subscriptions/${deep}`, { sink: hangingUrl });
 
-    // Outstanding: the hanging sink's deliveries pile up to 3; past it they are FAILED, saying why, and a redrive
+    // Outstanding: the hanging sinks' deliveries pile up to 3; past it they are FAILED, saying why, and a redrive
     // has no room. Another organization's deliveries go on.
     for (let i = 0; i < 4; i++) await made(`/registry/v2/repos/${orgA}`, { name: `piled-${i}` });
-    const notQueued = await until('deliveries past the quota failed', async () => {
-      const r = await q.call('GET', `/events/v2/deliveries?uidp.children_of=${slow}&state=FAILED`);
-      return r.body.deliveries?.length >= 3 ? r.body.deliveries : undefined;
+    // The slow subscription sees 9 events (4 subscriptions made, 1 deleted, 4 repos) and accepts none.
+    const atSlow = await until('every event dispatched to the slow subscription', async () => {
+      const r = await q.call('GET', `/events/v2/deliveries?uidp.children_of=${slow}`);
+      return r.body.deliveries?.length === 9 ? (r.body.deliveries as any[]) : undefined;
     });
+    const notQueued = atSlow.filter((d) => d.state === 'FAILED');
+    assert.ok(notQueued.length >= 6, JSON.stringify(atSlow));
     for (const d of notQueued) assert.match(d.lastError, /not queued: .* EVENTS_MAX_OUTSTANDING=3/);
     const pending = await q.call('GET', `/events/v2/deliveries?uidp.descendants_of=${orgA}&state=PENDING`);
     assert.is(pending.body.deliveries.length, 3, JSON.stringify(pending.body));

@@ -16,7 +16,7 @@ import { request as httpRequest, type IncomingMessage } from 'node:http';
 import { request as httpsRequest } from 'node:https';
 import { isIP } from 'node:net';
 import { randomUUID } from 'node:crypto';
-import { and, equal, everything, isNull, oneOf, or, range, type Condition } from '../condition.js';
+import { and, equal, isNull, oneOf, or, range, type Condition } from '../condition.js';
 import type { Sql } from '../sql.js';
 import type { TokenIssuer } from '../issuer.js';
 import type { OutboxEvent } from '../outbox.js';
@@ -27,7 +27,7 @@ import { ancestorsOf } from '../uid.js';
 import { eventData, eventHeaders } from './cloud-event.js';
 import { nextAttemptAt, outcomeOfStatus, type Outcome, type RetryPolicy } from './retry.js';
 import { addressProblem, checkedLookup, RefusedSink } from './sink-address.js';
-import { organizationOf, outstandingOf, type EventQuotas } from './quotas.js';
+import { organizationOf, outstandingOf, subscriptionsOf, type EventQuotas } from './quotas.js';
 import { webhookToken } from './webhook-token.js';
 
 type Delivery = RecordTypes['deliveries'];
@@ -62,7 +62,10 @@ const bySeq = [{ property: 'seq', desc: false }];
 const byEventSeq = [{ property: 'eventSeq', desc: false }];
 const byNextAttempt = [{ property: 'nextAttemptTime', desc: false }];
 const byUid = [{ property: 'uid', desc: false }];
+/** events one dispatch reads at most */
 const batch = 200;
+/** subscriptions one claim looks at at most */
+const claimWindow = 256;
 
 export class DeliveryWorker {
   private readonly deliveries: Table<Delivery>;
@@ -78,8 +81,10 @@ export class DeliveryWorker {
   /** when the last pass over the work ended (or the worker started): readiness sees a stuck worker */
   private passedAt = 0;
   private prunedAt = 0;
-  /** where the next claim starts among the subscriptions */
-  private rotation = 0;
+  /** the last subscription a claim looked at: the next claim starts after it, round the ring of all of them */
+  private cursor = '';
+  /** the last claim stopped before the end of the ring, with deliveries due: the next one looks on at once */
+  private lookOn = false;
   readonly counts: DeliveryCounts = { delivered: 0, retried: 0, failed: 0 };
 
   constructor(
@@ -133,7 +138,7 @@ export class DeliveryWorker {
     let busy = false;
     try {
       busy = (await this.dispatch()) > 0;
-      busy = (await this.sendDue()) > 0 || busy;
+      busy = (await this.sendDue()) > 0 || this.lookOn || busy;
       if (Date.now() - this.prunedAt > 60_000) await this.prune();
     } catch (e) {
       this.failedStep(e);
@@ -163,8 +168,12 @@ export class DeliveryWorker {
       // Each organization's outstanding deliveries, counted once when first needed and kept up to date here.
       const pending = new Map<string, number>();
       const pendingIn = async (organization: string) => {
-        const ofIt = subscriptions.filter((s) => organizationOf(s.uid) === organization).map((s) => s.uid);
-        const n = pending.get(organization) ?? (await this.deliveries.count(outstandingOf(ofIt), sql));
+        let n = pending.get(organization);
+        if (n === undefined) {
+          // All of its subscriptions, not only those above this batch's events.
+          const all = await this.subscriptions.find(subscriptionsOf(organization), byUid, -1, 0, sql);
+          n = await this.deliveries.count(outstandingOf(all.map((s) => s.uid)), sql);
+        }
         pending.set(organization, n);
         return n;
       };
@@ -228,9 +237,10 @@ export class DeliveryWorker {
   }
 
   /**
-   * Step 2: leases the deliveries that may go now. Subscription by subscription (starting at a different one each
-   * time), so a sink with a backlog cannot keep the others waiting; within one, the oldest first, as many as its
-   * sink has room for, and a subject only when no earlier delivery of it is pending.
+   * Step 2: leases the deliveries that may go now. Subscription by subscription, each claim starting after the
+   * last one the claim before looked at, so a sink with a backlog cannot keep the others waiting; within one, the
+   * oldest first, as many as its sink has room for, and a subject only when no earlier delivery of it is pending.
+   * A claim looks at claimWindow subscriptions at most: its transaction is as short with a million of them.
    */
   private async claim(room: number, perOrigin: Map<string, number>): Promise<Claimed[]> {
     const nowMs = Date.now();
@@ -243,11 +253,26 @@ export class DeliveryWorker {
     // Nothing due (the usual case): no write transaction at all.
     if ((await this.deliveries.find(due, byNextAttempt, 1)).length === 0) return [];
     return this.resources.transaction(async (sql) => {
-      const subscriptions = await this.subscriptions.find(everything(), byUid, -1, 0, sql);
-      const first = this.rotation++ % Math.max(1, subscriptions.length);
+      const after = await this.subscriptions.find(range('uid', { gt: this.cursor }), byUid, claimWindow, 0, sql);
+      // At the end of the ring, on from its start.
+      const ring =
+        after.length < claimWindow && this.cursor !== ''
+          ? [
+              ...after,
+              ...(await this.subscriptions.find(
+                range('uid', { lte: this.cursor }),
+                byUid,
+                claimWindow - after.length,
+                0,
+                sql,
+              )),
+            ]
+          : after;
+      this.lookOn = after.length === claimWindow;
       const keys = this.inFlightKeys;
       const taken: Claimed[] = [];
-      for (const subscription of [...subscriptions.slice(first), ...subscriptions.slice(0, first)]) {
+      for (const subscription of ring) {
+        this.cursor = subscription.uid;
         const origin = originOf(subscription.sink);
         const free = Math.min(room - taken.length, this.config.perSink - (perOrigin.get(origin) ?? 0));
         if (free <= 0) continue;
@@ -295,6 +320,7 @@ export class DeliveryWorker {
 
   /** Steps 2 and 3 for as many deliveries as the limits allow; resolves to how many it started. */
   private async sendDue(): Promise<number> {
+    this.lookOn = false;
     const room = this.config.concurrency - this.inFlight.size;
     if (room <= 0) return 0;
     const perOrigin = new Map<string, number>();
