@@ -11,6 +11,7 @@ import { spawn } from 'node:child_process';
 import { addressProblem, sinkUrlProblem } from '../runtime/events/sink-address.js';
 import { nextAttemptAt, outcomeOfStatus } from '../runtime/events/retry.js';
 import { createOrg, startTestServer, type TestServer } from './support/server.js';
+import { grpcClient } from './support/grpc-client.js';
 import { exitOf, runScript, spawnServer } from './support/process.js';
 import { TokenIssuer } from '../runtime/issuer.js';
 import { readBootstrap } from '../runtime/bootstrap.js';
@@ -438,6 +439,16 @@ test('quotas: an organization past its subscriptions, outstanding deliveries or 
     assert.match(fourth.body.message, /EVENTS_MAX_SUBSCRIPTIONS=3/);
     const quota = fourth.body.details.find((d: any) => d['@type'].endsWith('QuotaFailure'));
     assert.equal(quota.violations[0].subject, `organization:${orgA}`);
+    // The same refusal over gRPC, with the same QuotaFailure.
+    const c = grpcClient(q.url, q.token);
+    const overGrpc = await c.call('events.v2.SubscriptionsService', 'CreateSubscription', {
+      parent: deep,
+      subscription: { sink: quick.url },
+    });
+    c.close();
+    assert.is(overGrpc.code, 8, overGrpc.message);
+    assert.match(overGrpc.message ?? '', /EVENTS_MAX_SUBSCRIPTIONS=3/);
+    assert.ok(overGrpc.details.some((d) => d['@type'].endsWith('QuotaFailure')));
     assert.is((await q.call('DELETE', `/events/v2/subscriptions/${third}`)).status, 200);
     await made(`/events/v2/subscriptions/${deep}`, { sink: hangingUrl });
 
