@@ -4,6 +4,7 @@ import { join, resolve } from 'node:path';
 import { defaultBlockedDomains, type EmailDomainPolicy } from './email-domain.js';
 import type { DeliveryConfig } from './events/delivery-worker.js';
 import type { OutboundPolicy } from './access/outbound.js';
+import { defaultEventLimits, type EventLimits } from './events/quotas.js';
 import type { Database } from './store.js';
 
 export interface Config {
@@ -27,6 +28,8 @@ export interface Config {
   keepAliveTimeoutMs: number;
   /** event delivery to subscriptions; undefined when EVENTS=off */
   events?: DeliveryConfig;
+  /** per-organization quotas on subscriptions, outstanding deliveries and redrives (whether or not EVENTS is on) */
+  eventLimits: EventLimits;
   /** /metrics: served to anyone, not at all, or to a caller holding CAP_METRICS_READ */
   metrics: 'open' | 'off' | 'token';
   /** origins allowed by CORS ('*': any); undefined: no CORS headers at all */
@@ -88,6 +91,17 @@ function eventsConfig(env: NodeJS.ProcessEnv, outbound: OutboundPolicy): Deliver
     perSink: wholeNumber(env, 'EVENTS_PER_SINK', 4, 1, 1000),
     pollMs: wholeNumber(env, 'EVENTS_POLL_MS', 200, 10, 60_000),
     outbound,
+    dispatchBatch: wholeNumber(env, 'EVENTS_DISPATCH_BATCH', 500, 1, 100_000),
+  };
+}
+
+/** EVENTS_MAX_SUBSCRIPTIONS, EVENTS_MAX_OUTSTANDING, EVENTS_REDRIVES_PER_HOUR (runtime/events/quotas.ts). */
+function eventLimits(env: NodeJS.ProcessEnv): EventLimits {
+  const d = defaultEventLimits;
+  return {
+    subscriptions: wholeNumber(env, 'EVENTS_MAX_SUBSCRIPTIONS', d.subscriptions, 1, 100_000),
+    outstanding: wholeNumber(env, 'EVENTS_MAX_OUTSTANDING', d.outstanding, 1, 100_000_000),
+    redrivesPerHour: wholeNumber(env, 'EVENTS_REDRIVES_PER_HOUR', d.redrivesPerHour, 1, 100_000),
   };
 }
 
@@ -227,6 +241,7 @@ export function readConfig(env: NodeJS.ProcessEnv = process.env): Config {
     headersTimeoutMs,
     keepAliveTimeoutMs,
     events: eventsConfig(env, outbound),
+    eventLimits: eventLimits(env),
     metrics: metricsMode(env),
     corsOrigins: corsOrigins(env),
     maxBodyBytes: wholeNumber(env, 'MAX_BODY_BYTES', 1024 * 1024, 1024, 1024 * 1024 * 1024),

@@ -191,11 +191,11 @@ export class TokenIssuer {
     };
   }
 
-  /** A token of ours; claims are added to the standard ones (a webhook delivery's digest). */
+  /** A token of ours; claims are added to the standard ones (a webhook delivery's, runtime/events/webhook-token.ts). */
   async mint(
     subject: string,
     ttlSeconds = maxTokenSeconds,
-    audience = this.audience,
+    audience: string | string[] = this.audience,
     claims: Record<string, unknown> = {},
   ): Promise<{ token: string; expiry: string }> {
     this.reload();

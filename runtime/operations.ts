@@ -26,6 +26,7 @@ import { equal, oneOf, type Condition } from './condition.js';
 import type { Writes } from './writes.js';
 import type { EmailDomainPolicy } from './email-domain.js';
 import { publicOnly, type OutboundPolicy } from './access/outbound.js';
+import { EventQuotas } from './events/quotas.js';
 import { check, checkPatterns, type Validators } from './validation.js';
 
 /** A request as every transport gives it. */
@@ -54,6 +55,10 @@ export interface HandlerContext {
   emailDomains: EmailDomainPolicy;
   /** where the server may connect to a URL a caller chose (an event sink) */
   outbound: OutboundPolicy;
+  /** per-organization quotas on subscriptions, outstanding deliveries and redrives */
+  eventQuotas: EventQuotas;
+  /** In a create step: the create's own transaction, whose reads see it (a count against a quota is exact). */
+  transaction?: Writes;
   /** Writes in one transaction; writes.recordEvent records the event the served operation declares. */
   write<T>(fn: (writes: Writes) => Promise<T>): Promise<T>;
   /** Runs another endpoint for the same caller through the whole pipeline: its checks, its event. */
@@ -138,6 +143,7 @@ export class Operations {
     private readonly validators: Validators,
     private readonly emailDomains: EmailDomainPolicy = { trustedIssuers: [], blockedDomains: [] },
     private readonly outbound: OutboundPolicy = publicOnly,
+    private readonly eventQuotas = new EventQuotas(),
   ) {}
 
   /** The generated validator of id, then what it cannot judge of the declared fields (regular expressions). */
@@ -174,6 +180,7 @@ export class Operations {
       model: this.model,
       emailDomains: this.emailDomains,
       outbound: this.outbound,
+      eventQuotas: this.eventQuotas,
       write: (fn) => this.resources.write({ type: event, actor: principal.subject }, fn),
       run: (e, body, handler) => this.endpoint(e, { principal, params: {}, query: {}, body }, handler),
     };
@@ -263,7 +270,7 @@ export class Operations {
     const { prepare } = options;
     const created = await this.resources.create(r, parent, call.body, {
       actor: call.principal.subject,
-      prepare: prepare && ((record: Row) => prepare(record, this.context(call.principal))),
+      prepare: prepare && ((record, transaction) => prepare(record, { ...this.context(call.principal), transaction })),
       guard: this.policy.noEscalation(call.principal, r),
     });
     return this.present(created, call.principal, options.present);
@@ -290,7 +297,7 @@ export class Operations {
     const { prepare } = options;
     const created = await this.resources.createMany(r, parent, bodies, {
       actor: call.principal.subject,
-      prepare: prepare && ((record: Row) => prepare(record, this.context(call.principal))),
+      prepare: prepare && ((record, transaction) => prepare(record, { ...this.context(call.principal), transaction })),
       guard: this.policy.noEscalation(call.principal, r),
     });
     return Promise.all(created.map((record) => this.present(record, call.principal, options.present)));

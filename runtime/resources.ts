@@ -44,7 +44,7 @@ export interface WriteOptions {
   /** the identity making the change, recorded with its event */
   actor?: string;
   /** a hand-written create step: completes the record; reveal adds fields to the create response only */
-  prepare?: (record: Row) => Promise<{ record: Row; reveal?: Row }>;
+  prepare?: (record: Row, transaction: Writes) => Promise<{ record: Row; reveal?: Row }>;
   /** checks the record as it will be stored (no escalation) */
   guard?: WriteGuard;
 }
@@ -496,7 +496,7 @@ export class Resources {
       updateTime: time,
     };
     let reveal: Row = {};
-    if (prepare) ({ record: data, reveal = {} } = await prepare(data));
+    if (prepare) ({ record: data, reveal = {} } = await prepare(data, new Writes(sql, this, {})));
     this.checkExclusive(r, data);
     await this.checkReferences(sql, r, data);
     const existing = await this.sameUpsertKey(sql, r, data);

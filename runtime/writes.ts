@@ -47,6 +47,10 @@ export class Writes {
     return this.tableOf(collection).find(where, byUid, limit, 0, this.sql);
   }
 
+  async count<C extends Collection>(collection: C, where: Condition<RecordTypes[C]>): Promise<number> {
+    return this.tableOf(collection).count(where, this.sql);
+  }
+
   async get<C extends Collection>(collection: C, uid: string): Promise<RecordTypes[C] | null> {
     return this.tableOf(collection).get(uid, this.sql);
   }

@@ -22,12 +22,13 @@ import {
 } from '../runtime/open-resources.js';
 import { TokenIssuer } from '../runtime/issuer.js';
 import { DeliveryWorker } from '../runtime/events/delivery-worker.js';
+import { EventQuotas } from '../runtime/events/quotas.js';
 import { recordIssuer } from '../runtime/issuer-record.js';
 import { Operations } from '../runtime/operations.js';
 import { createRouteOperations } from '../runtime/route-operations.js';
 import { Router } from '../runtime/router.js';
 import { createV1Router } from '../runtime/v1/adapter.js';
-import { createRpcOperations } from '../runtime/grpc/operations.js';
+import { createRpcOperations, type RpcMethod } from '../runtime/grpc/operations.js';
 import { shareConnections } from '../runtime/grpc/same-port.js';
 import { createGrpcServer, type GrpcOptions } from '../runtime/grpc/server.js';
 import { tokenServiceRpcs } from '../runtime/grpc/token-service.js';
@@ -136,6 +137,15 @@ function tokenAuthentication(
   };
 }
 
+/** Every rpc: the generated table, and the token service where api.yaml names its package. */
+function rpcTable(parts: GeneratedParts, operations: Operations, exchange: TokenExchange): Record<string, RpcMethod> {
+  const { tokenService } = parts.model.proto;
+  return {
+    ...parts.createRpcTable(createRpcOperations(operations), handlers),
+    ...(tokenService ? tokenServiceRpcs(tokenService, (token, request) => exchange.exchangeFor(token, request)) : {}),
+  };
+}
+
 export async function startServer(config: Config, generated?: GeneratedParts): Promise<RunningServer> {
   const parts = generated ?? (await loadGenerated());
   const { model } = parts;
@@ -150,7 +160,9 @@ export async function startServer(config: Config, generated?: GeneratedParts): P
   performance.mark('bootstrap');
   const policy = new Policy(resources);
   const validators = loadValidators(parts.dir);
-  const operations = new Operations(model, resources, policy, validators, config.emailDomains, config.outbound);
+  const { emailDomains, outbound, eventLimits } = config;
+  const quotas = new EventQuotas(eventLimits);
+  const operations = new Operations(model, resources, policy, validators, emailDomains, outbound, quotas);
   const v2 = parts.createRouter(createRouteOperations(operations), handlers, new Router());
   const v1 = createV1Router(
     { model, resources, policy, validators, operations, createSteps: parts.createSteps(handlers) },
@@ -193,12 +205,7 @@ export async function startServer(config: Config, generated?: GeneratedParts): P
   performance.mark('http app');
   const grpc = createGrpcServer({
     generatedDir: parts.dir,
-    rpcs: {
-      ...parts.createRpcTable(createRpcOperations(operations), handlers),
-      ...(model.proto.tokenService
-        ? tokenServiceRpcs(model.proto.tokenService, (token, request) => exchange.exchangeFor(token, request))
-        : {}),
-    },
+    rpcs: rpcTable(parts, operations, exchange),
     authenticate,
     errorDomain: (domain) => `${domain}.${model.service}.dev`,
     log,
@@ -218,7 +225,7 @@ export async function startServer(config: Config, generated?: GeneratedParts): P
   if (metrics) issuer.observe = (outcome, reason) => metrics.tokenChecked(outcome, reason);
   recordIssuer(config.dataDir, { issuer: iss, audience: config.audience ?? iss });
   performance.mark('keys');
-  deliveries = config.events && new DeliveryWorker(resources, () => issuer!, config.events, log);
+  deliveries = config.events && new DeliveryWorker(resources, () => issuer!, config.events, quotas, log);
   deliveries?.start();
   if (metrics && deliveries) metrics.watchDeliveries(deliveries);
   return {

@@ -6,11 +6,13 @@ import { createServer as createNetServer, type AddressInfo } from 'node:net';
 import { createHash } from 'node:crypto';
 import { test } from 'uvu';
 import * as assert from 'uvu/assert';
-import { createRemoteJWKSet, jwtVerify } from 'jose';
+import { createRemoteJWKSet, decodeJwt, jwtVerify } from 'jose';
+import { spawn } from 'node:child_process';
 import { sinkUrlProblem } from '../runtime/events/sink-address.js';
 import { addressProblem } from '../runtime/access/outbound.js';
 import { nextAttemptAt, outcomeOfStatus } from '../runtime/events/retry.js';
-import { startTestServer, type TestServer } from './support/server.js';
+import { createOrg, startTestServer, type TestServer } from './support/server.js';
+import { grpcClient } from './support/grpc-client.js';
 import { exitOf, runScript, spawnServer } from './support/process.js';
 import { TokenIssuer } from '../runtime/issuer.js';
 import { readBootstrap } from '../runtime/bootstrap.js';
@@ -94,13 +96,18 @@ test('a change reaches the subscription as a signed CloudEvent in binary mode', 
   assert.is(data.body.uid, repo.uid);
   assert.is(data.body.description, 'a repo');
   assert.ok('create_time' in data.body && !('createTime' in data.body), 'proto field names in the body');
-  // The token verifies with our published keys alone, and binds the body.
+  // The token verifies with our published keys alone, for this subscription (and `customer`, as the reference's
+  // receivers ask), and binds the body and the Ce-* headers.
   const token = String(h.authorization).replace(/^Bearer /, '');
   const jwks = createRemoteJWKSet(new URL(`${s.url}/.well-known/jwks.json`));
-  const { payload } = await jwtVerify(token, jwks, { audience: 'customer', issuer: s.url });
+  const { payload } = await jwtVerify(token, jwks, { audience: `${s.url}/webhooks/${sub}`, issuer: s.url });
+  assert.equal(payload.aud, ['customer', `${s.url}/webhooks/${sub}`]);
   assert.is(payload.sub, `webhook:${folder}`);
   const digest = `sha256:${createHash('sha256').update(got.body).digest('hex')}`;
-  assert.equal(payload.webhook, { digest });
+  const [id, type, source, subject, time, ofGroup] = ['id', 'type', 'source', 'subject', 'time', 'group'].map(
+    (name) => h[`ce-${name}`],
+  );
+  assert.equal(payload.webhook, { digest, id, type, source, subject, time, group: ofGroup });
   // The delivery is visible through the API.
   const listed = await until('the delivery marked delivered', async () => {
     const r = await s.call('GET', `/events/v2/deliveries?uidp.children_of=${sub}&state=DELIVERED`);
@@ -145,7 +152,9 @@ test('creates, updates and deletes of several kinds arrive, each with a token th
       audience: 'customer',
       issuer: s.url,
     });
-    assert.equal(payload.webhook, { digest: `sha256:${createHash('sha256').update(got.body).digest('hex')}` }, t);
+    const webhook = payload.webhook as Record<string, string>;
+    assert.is(webhook.digest, `sha256:${createHash('sha256').update(got.body).digest('hex')}`, t);
+    assert.is(webhook.type, got.headers['ce-type'], t);
     assert.is(JSON.parse(got.body).body.uid, subject, t);
   }
   await hook.close();
@@ -395,6 +404,192 @@ test('killed with SIGKILL between commit and delivery, the server delivers after
   await exitOf(server.child);
   rmSync(dataDir, { recursive: true, force: true });
   await hook.close();
+});
+
+// Issue 33, item 11: a captured delivery replayed with other headers, to another subscription's receiver, or a
+// token of our issuer for another group, is refused by the sample receiver.
+test('the sample receiver accepts its own deliveries and refuses replays with other headers or audiences', async () => {
+  const hook = await sink();
+  const folder = await group(org, 'receiver');
+  const [mine, other] = [await subscribe(folder, hook.url), await subscribe(folder, hook.url)];
+  const repo = (await s.call('POST', `/registry/v2/repos/${folder}`, { name: 'replayed' })).body.uid as string;
+  const deliveryTo = (subscription: string) =>
+    hook.got.find(
+      (r) =>
+        r.headers['ce-subject'] === repo &&
+        (decodeJwt(String(r.headers.authorization).replace(/^Bearer /, '')).aud as string[]).includes(
+          `${s.url}/webhooks/${subscription}`,
+        ),
+    );
+  const [captured, forOther] = await until('the repo event at both subscriptions', () => {
+    const both = [deliveryTo(mine), deliveryTo(other)];
+    return both.every(Boolean) ? (both as Received[]) : undefined;
+  });
+  const child = spawn(process.execPath, ['samples/webhook-receiver.mjs', s.url, mine, '0']);
+  let printed = '';
+  child.stdout.on('data', (d) => (printed += d));
+  const receiver = await until('the receiver listening', () => /listening on (\S+)/.exec(printed)?.[1]);
+  const replay = async (r: Received, changes: Record<string, string> = {}, body = r.body) => {
+    const headers: Record<string, string> = {};
+    for (const [name, value] of Object.entries(r.headers))
+      if (name === 'authorization' || name === 'content-type' || name.startsWith('ce-')) headers[name] = String(value);
+    return (await fetch(receiver, { method: 'POST', headers: { ...headers, ...changes }, body })).status;
+  };
+  try {
+    assert.is(await replay(captured), 200, printed);
+    assert.is(await replay(captured, { 'ce-type': 'dev.chainguard.api.platform.registry.repo.deleted.v1' }), 403);
+    assert.is(await replay(captured, { 'ce-subject': `${folder}/${'0'.repeat(16)}` }), 403);
+    assert.is(await replay(captured, { 'ce-id': 'another-id' }), 403);
+    assert.is(await replay(captured, {}, captured.body.replace('replayed', 'tampered')), 403);
+    assert.is(await replay(forOther), 403, "another subscription's token, though of the same group and sink");
+    // A token of our issuer with this subscription's audience and the right claims, but another group's subject.
+    const issuer = await TokenIssuer.open(s.dataDir, s.url, s.url);
+    const claims = decodeJwt(String(captured.headers.authorization).replace(/^Bearer /, ''));
+    const { token } = await issuer.mint(`webhook:${org}`, 300, claims.aud, { webhook: claims.webhook });
+    assert.is(await replay(captured, { authorization: `Bearer ${token}` }), 403);
+    assert.match(printed, /sub webhook:\S+ is not webhook:/);
+    assert.match(printed, /ce-type is not the one signed/);
+    assert.match(printed, /ce-subject is not the one signed/);
+  } finally {
+    child.kill();
+    await exitOf(child);
+    await hook.close();
+  }
+});
+
+// Issue 33, item 6: one organization's subscriptions, outstanding deliveries and redrives are bounded.
+test('quotas: an organization past its subscriptions, outstanding deliveries or redrives is refused', async () => {
+  const q = await startTestServer(undefined, {
+    ...fast,
+    EVENTS_MAX_SUBSCRIPTIONS: '3',
+    EVENTS_MAX_OUTSTANDING: '3',
+    EVENTS_REDRIVES_PER_HOUR: '1',
+  });
+  const hanging = createServer(() => {
+    // never answers: its deliveries stay PENDING
+  });
+  await new Promise<void>((r) => hanging.listen(0, '127.0.0.1', () => r()));
+  const [quick, refusing] = [await sink(), await sink(() => 404)];
+  try {
+    const post = (path: string, body?: unknown) => q.call('POST', path, body);
+    const made = async (path: string, body: unknown) => {
+      const r = await post(path, body);
+      assert.is(r.status, 200, JSON.stringify(r.body));
+      return r.body.uid as string;
+    };
+    // Subscriptions: counted over the organization, folders included.
+    const orgA = await createOrg(q, 'quota-a');
+    const folder = await made(`/iam/v2/groups/${orgA}`, { name: 'folder' });
+    const deep = await made(`/iam/v2/groups/${folder}`, { name: 'deep' });
+    // Every sink of this organization hangs: its deliveries stay PENDING, so exactly 3 are outstanding.
+    const hangingUrl = `http://127.0.0.1:${(hanging.address() as AddressInfo).port}/hook`;
+    const slow = await made(`/events/v2/subscriptions/${orgA}`, { sink: hangingUrl });
+    await made(`/events/v2/subscriptions/${folder}`, { sink: hangingUrl });
+    const third = await made(`/events/v2/subscriptions/${deep}`, { sink: hangingUrl });
+    const fourth = await post(`/events/v2/subscriptions/${deep}`, { sink: quick.url });
+    assert.is(fourth.status, 429, JSON.stringify(fourth.body));
+    assert.is(fourth.body.code, 8);
+    assert.match(fourth.body.message, /EVENTS_MAX_SUBSCRIPTIONS=3/);
+    const quota = fourth.body.details.find((d: any) => d['@type'].endsWith('QuotaFailure'));
+    assert.equal(quota.violations[0].subject, `organization:${orgA}`);
+    // The same refusal over gRPC, with the same QuotaFailure.
+    const c = grpcClient(q.url, q.token);
+    const overGrpc = await c.call('events.v2.SubscriptionsService', 'CreateSubscription', {
+      parent: deep,
+      subscription: { sink: quick.url },
+    });
+    c.close();
+    assert.is(overGrpc.code, 8, overGrpc.message);
+    assert.match(overGrpc.message ?? '', /EVENTS_MAX_SUBSCRIPTIONS=3/);
+    assert.ok(overGrpc.details.some((d) => d['@type'].endsWith('QuotaFailure')));
+    assert.is((await q.call('DELETE', `/events/v2/subscriptions/${third}`)).status, 200);
+    await made(`/events/v2/subscriptions/${deep}`, { sink: hangingUrl });
+
+    // Outstanding: the hanging sinks' deliveries pile up to 3; past it they are FAILED, saying why, and a redrive
+    // has no room. Another organization's deliveries go on.
+    for (let i = 0; i < 4; i++) await made(`/registry/v2/repos/${orgA}`, { name: `piled-${i}` });
+    // The slow subscription sees 9 events (4 subscriptions made, 1 deleted, 4 repos) and accepts none.
+    const atSlow = await until('every event dispatched to the slow subscription', async () => {
+      const r = await q.call('GET', `/events/v2/deliveries?uidp.children_of=${slow}`);
+      return r.body.deliveries?.length === 9 ? (r.body.deliveries as any[]) : undefined;
+    });
+    const notQueued = atSlow.filter((d) => d.state === 'FAILED');
+    assert.ok(notQueued.length >= 6, JSON.stringify(atSlow));
+    for (const d of notQueued) assert.match(d.lastError, /not queued: .* EVENTS_MAX_OUTSTANDING=3/);
+    const pending = await q.call('GET', `/events/v2/deliveries?uidp.descendants_of=${orgA}&state=PENDING`);
+    assert.is(pending.body.deliveries.length, 3, JSON.stringify(pending.body));
+    const noRoom = await post(`/events/v2/subscriptions/${slow}/deliveries:redrive`);
+    assert.is(noRoom.status, 429, JSON.stringify(noRoom.body));
+    assert.match(noRoom.body.message, /EVENTS_MAX_OUTSTANDING=3/);
+    const orgB = await createOrg(q, 'quota-b');
+    const failing = await made(`/events/v2/subscriptions/${orgB}`, { sink: refusing.url });
+    await until('the other organization served', () => refusing.got.length > 0);
+
+    // Redrives: one an hour here; the second is refused, with when to try again.
+    await until('the delivery failed', async () => {
+      const r = await q.call('GET', `/events/v2/deliveries?uidp.children_of=${failing}&state=FAILED`);
+      return r.body.deliveries?.[0];
+    });
+    const once = await post(`/events/v2/subscriptions/${failing}/deliveries:redrive`);
+    assert.is(once.status, 200, JSON.stringify(once.body));
+    assert.is(once.body.redriven, 1);
+    const twice = await post(`/events/v2/subscriptions/${failing}/deliveries:redrive`);
+    assert.is(twice.status, 429, JSON.stringify(twice.body));
+    assert.match(twice.body.message, /EVENTS_REDRIVES_PER_HOUR=1/);
+    assert.ok(twice.headers.get('retry-after'));
+  } finally {
+    hanging.closeAllConnections();
+    await new Promise<void>((r) => hanging.close(() => r()));
+    await Promise.all([quick.close(), refusing.close()]);
+    await q.stop();
+  }
+});
+
+// Issue 33, item 6: the mutation writes only its outbox row; the fan-out is many short transactions, and the
+// health probe answers while it runs.
+test('a fan-out is written in bounded batches, outside the changes, and /healthz answers meanwhile', async () => {
+  const quiet = await startTestServer(undefined, { EVENTS: 'off' });
+  const hook = await sink();
+  const root = quiet.bootstrap.organization;
+  const subscriptions = 12;
+  const repos = 10;
+  let worker: Awaited<ReturnType<typeof spawnServer>> | undefined;
+  try {
+    for (let i = 0; i < subscriptions; i++) {
+      const r = await quiet.call('POST', `/events/v2/subscriptions/${root}`, { sink: hook.url });
+      assert.is(r.status, 200, JSON.stringify(r.body));
+    }
+    for (let i = 0; i < repos; i++) await quiet.call('POST', `/registry/v2/repos/${root}`, { name: `fan-${i}` });
+    // The changes are committed; not one delivery was written with them.
+    const none = await quiet.call('GET', `/events/v2/deliveries?uidp.descendants_of=${root}`);
+    assert.is(none.body.deliveries?.length ?? 0, 0);
+    // Each subscription gets what follows its making, its own created event included: 1 + 2 + ... + 12, then 12
+    // per repo.
+    const expected = (subscriptions * (subscriptions + 1)) / 2 + repos * subscriptions;
+    const batch = 20;
+    worker = await spawnServer({ ...quiet.env, LOG: 'on', EVENTS_DISPATCH_BATCH: String(batch), EVENTS_POLL_MS: '20' });
+    const dispatches = () =>
+      worker!
+        .output()
+        .split('\n')
+        .filter((line) => line.includes('"dispatched"'))
+        .map((line) => JSON.parse(line) as { dispatched: number; deliveries: number });
+    const total = () => dispatches().reduce((n, d) => n + d.deliveries, 0);
+    const health: number[] = [];
+    while (total() < expected) {
+      health.push((await fetch(`${worker.url}/healthz`)).status);
+      assert.ok(health.length < 10_000, `the fan-out did not end: ${total()} of ${expected} deliveries`);
+    }
+    assert.is(total(), expected);
+    for (const d of dispatches()) assert.ok(d.deliveries <= batch, JSON.stringify(d));
+    assert.ok(dispatches().length >= expected / batch, `${dispatches().length} transactions`);
+    assert.ok(health.length > 0 && health.every((status) => status === 200), JSON.stringify(health));
+  } finally {
+    worker?.child.kill('SIGTERM');
+    if (worker) await exitOf(worker.child);
+    await hook.close();
+    await quiet.stop();
+  }
 });
 
 test.run();

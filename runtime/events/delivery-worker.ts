@@ -1,7 +1,11 @@
 // Delivers every committed event to every subscription at or above its group, at least once. Three steps, each
 // its own transaction, so a crash (kill -9) at any moment loses nothing:
-// 1. dispatch: events not yet dispatched, in outbox order, become one PENDING delivery per subscription made
-//    before them, and are marked dispatched in the same transaction;
+// 1. dispatch: events not yet dispatched, in outbox order, become one delivery per subscription made before them,
+//    and are marked dispatched in the same transaction. A change's own transaction wrote only its outbox row; the
+//    fan-out happens here, in short transactions of at most EVENTS_DISPATCH_BATCH deliveries (or one event's, at
+//    most EVENTS_MAX_SUBSCRIPTIONS), so no write holds the database (or, on SQLite, the event loop) for long.
+//    A delivery whose organization has EVENTS_MAX_OUTSTANDING pending already is made FAILED, saying why
+//    (runtime/events/quotas.ts): that organization's backlog stops growing, and other organizations' go on;
 // 2. claim: due deliveries are leased (leaseUntil), the oldest first, at most one in flight per subscription and
 //    subject, and none while an earlier one for the same subject is still pending: a later change of a resource
 //    never overtakes an earlier one at a sink. A lease that runs out (a crashed worker) frees the delivery again.
@@ -11,7 +15,7 @@
 import { request as httpRequest, type IncomingMessage } from 'node:http';
 import { request as httpsRequest } from 'node:https';
 import { randomUUID } from 'node:crypto';
-import { and, equal, everything, isNull, oneOf, or, range, type Condition } from '../condition.js';
+import { and, equal, isNull, oneOf, or, range, type Condition } from '../condition.js';
 import type { Sql } from '../sql.js';
 import type { TokenIssuer } from '../issuer.js';
 import type { OutboxEvent } from '../outbox.js';
@@ -19,9 +23,11 @@ import type { RecordTypes } from '../records.js';
 import type { Resources } from '../resources.js';
 import type { Table } from '../table.js';
 import { ancestorsOf } from '../uid.js';
-import { digestOf, eventData, eventHeaders } from './cloud-event.js';
+import { eventData, eventHeaders } from './cloud-event.js';
 import { nextAttemptAt, outcomeOfStatus, type Outcome, type RetryPolicy } from './retry.js';
 import { checkedLookup, RefusedAddress, urlProblem, type OutboundPolicy } from '../access/outbound.js';
+import { organizationOf, outstandingOf, subscriptionsOf, type EventQuotas } from './quotas.js';
+import { webhookToken } from './webhook-token.js';
 
 type Delivery = RecordTypes['deliveries'];
 type Subscription = RecordTypes['subscriptions'];
@@ -40,6 +46,8 @@ export interface DeliveryConfig {
   pollMs: number;
   /** where sinks may be (runtime/access/outbound.ts): checked at every delivery */
   outbound: OutboundPolicy;
+  /** deliveries one dispatch transaction writes at most (unless one event alone has more subscriptions) */
+  dispatchBatch: number;
 }
 
 export interface DeliveryCounts {
@@ -53,7 +61,10 @@ const bySeq = [{ property: 'seq', desc: false }];
 const byEventSeq = [{ property: 'eventSeq', desc: false }];
 const byNextAttempt = [{ property: 'nextAttemptTime', desc: false }];
 const byUid = [{ property: 'uid', desc: false }];
+/** events one dispatch reads at most */
 const batch = 200;
+/** subscriptions one claim looks at at most */
+const claimWindow = 256;
 
 export class DeliveryWorker {
   private readonly deliveries: Table<Delivery>;
@@ -69,14 +80,17 @@ export class DeliveryWorker {
   /** when the last pass over the work ended (or the worker started): readiness sees a stuck worker */
   private passedAt = 0;
   private prunedAt = 0;
-  /** where the next claim starts among the subscriptions */
-  private rotation = 0;
+  /** the last subscription a claim looked at: the next claim starts after it, round the ring of all of them */
+  private cursor = '';
+  /** the last claim stopped before the end of the ring, with deliveries due: the next one looks on at once */
+  private lookOn = false;
   readonly counts: DeliveryCounts = { delivered: 0, retried: 0, failed: 0 };
 
   constructor(
     private readonly resources: Resources,
     private readonly issuer: () => TokenIssuer,
     private readonly config: DeliveryConfig,
+    private readonly quotas: EventQuotas,
     private readonly log: (line: Record<string, unknown>) => void,
   ) {
     this.deliveries = resources.tableOf('deliveries');
@@ -123,7 +137,7 @@ export class DeliveryWorker {
     let busy = false;
     try {
       busy = (await this.dispatch()) > 0;
-      busy = (await this.sendDue()) > 0 || busy;
+      busy = (await this.sendDue()) > 0 || this.lookOn || busy;
       if (Date.now() - this.prunedAt > 60_000) await this.prune();
     } catch (e) {
       this.failedStep(e);
@@ -137,7 +151,10 @@ export class DeliveryWorker {
       this.log({ level: 'error', worker: 'events', error: e instanceof Error ? e.message : String(e) });
   }
 
-  /** Step 1: one PENDING delivery per subscription at or above each new event's group. */
+  /**
+   * Step 1: one delivery per subscription at or above each new event's group, for as many whole events as fit in
+   * dispatchBatch deliveries (at least one event). PENDING, or FAILED past the organization's outstanding quota.
+   */
   async dispatch(): Promise<number> {
     if ((await this.outbox.find(isNull('dispatchedTime'), bySeq, 1)).length === 0) return 0;
     return this.resources.transaction(async (sql) => {
@@ -147,12 +164,33 @@ export class DeliveryWorker {
       const subscriptions =
         scopes.size > 0 ? await this.subscriptions.find(oneOf('parentUid', [...scopes]), byUid, -1, 0, sql) : [];
       const now = new Date().toISOString();
+      // Each organization's outstanding deliveries, counted once when first needed and kept up to date here.
+      const pending = new Map<string, number>();
+      const pendingIn = async (organization: string) => {
+        let n = pending.get(organization);
+        if (n === undefined) {
+          // All of its subscriptions, not only those above this batch's events.
+          const all = await this.subscriptions.find(subscriptionsOf(organization), byUid, -1, 0, sql);
+          n = await this.deliveries.count(outstandingOf(all.map((s) => s.uid)), sql);
+        }
+        pending.set(organization, n);
+        return n;
+      };
+      const dispatched: OutboxEvent[] = [];
       let made = 0;
+      let refused = 0;
       for (const e of events) {
-        if (!e.groupUid) continue;
-        const above = new Set([e.groupUid, ...ancestorsOf(e.groupUid)]);
+        const above = new Set(e.groupUid ? [e.groupUid, ...ancestorsOf(e.groupUid)] : []);
         // A subscription receives what happens from its making on, not what was waiting to be dispatched.
-        for (const s of subscriptions.filter((s) => above.has(s.parentUid!) && s.createTime <= e.time)) {
+        const to = subscriptions.filter((s) => above.has(s.parentUid!) && s.createTime <= e.time);
+        if (dispatched.length > 0 && made + to.length > this.config.dispatchBatch) break;
+        dispatched.push(e);
+        for (const s of to) {
+          const organization = organizationOf(s.uid);
+          const n = await pendingIn(organization);
+          const notQueued = this.quotas.notQueued(organization, n);
+          if (notQueued) refused++;
+          else pending.set(organization, n + 1);
           await this.deliveries.insert(sql, {
             uid: `${s.uid}/${randomUUID().replace(/-/g, '').slice(0, 16)}`,
             parentUid: s.uid,
@@ -162,10 +200,11 @@ export class DeliveryWorker {
             eventType: e.type,
             subject: e.subject,
             eventTime: e.time,
-            state: 'PENDING',
-            attempts: 0,
-            nextAttemptTime: now,
             eventSeq: String(e.seq),
+            attempts: 0,
+            ...(notQueued
+              ? { state: 'FAILED', lastError: notQueued, nextAttemptTime: null }
+              : { state: 'PENDING', nextAttemptTime: now }),
           });
           made++;
         }
@@ -174,14 +213,21 @@ export class DeliveryWorker {
         sql,
         oneOf(
           'seq',
-          events.map((e) => e.seq!),
+          dispatched.map((e) => e.seq!),
         ),
         { dispatchedTime: now },
       );
       // The lag: how long the oldest of these waited in the outbox.
-      const lagMs = Date.parse(now) - Date.parse(events[0].time);
-      this.log({ level: 'info', worker: 'events', dispatched: events.length, deliveries: made, lagMs });
-      return events.length;
+      const lagMs = Date.parse(now) - Date.parse(dispatched[0].time);
+      this.log({
+        level: refused > 0 ? 'warn' : 'info',
+        worker: 'events',
+        dispatched: dispatched.length,
+        deliveries: made,
+        ...(refused > 0 ? { notQueued: refused } : {}),
+        lagMs,
+      });
+      return dispatched.length;
     });
   }
 
@@ -190,9 +236,10 @@ export class DeliveryWorker {
   }
 
   /**
-   * Step 2: leases the deliveries that may go now. Subscription by subscription (starting at a different one each
-   * time), so a sink with a backlog cannot keep the others waiting; within one, the oldest first, as many as its
-   * sink has room for, and a subject only when no earlier delivery of it is pending.
+   * Step 2: leases the deliveries that may go now. Subscription by subscription, each claim starting after the
+   * last one the claim before looked at, so a sink with a backlog cannot keep the others waiting; within one, the
+   * oldest first, as many as its sink has room for, and a subject only when no earlier delivery of it is pending.
+   * A claim looks at claimWindow subscriptions at most: its transaction is as short with a million of them.
    */
   private async claim(room: number, perOrigin: Map<string, number>): Promise<Claimed[]> {
     const nowMs = Date.now();
@@ -205,11 +252,26 @@ export class DeliveryWorker {
     // Nothing due (the usual case): no write transaction at all.
     if ((await this.deliveries.find(due, byNextAttempt, 1)).length === 0) return [];
     return this.resources.transaction(async (sql) => {
-      const subscriptions = await this.subscriptions.find(everything(), byUid, -1, 0, sql);
-      const first = this.rotation++ % Math.max(1, subscriptions.length);
+      const after = await this.subscriptions.find(range('uid', { gt: this.cursor }), byUid, claimWindow, 0, sql);
+      // At the end of the ring, on from its start.
+      const ring =
+        after.length < claimWindow && this.cursor !== ''
+          ? [
+              ...after,
+              ...(await this.subscriptions.find(
+                range('uid', { lte: this.cursor }),
+                byUid,
+                claimWindow - after.length,
+                0,
+                sql,
+              )),
+            ]
+          : after;
+      this.lookOn = after.length === claimWindow;
       const keys = this.inFlightKeys;
       const taken: Claimed[] = [];
-      for (const subscription of [...subscriptions.slice(first), ...subscriptions.slice(0, first)]) {
+      for (const subscription of ring) {
+        this.cursor = subscription.uid;
         const origin = originOf(subscription.sink);
         const free = Math.min(room - taken.length, this.config.perSink - (perOrigin.get(origin) ?? 0));
         if (free <= 0) continue;
@@ -257,6 +319,7 @@ export class DeliveryWorker {
 
   /** Steps 2 and 3 for as many deliveries as the limits allow; resolves to how many it started. */
   private async sendDue(): Promise<number> {
+    this.lookOn = false;
     const room = this.config.concurrency - this.inFlight.size;
     if (room <= 0) return 0;
     const perOrigin = new Map<string, number>();
@@ -279,11 +342,16 @@ export class DeliveryWorker {
     if (!event) outcome = { kind: 'failed', error: 'the event is gone' };
     else {
       const data = eventData(event);
-      const { token } = await this.issuer().mint(`webhook:${subscription.parentUid}`, 300, 'customer', {
-        webhook: { digest: digestOf(data) },
-      });
-      const headers = { ...eventHeaders(event, d.eventId!, this.issuer().issuer), authorization: `Bearer ${token}` };
-      outcome = await post(subscription.sink, headers, data, this.config, this.aborts.signal);
+      const headers = eventHeaders(event, d.eventId!, this.issuer().issuer);
+      const recipient = { uid: subscription.uid, group: subscription.parentUid! };
+      const token = await webhookToken(this.issuer(), recipient, headers, data);
+      outcome = await post(
+        subscription.sink,
+        { ...headers, authorization: `Bearer ${token}` },
+        data,
+        this.config,
+        this.aborts.signal,
+      );
     }
     if (this.stopped) return;
     await this.record(d, outcome);

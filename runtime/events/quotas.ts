@@ -1,0 +1,105 @@
+// Per-organization quotas on events, so that one tenant's subscriptions cannot multiply one change into millions
+// of deliveries (issue 33). They are counted over an organization (a root group and every folder below it), not
+// one folder: an event reaches every subscription at or above its group, so subscriptions spread over nested
+// folders would multiply just the same. Past a quota: RESOURCE_EXHAUSTED (429) with a QuotaFailure naming the
+// setting (AIP-193's answer for a quota), or, for deliveries the worker makes, a FAILED delivery saying so.
+import { and, equal, oneOf, range, type Condition } from '../condition.js';
+import { ApiError } from '../errors.js';
+import type { RecordTypes } from '../records.js';
+import { descendantRange } from '../uid.js';
+import type { Writes } from '../writes.js';
+
+type Subscription = RecordTypes['subscriptions'];
+type Delivery = RecordTypes['deliveries'];
+
+export interface EventLimits {
+  /** EVENTS_MAX_SUBSCRIPTIONS: subscriptions in one organization */
+  subscriptions: number;
+  /** EVENTS_MAX_OUTSTANDING: PENDING deliveries of one organization's subscriptions */
+  outstanding: number;
+  /** EVENTS_REDRIVES_PER_HOUR: redrive calls for one organization's subscriptions, per hour and process */
+  redrivesPerHour: number;
+}
+
+export const defaultEventLimits: EventLimits = { subscriptions: 100, outstanding: 10_000, redrivesPerHour: 10 };
+
+/** The organization (root group) a uid lives in. */
+export const organizationOf = (uid: string) => uid.split('/')[0];
+
+/** The subscriptions of an organization: a range of uids (at most EVENTS_MAX_SUBSCRIPTIONS rows). */
+export const subscriptionsOf = (organization: string): Condition<Subscription> =>
+  range('uid', descendantRange(organization));
+
+/** The PENDING deliveries of these subscriptions: an index read of each one's pending rows, nothing else. */
+export const outstandingOf = (subscriptions: string[]): Condition<Delivery> =>
+  and(oneOf('parentUid', subscriptions), equal('state', 'PENDING'));
+
+const hourMs = 3_600_000;
+/** Organizations whose redrives are remembered at once; past it the oldest are forgotten (memory stays bounded). */
+const maxRemembered = 10_000;
+
+const plural = (n: number, one: string, more = `${one}s`) => `${n} ${n === 1 ? one : more}`;
+
+function exhausted(organization: string, what: string, setting: string, retrySeconds?: number): ApiError {
+  const description = `${what}, the most ${setting} allows`;
+  return new ApiError('RESOURCE_EXHAUSTED', `Resource exhausted: organization ${organization} has ${description}`, [
+    ...(retrySeconds ? [{ '@type': 'type.googleapis.com/google.rpc.RetryInfo', retryDelay: `${retrySeconds}s` }] : []),
+    {
+      '@type': 'type.googleapis.com/google.rpc.QuotaFailure',
+      violations: [{ subject: `organization:${organization}`, description }],
+    },
+  ]);
+}
+
+export class EventQuotas {
+  /** when each organization's redrives of the last hour were made, oldest first */
+  private readonly redrives = new Map<string, number[]>();
+
+  constructor(readonly limits: EventLimits = defaultEventLimits) {}
+
+  /** Refuses a new subscription in group when its organization has as many as allowed (in the create's transaction). */
+  async checkSubscriptionRoom(transaction: Writes, group: string): Promise<void> {
+    const organization = organizationOf(group);
+    const n = await transaction.count('subscriptions', subscriptionsOf(organization));
+    if (n >= this.limits.subscriptions)
+      throw exhausted(organization, plural(n, 'subscription'), `EVENTS_MAX_SUBSCRIPTIONS=${this.limits.subscriptions}`);
+  }
+
+  /** Why a new delivery is not queued, when `pending` are outstanding in its organization already. */
+  notQueued(organization: string, pending: number): string | undefined {
+    if (pending < this.limits.outstanding) return undefined;
+    return (
+      `not queued: organization ${organization} has ${pending} deliveries outstanding, ` +
+      `the most EVENTS_MAX_OUTSTANDING=${this.limits.outstanding} allows; redrive once they are delivered`
+    );
+  }
+
+  /** How many failed deliveries a redrive may put back with `pending` outstanding; refused when none. */
+  redriveRoom(organization: string, pending: number): number {
+    const room = this.limits.outstanding - pending;
+    if (room <= 0)
+      throw exhausted(
+        organization,
+        `${plural(pending, 'delivery', 'deliveries')} outstanding`,
+        `EVENTS_MAX_OUTSTANDING=${this.limits.outstanding}`,
+      );
+    return room;
+  }
+
+  /** Counts one redrive of the organization, or refuses it past EVENTS_REDRIVES_PER_HOUR. */
+  takeRedrive(organization: string, nowMs = Date.now()): void {
+    const recent = (this.redrives.get(organization) ?? []).filter((at) => at > nowMs - hourMs);
+    if (recent.length >= this.limits.redrivesPerHour) {
+      const retry = Math.max(1, Math.ceil((recent[0] + hourMs - nowMs) / 1000));
+      throw exhausted(
+        organization,
+        `made ${plural(recent.length, 'redrive')} in the last hour`,
+        `EVENTS_REDRIVES_PER_HOUR=${this.limits.redrivesPerHour}`,
+        retry,
+      );
+    }
+    this.redrives.delete(organization);
+    this.redrives.set(organization, [...recent, nowMs]);
+    if (this.redrives.size > maxRemembered) this.redrives.delete(this.redrives.keys().next().value!);
+  }
+}
