@@ -3,7 +3,7 @@ import { mkdirSync, rmSync, writeFileSync } from 'node:fs';
 import { join, resolve } from 'node:path';
 import { defaultBlockedDomains, type EmailDomainPolicy } from './email-domain.js';
 import type { DeliveryConfig } from './events/delivery-worker.js';
-import type { Database } from './store.js';
+import type { Database, ReadLimits } from './store.js';
 
 export interface Config {
   host: string;
@@ -36,6 +36,10 @@ export interface Config {
   rateLimit?: { perSecond: number; burst: number };
   /** whose verified emails name an organization by their domain (groups:lookupGroup) */
   emailDomains: EmailDomainPolicy;
+  /** reads that may take long: their time, and how many may wait for the database */
+  reads: ReadLimits;
+  /** the most records a v1 list that does not page answers */
+  v1ListMax: number;
 }
 
 export class ConfigError extends Error {}
@@ -221,6 +225,11 @@ export function readConfig(env: NodeJS.ProcessEnv = process.env): Config {
     maxBodyBytes: wholeNumber(env, 'MAX_BODY_BYTES', 1024 * 1024, 1024, 1024 * 1024 * 1024),
     rateLimit: rateLimit(env),
     emailDomains: emailDomains(env),
+    reads: {
+      timeoutMs: wholeNumber(env, 'READ_TIMEOUT_MS', 10_000, 1, 600_000),
+      queue: wholeNumber(env, 'READ_QUEUE', 64, 1, 100_000),
+    },
+    v1ListMax: wholeNumber(env, 'V1_LIST_MAX', 5000, 1, 1_000_000),
   };
 }
 

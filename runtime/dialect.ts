@@ -15,6 +15,8 @@ export interface Column {
   name: string;
   /** int64: an integer column whose values the runtime holds as exact decimal text */
   kind: ColumnKind;
+  /** the column never holds NULL (uid, createTime): where NULLs sort makes no difference to its order */
+  notNull?: boolean;
 }
 
 export interface Dialect {
@@ -34,8 +36,11 @@ export interface Dialect {
   oneOf(expression: string, kind: ParameterKind, values: readonly unknown[]): { sql: string; param: unknown };
   /** LIKE ignoring case, as a contains filter does: SQLite's LIKE does, PostgreSQL's ILIKE does. */
   readonly like: string;
-  /** One key of an ORDER BY; NULLs first ascending and last descending, as the page cursors expect. */
-  orderBy(expression: string, desc: boolean): string;
+  /**
+   * One key of an ORDER BY; NULLs first ascending and last descending, as the page cursors expect. notNull: the
+   * expression holds none, so the order may be the one its index has.
+   */
+  orderBy(expression: string, desc: boolean, notNull?: boolean): string;
   /**
    * How the engine renders answers as JSON text (runtime/answer-json.ts); without it they are made in JavaScript.
    * PostgreSQL has none: its statements are planned at every run, and planning the 2 KB expression cost a get
@@ -111,5 +116,10 @@ export const postgresql: Dialect = {
   },
   // LIMIT NULL is no limit.
   limit: (limit, offset) => ({ sql: 'limit ? offset ?', params: [limit < 0 ? null : limit, offset] }),
-  orderBy: (expression, desc) => `${expression} ${desc ? 'desc nulls last' : 'asc nulls first'}`,
+  // An index keeps NULLs last ascending: ordered otherwise, a page sorts every row of its range. A column that
+  // holds no NULL is ordered as its index is.
+  orderBy: (expression, desc, notNull) =>
+    notNull
+      ? `${expression} ${desc ? 'desc' : 'asc'}`
+      : `${expression} ${desc ? 'desc nulls last' : 'asc nulls first'}`,
 };

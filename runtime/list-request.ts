@@ -5,6 +5,11 @@ import { canonicalTimestamp } from './records.js';
 
 export const defaultPageSize = 50;
 export const maxPageSize = 200;
+/**
+ * The most rows a list may skip: past a few pages, page tokens continue where a page ended at the cost of the
+ * first page, while a skip reads every row it skips.
+ */
+export const maxSkip = 100_000;
 /** Distinct values one list parameter may hold: the reference's own limit for vulnerability ids (1000 unique). */
 export const maxListValues = 1000;
 
@@ -60,13 +65,19 @@ function list(value: unknown, field: string): string[] {
   return values;
 }
 
-/** A count from the query: a whole number from 0 to 2^53 - 1 (AJV's integer lets 1e99 and Infinity through). */
-function count(q: Query, field: string, snake: string, camel?: string): number | undefined {
+/** A count from the query: a whole number from 0 to max (AJV's integer lets 1e99 and Infinity through). */
+function count(
+  q: Query,
+  field: string,
+  snake: string,
+  camel?: string,
+  max = Number.MAX_SAFE_INTEGER,
+): number | undefined {
   const value = param<number>(q, snake, camel);
   if (value === undefined) return undefined;
   if (value < 0) throw invalidArgument([{ field, description: 'must not be negative' }]);
-  if (!Number.isSafeInteger(value))
-    throw invalidArgument([{ field, description: `must be a whole number no larger than ${Number.MAX_SAFE_INTEGER}` }]);
+  if (!Number.isSafeInteger(value) || value > max)
+    throw invalidArgument([{ field, description: `must be a whole number no larger than ${max}` }]);
   return value;
 }
 
@@ -80,7 +91,7 @@ function storedForm(value: unknown, type: FieldType): unknown {
 
 export function parseListRequest(q: Query, r: ResourceModel): ListRequest {
   const pageSize = count(q, 'page_size', 'page_size', 'pageSize');
-  const skip = count(q, 'skip', 'skip') ?? 0;
+  const skip = count(q, 'skip', 'skip', undefined, maxSkip) ?? 0;
   const ids = list(param(q, 'uidp.ids'), 'uidp.ids');
   return {
     pageSize: pageSize === undefined || pageSize === 0 ? defaultPageSize : Math.min(pageSize, maxPageSize),

@@ -26,6 +26,8 @@ export interface TestServer {
   bootstrap: Bootstrap;
   /** A really signed token of this server for any subject. */
   mint(subject: string): Promise<string>;
+  /** The statements the server's store keeps prepared. */
+  statementsKept(): Promise<number>;
   /** A request as the owner, unless headers set another authorization (or none: '') */
   call(method: string, path: string, body?: unknown, headers?: Record<string, string>): Promise<Reply>;
   stop(): Promise<void>;
@@ -45,7 +47,8 @@ export async function startTestServer(
   if (onPostgres()) scriptEnv.DATABASE_URL = await newDatabase();
   const config = readConfig({ PORT: '0', HOST: '127.0.0.1', LOG: 'off', ...scriptEnv, ...env });
   const server: RunningServer = await startServer(config, generated);
-  const bootstrap = readBootstrap(dataDir)!;
+  // Where the server keeps its data: env may name another server's, to share its database.
+  const bootstrap = readBootstrap(config.dataDir)!;
   const token = (await server.issuer.mint(bootstrap.owner)).token;
   return {
     url: server.url,
@@ -55,6 +58,7 @@ export async function startTestServer(
     token,
     bootstrap,
     mint: async (subject) => (await server.issuer.mint(subject)).token,
+    statementsKept: () => server.statementsKept(),
     async call(method, path, body, headers = {}) {
       const h: Record<string, string> = { authorization: `Bearer ${token}`, ...headers };
       if (h.authorization === '') delete h.authorization;
