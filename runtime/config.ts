@@ -5,7 +5,7 @@ import { defaultBlockedDomains, type EmailDomainPolicy } from './email-domain.js
 import type { DeliveryConfig } from './events/delivery-worker.js';
 import type { OutboundPolicy } from './access/outbound.js';
 import { defaultEventLimits, type EventLimits } from './events/quotas.js';
-import type { Database } from './store.js';
+import type { Database, ReadLimits } from './store.js';
 
 export interface Config {
   host: string;
@@ -42,6 +42,10 @@ export interface Config {
   emailDomains: EmailDomainPolicy;
   /** where event sinks and OIDC issuers may be: public addresses, and loopback or private ranges when allowed */
   outbound: OutboundPolicy;
+  /** reads that may take long: their time, and how many may wait for the database */
+  reads: ReadLimits;
+  /** the most records a v1 list that does not page answers */
+  v1ListMax: number;
 }
 
 export class ConfigError extends Error {}
@@ -248,6 +252,11 @@ export function readConfig(env: NodeJS.ProcessEnv = process.env): Config {
     rateLimit: rateLimit(env),
     emailDomains: emailDomains(env),
     outbound,
+    reads: {
+      timeoutMs: wholeNumber(env, 'READ_TIMEOUT_MS', 10_000, 1, 600_000),
+      queue: wholeNumber(env, 'READ_QUEUE', 64, 1, 100_000),
+    },
+    v1ListMax: wholeNumber(env, 'V1_LIST_MAX', 5000, 1, 1_000_000),
   };
 }
 

@@ -2,6 +2,7 @@
 // scope: at 100,000 rows it costs more than the page itself, on every page. SQLite's data_version, read on the
 // same connection as the count, changes whenever another connection commits (our writer, an import in another
 // process), so a kept count is used only while nothing at all has been written since it was taken.
+import { createHash } from 'node:crypto';
 import type { Sql } from './sql.js';
 
 /** Below this, counting again costs about what checking the version does. */
@@ -18,7 +19,9 @@ export class CountCache {
   private readonly kept = new Map<string, Kept>();
 
   /** The count of the query named by key: from `count`, or kept from an earlier count if nothing changed since. */
-  async count(read: Sql, key: string, count: () => Promise<number>): Promise<number> {
+  async count(read: Sql, query: string, count: () => Promise<number>): Promise<number> {
+    // Kept by a digest: the query's text holds its values, up to a list parameter's 1,000.
+    const key = createHash('sha256').update(query).digest('base64');
     const known = this.kept.get(key);
     if (!known) {
       const n = await count();

@@ -15,6 +15,8 @@ export interface Column {
   name: string;
   /** int64: an integer column whose values the runtime holds as exact decimal text */
   kind: ColumnKind;
+  /** the column never holds NULL (uid, createTime): where NULLs sort makes no difference to its order */
+  notNull?: boolean;
 }
 
 export interface Dialect {
@@ -27,10 +29,18 @@ export interface Dialect {
   parameter(kind: ParameterKind, value: unknown): unknown;
   /** `limit ? offset ?` and its parameters; a limit below 0 is no limit. */
   limit(limit: number, offset: number): { sql: string; params: unknown[] };
+  /**
+   * `expression` is one of the values, bound as they bind to this kind of parameter: the statement has one
+   * parameter however many values there are, so one text (and one prepared statement) serves every length.
+   */
+  oneOf(expression: string, kind: ParameterKind, values: readonly unknown[]): { sql: string; param: unknown };
   /** LIKE ignoring case, as a contains filter does: SQLite's LIKE does, PostgreSQL's ILIKE does. */
   readonly like: string;
-  /** One key of an ORDER BY; NULLs first ascending and last descending, as the page cursors expect. */
-  orderBy(expression: string, desc: boolean): string;
+  /**
+   * One key of an ORDER BY; NULLs first ascending and last descending, as the page cursors expect. notNull: the
+   * expression holds none, so the order may be the one its index has.
+   */
+  orderBy(expression: string, desc: boolean, notNull?: boolean): string;
   /**
    * How the engine renders answers as JSON text (runtime/answer-json.ts); without it they are made in JavaScript.
    * PostgreSQL has none: its statements are planned at every run, and planning the 2 KB expression cost a get
@@ -58,6 +68,13 @@ export const sqlite: Dialect = {
     // SQLite has no boolean: 1 and 0, in a boolean column and inside JSON alike.
     if (typeof v === 'boolean') return v ? 1 : 0;
     return v;
+  },
+  // A JSON array read by json_each: the planner still seeks the expression's index once per value.
+  oneOf(expression, kind, values) {
+    return {
+      sql: `${expression} in (select value from json_each(?))`,
+      param: JSON.stringify(values.map((v) => sqlite.parameter(kind, v))),
+    };
   },
   // The limit is written into the text: SQLite's plan may depend on a bound LIMIT, so it prepares such a
   // statement again at every run (a tenth of a page's time). Page sizes are few, and so are the statements.
@@ -93,7 +110,16 @@ export const postgresql: Dialect = {
     if (kind === 'int64') return String(v);
     return v;
   },
+  // An array the driver sends as one parameter; PostgreSQL gives it the array type of the expression's.
+  oneOf(expression, kind, values) {
+    return { sql: `${expression} = any(?)`, param: values.map((v) => postgresql.parameter(kind, v)) };
+  },
   // LIMIT NULL is no limit.
   limit: (limit, offset) => ({ sql: 'limit ? offset ?', params: [limit < 0 ? null : limit, offset] }),
-  orderBy: (expression, desc) => `${expression} ${desc ? 'desc nulls last' : 'asc nulls first'}`,
+  // An index keeps NULLs last ascending: ordered otherwise, a page sorts every row of its range. A column that
+  // holds no NULL is ordered as its index is.
+  orderBy: (expression, desc, notNull) =>
+    notNull
+      ? `${expression} ${desc ? 'desc' : 'asc'}`
+      : `${expression} ${desc ? 'desc nulls last' : 'asc nulls first'}`,
 };

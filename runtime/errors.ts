@@ -2,6 +2,7 @@
 
 export const Code = {
   INVALID_ARGUMENT: 3,
+  DEADLINE_EXCEEDED: 4,
   NOT_FOUND: 5,
   ALREADY_EXISTS: 6,
   PERMISSION_DENIED: 7,
@@ -16,6 +17,7 @@ export type CodeName = keyof typeof Code;
 
 const httpStatus: Record<number, number> = {
   3: 400,
+  4: 504,
   5: 404,
   6: 409,
   7: 403,
@@ -107,6 +109,21 @@ export function unauthenticated(message: string): ApiError {
 
 export function permissionDenied(message: string): ApiError {
   return new ApiError('PERMISSION_DENIED', `Permission denied: ${message}`);
+}
+
+/** A read that ran past its time, ended (AIP-193: DEADLINE_EXCEEDED, 504); the same read would again. */
+export function deadlineExceeded(seconds: number): ApiError {
+  return new ApiError(
+    'DEADLINE_EXCEEDED',
+    `Deadline exceeded: the read ran longer than ${seconds} s and was stopped; narrow it (fewer or more selective filters, a smaller skip)`,
+  );
+}
+
+/** Too much waiting already (503, retryable): the caller is told when to try again. */
+export function unavailable(message: string, retryAfterSeconds: number): ApiError {
+  return new ApiError('UNAVAILABLE', `Unavailable: ${message}; retry after ${retryAfterSeconds} s`, [
+    { '@type': typeUrl('RetryInfo'), retryDelay: `${retryAfterSeconds}s` },
+  ]);
 }
 
 export function internal(): ApiError {

@@ -32,15 +32,28 @@ export function parseFieldMask(
   return { kind: 'fields', paths };
 }
 
+/**
+ * A map key a path may name: not a name every object inherits (`constructor`, `toString`) nor one that reaches
+ * an object's prototype (`__proto__`): applying the mask reads and writes plain objects by these names.
+ */
+const addressableKey = (key: string) => key !== '' && key !== 'prototype' && !(key in Object.prototype);
+
 function checkPath(path: string, fields: Record<string, FieldModel>): string | undefined {
   if (path === '*') return '"*" cannot be combined with other paths';
   const [head, ...rest] = path.split('.');
+  // Own, declared fields only: `fields.constructor` is Object's, not a field.
   const f = Object.hasOwn(fields, head) ? fields[head] : undefined;
   if (!f) return 'no such field';
   if (f.outputOnly) return 'field is output only';
   if (rest.length === 0) return undefined;
   if (f.type === 'object' && !f.repeated) return checkPath(rest.join('.'), f.fields ?? {});
-  if (f.type === 'map' && !f.repeated) return undefined;
+  if (f.type === 'map' && !f.repeated) {
+    if (!addressableKey(rest[0])) return `"${rest[0]}" cannot be addressed as a map key`;
+    if (rest.length === 1) return undefined;
+    const value = f.mapValue;
+    if (value?.type === 'object' && !value.repeated) return checkPath(rest.slice(1).join('.'), value.fields ?? {});
+    return 'cannot address inside this map value';
+  }
   return 'cannot address inside this field';
 }
 
@@ -67,14 +80,19 @@ function setPath(
   fields: Record<string, FieldModel>,
 ) {
   const [head, ...rest] = path;
-  const f = fields[head];
-  if (f?.outputOnly || (f?.immutable && rest.length === 0 && source?.[head] === undefined)) return;
+  // Own properties only, of the fields and of the body (parseFieldMask refused inherited names already).
+  const f = Object.hasOwn(fields, head) ? fields[head] : undefined;
+  const given = typeof source === 'object' && source !== null && Object.hasOwn(source, head);
+  if (f?.outputOnly || (f?.immutable && rest.length === 0 && !given)) return;
   if (rest.length === 0) {
-    if (source !== undefined && head in source) target[head] = structuredClone(source[head]);
+    if (given) target[head] = structuredClone(source[head]);
     else delete target[head];
     return;
   }
-  const child = (target[head] ??= {}) as Record<string, unknown>;
-  const from = source?.[head] as Record<string, unknown> | undefined;
+  const child = ((Object.hasOwn(target, head) ? target[head] : undefined) ?? (target[head] = {})) as Record<
+    string,
+    unknown
+  >;
+  const from = given ? (source[head] as Record<string, unknown> | undefined) : undefined;
   setPath(child, from, rest, f?.type === 'object' ? (f.fields ?? {}) : {});
 }

@@ -5,6 +5,13 @@ import { canonicalTimestamp } from './records.js';
 
 export const defaultPageSize = 50;
 export const maxPageSize = 200;
+/**
+ * The most rows a list may skip: past a few pages, page tokens continue where a page ended at the cost of the
+ * first page, while a skip reads every row it skips.
+ */
+export const maxSkip = 100_000;
+/** Distinct values one list parameter may hold: the reference's own limit for vulnerability ids (1000 unique). */
+export const maxListValues = 1000;
 
 export interface HierarchyFilter {
   descendantsOf?: string;
@@ -47,16 +54,30 @@ export function parseOrderBy(raw: string | undefined, r: ResourceModel): ListReq
   return { key: m[1], field, desc: (m[2] ?? '').toLowerCase() === 'desc' };
 }
 
-/** A parameter that may be repeated or comma-separated, as its strings (a schema may not have made it a list). */
-const list = (value: unknown): string[] => [value ?? []].flat().map(String);
+/**
+ * A parameter that may be repeated or comma-separated, as its distinct strings (a schema may not have made it a
+ * list); more than maxListValues is INVALID_ARGUMENT, before any statement is made for them.
+ */
+function list(value: unknown, field: string): string[] {
+  const values = [...new Set([value ?? []].flat().flatMap((v) => String(v).split(',')))].filter(Boolean);
+  if (values.length > maxListValues)
+    throw invalidArgument([{ field, description: `at most ${maxListValues} distinct values, not ${values.length}` }]);
+  return values;
+}
 
-/** A count from the query: a whole number from 0 to 2^53 - 1 (AJV's integer lets 1e99 and Infinity through). */
-function count(q: Query, field: string, snake: string, camel?: string): number | undefined {
+/** A count from the query: a whole number from 0 to max (AJV's integer lets 1e99 and Infinity through). */
+function count(
+  q: Query,
+  field: string,
+  snake: string,
+  camel?: string,
+  max = Number.MAX_SAFE_INTEGER,
+): number | undefined {
   const value = param<number>(q, snake, camel);
   if (value === undefined) return undefined;
   if (value < 0) throw invalidArgument([{ field, description: 'must not be negative' }]);
-  if (!Number.isSafeInteger(value))
-    throw invalidArgument([{ field, description: `must be a whole number no larger than ${Number.MAX_SAFE_INTEGER}` }]);
+  if (!Number.isSafeInteger(value) || value > max)
+    throw invalidArgument([{ field, description: `must be a whole number no larger than ${max}` }]);
   return value;
 }
 
@@ -70,10 +91,8 @@ function storedForm(value: unknown, type: FieldType): unknown {
 
 export function parseListRequest(q: Query, r: ResourceModel): ListRequest {
   const pageSize = count(q, 'page_size', 'page_size', 'pageSize');
-  const skip = count(q, 'skip', 'skip') ?? 0;
-  const ids = list(param(q, 'uidp.ids'))
-    .flatMap((s) => s.split(','))
-    .filter(Boolean);
+  const skip = count(q, 'skip', 'skip', undefined, maxSkip) ?? 0;
+  const ids = list(param(q, 'uidp.ids'), 'uidp.ids');
   return {
     pageSize: pageSize === undefined || pageSize === 0 ? defaultPageSize : Math.min(pageSize, maxPageSize),
     pageToken: param<string>(q, 'page_token', 'pageToken') || undefined,
@@ -89,7 +108,7 @@ export function parseListRequest(q: Query, r: ResourceModel): ListRequest {
     filters: r.filters
       .filter((f) => q[f.param] !== undefined && q[f.param] !== '')
       .map((f) => {
-        const value = f.match === 'anyOf' ? list(q[f.param]).flatMap((v) => v.split(',')) : q[f.param];
+        const value = f.match === 'anyOf' ? list(q[f.param], f.param) : q[f.param];
         return { filter: f, value: storedForm(value, filterField(r, f).type) };
       }),
   };

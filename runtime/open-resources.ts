@@ -51,6 +51,7 @@ export async function openResources(
   observe?: StatementObserver,
 ): Promise<{ store: Store; resources: Resources }> {
   mkdirSync(config.dataDir, { recursive: true });
-  const store = await openStore(config.database, parts.entities, parts.model.schemaVersion, observe);
-  return { store, resources: new Resources(store, parts.model, new PageToken(pageTokenSecret(config.dataDir))) };
+  const store = await openStore(config.database, parts.entities, parts.model.schemaVersion, observe, config.reads);
+  const pageTokens = new PageToken(pageTokenSecret(config.dataDir));
+  return { store, resources: new Resources(store, parts.model, pageTokens, config.v1ListMax) };
 }

@@ -8,12 +8,13 @@ import type { EntitySchema } from '@mikro-orm/core';
 import { MikroORM } from '@mikro-orm/postgresql';
 import pg from 'pg';
 import { ConfigError } from './config.js';
+import { deadlineExceeded, unavailable } from './errors.js';
 import { postgresql } from './dialect.js';
 import type { Row } from './records.js';
 import { buildCounts } from './scope-counts.js';
 import { migrate } from './schema-versions.js';
 import type { Sql } from './sql.js';
-import { countedTables, storedEntities, type Store } from './store.js';
+import { countedTables, storedEntities, type ReadLimits, type Store } from './store.js';
 
 /** Advisory lock keys of this server: one for the schema at start, one for every write transaction. */
 const schemaLock = 0x706c6101;
@@ -32,15 +33,30 @@ function numberedText(text: string): string {
   return out;
 }
 
+/** PostgreSQL's query_canceled: here, a statement past the connection's statement_timeout. */
+const queryCanceled = '57014';
+
 /**
  * Statements on the pool (each on any free connection), or on one transaction's connection, where they run one
- * after the other in the order sent (runtime/sql.ts's together() sends several without waiting).
+ * after the other in the order sent (runtime/sql.ts's together() sends several without waiting). On the pool,
+ * reads: past `limits.queue` waiting for a connection one is refused, and one stopped by the statement timeout
+ * is DEADLINE_EXCEEDED.
  */
-function sqlOn(client: pg.Pool | pg.PoolClient): Sql {
+function sqlOn(client: pg.Pool | pg.PoolClient, limits?: ReadLimits): Sql {
   let last: Promise<unknown> = Promise.resolve();
+  const read = async <R extends Row | unknown[]>(pool: pg.Pool, config: pg.QueryConfig) => {
+    if (limits && pool.waitingCount >= limits.queue)
+      throw unavailable(`${pool.waitingCount} reads are already waiting for the database`, 1);
+    try {
+      return await pool.query<R>(config);
+    } catch (e) {
+      if ((e as { code?: string }).code === queryCanceled && limits) throw deadlineExceeded(limits.timeoutMs / 1000);
+      throw e;
+    }
+  };
   const query = <R extends Row | unknown[]>(text: string, params: unknown[], rowMode?: 'array') => {
     const config = { text: numberedText(text), values: params, ...(rowMode ? { rowMode } : {}) };
-    if (client instanceof pg.Pool) return client.query<R>(config);
+    if (client instanceof pg.Pool) return read<R>(client, config);
     const next = last.then(
       () => client.query<R>(config),
       () => client.query<R>(config),
@@ -89,16 +105,26 @@ async function checkCollation(pool: pg.Pool, url: string): Promise<void> {
 async function migrateLocked(pool: pg.Pool, orm: MikroORM, schemaVersion: number): Promise<void> {
   const schemaClient = await pool.connect();
   try {
+    // Waiting for another instance's migration is no read: no timeout (reset before the connection goes back).
+    await schemaClient.query('set statement_timeout = 0');
     await schemaClient.query('select pg_advisory_lock($1)', [schemaLock]);
     await migrate(orm, schemaVersion);
   } finally {
     await schemaClient.query('select pg_advisory_unlock($1)', [schemaLock]).catch(() => undefined);
+    await schemaClient.query('reset statement_timeout').catch(() => undefined);
     schemaClient.release();
   }
 }
 
-export async function openPostgresStore(url: string, entities: EntitySchema[], schemaVersion = 1): Promise<Store> {
-  const pool = new pg.Pool({ connectionString: url, max: 10 });
+export async function openPostgresStore(
+  url: string,
+  entities: EntitySchema[],
+  schemaVersion: number,
+  limits: ReadLimits,
+): Promise<Store> {
+  // Every statement of the pool's connections is stopped past the read timeout; write transactions lift it
+  // for themselves (their lock wait and statements are the runtime's own, bounded by construction).
+  const pool = new pg.Pool({ connectionString: url, max: 10, statement_timeout: limits.timeoutMs });
   // An idle client's error (the server went away) must not end the process: the next query reports it.
   pool.on('error', () => undefined);
   try {
@@ -118,7 +144,7 @@ export async function openPostgresStore(url: string, entities: EntitySchema[], s
     await pool.end();
     throw e;
   }
-  const read = sqlOn(pool);
+  const read = sqlOn(pool, limits);
   // Write transactions of this process waiting for a connection or for the write lock (the metrics' queue depth).
   let waiting = 0;
   const transaction = async <T>(fn: (sql: Sql) => Promise<T>): Promise<T> => {
@@ -126,7 +152,7 @@ export async function openPostgresStore(url: string, entities: EntitySchema[], s
     let client: pg.PoolClient | undefined;
     try {
       client = await pool.connect();
-      await client.query('begin');
+      await client.query('begin; set local statement_timeout = 0');
       await client.query('select pg_advisory_xact_lock($1)', [writeLock]);
     } catch (e) {
       await client?.query('rollback').catch(() => undefined);
@@ -148,15 +174,19 @@ export async function openPostgresStore(url: string, entities: EntitySchema[], s
   };
   await transaction((sql) => buildCounts(sql, countedTables(orm)));
   const access = await listenForAccessChanges(url);
-  const started = await schemaFingerprint(read);
+  // The catalog's views are slow to read, and no caller's read: without the read timeout (nor the write lock).
+  const fingerprint = () => withoutTimeout(pool, schemaFingerprint);
+  const started = await fingerprint();
   return {
     orm,
     dialect: postgresql,
     read,
     slowRead: read,
     transaction,
-    schemaChanged: async () => (await schemaFingerprint(read)) !== started,
+    schemaChanged: async () => (await fingerprint()) !== started,
     writeQueueDepth: () => waiting,
+    // Statements are not prepared on the server (no names): what is kept is their numbered texts.
+    statementsKept: async () => numbered.size,
     accessChanges: {
       announce: () => void pool.query(`select pg_notify('${accessChannel}', '')`).catch(() => undefined),
       subscribe: (heard) => access.heard.add(heard),
@@ -167,6 +197,22 @@ export async function openPostgresStore(url: string, entities: EntitySchema[], s
       await pool.end();
     },
   };
+}
+
+/** Statements of the runtime's own on one connection, in a read transaction without the read timeout. */
+async function withoutTimeout<T>(pool: pg.Pool, fn: (sql: Sql) => Promise<T>): Promise<T> {
+  const client = await pool.connect();
+  try {
+    await client.query('begin read only; set local statement_timeout = 0');
+    const result = await fn(sqlOn(client));
+    await client.query('commit');
+    return result;
+  } catch (e) {
+    await client.query('rollback').catch(() => undefined);
+    throw e;
+  } finally {
+    client.release();
+  }
 }
 
 const accessChannel = 'platform_access_changed';

@@ -5,9 +5,14 @@ import { parentPort, workerData } from 'node:worker_threads';
 import Database from 'better-sqlite3';
 
 const db = new Database(workerData.file, { readonly: true, timeout: 10_000 });
+/** Prepared once per text, at most 200: statement texts do not grow with the values they are given. */
 const prepared = new Map();
 
-parentPort.on('message', ({ id, sql, params, raw }) => {
+parentPort.on('message', ({ id, sql, params, raw, kept }) => {
+  if (kept) {
+    parentPort.postMessage({ id, rows: prepared.size });
+    return;
+  }
   try {
     let statement = prepared.get(sql);
     if (!statement) {

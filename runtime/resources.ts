@@ -39,6 +39,9 @@ import { answerJsonSql } from './answer-json.js';
 import { ancestorsOf, descendantRange, isUidPath, newChildUid, newUid, within } from './uid.js';
 import { scopeTotal, type ListScope } from './total-count.js';
 
+/** The most records a list without paging answers, unless configured (V1_LIST_MAX). */
+export const defaultWholeListMax = 5000;
+
 /** Who writes, and the steps a create or update runs in its transaction. */
 export interface WriteOptions {
   /** the identity making the change, recorded with its event */
@@ -178,10 +181,15 @@ export class Resources {
   /** Bumped by every committed write that can change who may do what (bindings, roles, groups). */
   accessVersion = 0;
 
+  /**
+   * wholeListMax: the most records a list without paging (v1's) answers; past it the list is refused rather
+   * than read whole or cut short without a word.
+   */
   constructor(
     private readonly store: Store,
     readonly model: ApiModel,
     readonly pageTokens: PageToken,
+    private readonly wholeListMax = defaultWholeListMax,
   ) {
     this.managed = new Set(model.roles.map((r) => r.uid));
     store.accessChanges?.subscribe(() => this.accessVersion++);
@@ -415,16 +423,27 @@ export class Resources {
     return found;
   }
 
-  /** Every record matching, in the request's order, without paging or a count: for answers that hold them all (v1). */
+  /**
+   * Every record matching, in the request's order, without paging or a count: for answers that hold them all
+   * (v1). More than wholeListMax is FAILED_PRECONDITION: such a list is narrowed, or read from v2, which pages.
+   */
   async listAll(r: ResourceModel, req: ListRequest, scope: Condition[] = []): Promise<Row[]> {
     const where = and(...scope, ...hierarchyWhere(req), ...filterWhere(req));
     const rows = await this.table(r.type).find(
       where,
       sortOrder(req),
-      -1,
+      this.wholeListMax + 1,
       req.skip > 0 ? req.skip : undefined,
       this.store.slowRead,
     );
+    if (rows.length > this.wholeListMax)
+      throw failedPrecondition([
+        {
+          type: 'TOO_MANY_RESULTS',
+          subject: r.collection,
+          description: `more than ${this.wholeListMax} ${r.collection} match, more than this list answers at once: narrow it (uidp filters, or the list's own filters), or list them with v2, which pages`,
+        },
+      ]);
     return rows.map((row) => toResource(row, r));
   }
 

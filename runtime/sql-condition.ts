@@ -88,9 +88,14 @@ export class ConditionCompiler {
     switch (c.is) {
       case 'equal':
         return `${sql} = ${this.bind(params, column, c.value)}`;
-      case 'in':
+      case 'in': {
         if (c.values.length === 0) return '1 = 0';
-        return `${sql} in (${c.values.map((v) => this.bind(params, column, v)).join(', ')})`;
+        if (c.values.length === 1) return `${sql} = ${this.bind(params, column, c.values[0])}`;
+        // One parameter for any number of values: a text per list length would be a statement per length.
+        const any = this.dialect.oneOf(sql, column.kind, c.values);
+        params.push(any.param);
+        return any.sql;
+      }
       case 'like':
         params.push(c.pattern);
         return `${sql} ${this.dialect.like} ? escape '\\'`;

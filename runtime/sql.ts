@@ -43,6 +43,10 @@ class PreparedStatements {
     private readonly mode: 'rows' | 'values',
   ) {}
 
+  get size(): number {
+    return this.statements.size;
+  }
+
   get(sql: string): Statement {
     let statement = this.statements.get(sql);
     if (!statement) {
@@ -115,10 +119,18 @@ export interface ReadConnection extends Sql {
   close(): Promise<void>;
 }
 
-/** A read-only connection to the database file. */
-export async function openReadConnection(file: string, timer?: StatementTimer): Promise<ReadConnection> {
+/** A read-only connection to the database file, and how many statements it keeps prepared. */
+export async function openReadConnection(
+  file: string,
+  timer?: StatementTimer,
+): Promise<ReadConnection & { statementsKept(): number }> {
   const db = new Database(file, { readonly: true, timeout: 10_000 });
-  return { ...sqlOf(prepare(db), timer), close: async () => void db.close() };
+  const prepared = prepare(db);
+  return {
+    ...sqlOf(prepared, timer),
+    statementsKept: () => prepared.rows.size + prepared.values.size,
+    close: async () => void db.close(),
+  };
 }
 
 const preparedOn = new WeakMap<Database.Database, Prepared>();

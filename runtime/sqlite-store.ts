@@ -9,7 +9,15 @@ import { buildCounts } from './scope-counts.js';
 import { openSlowReads } from './slow-reads.js';
 import { GroupCommit } from './group-commit.js';
 import { finalizePrepared, openReadConnection, type ConnectionPool } from './sql.js';
-import { countedTables, storedEntities, timedSql, type StatementObserver, type Store } from './store.js';
+import {
+  countedTables,
+  defaultReadLimits,
+  storedEntities,
+  timedSql,
+  type ReadLimits,
+  type StatementObserver,
+  type Store,
+} from './store.js';
 
 /** MikroORM on the file, the tables not yet compared with the model (npm run migrate reads them first). */
 export function openSqliteOrm(databaseFile: string, entities: EntitySchema[]): Promise<MikroORM> {
@@ -30,6 +38,7 @@ export async function openSqliteStore(
   entities: EntitySchema[],
   schemaVersion = 1,
   observe?: StatementObserver,
+  limits: ReadLimits = defaultReadLimits,
 ): Promise<Store> {
   const orm = await openSqliteOrm(databaseFile, entities);
   performance.mark('orm init');
@@ -52,7 +61,7 @@ export async function openSqliteStore(
   const pool = connection.getKnex().client as ConnectionPool;
   const read = await openReadConnection(databaseFile, observe && ((seconds) => observe('read', seconds)));
   // Slow reads run on other threads: timed from the request to the answer.
-  const slowReads = openSlowReads(databaseFile);
+  const slowReads = openSlowReads(databaseFile, limits);
   const slowRead = observe ? timedSql(slowReads, 'slow_read', observe) : slowReads;
   const writes = new GroupCommit(pool, observe && ((seconds) => observe('write', seconds)));
   await writes.transaction((sql) => buildCounts(sql, countedTables(orm)));
@@ -68,6 +77,7 @@ export async function openSqliteStore(
     transaction: (fn) => writes.transaction(fn),
     schemaChanged: async () => (await schemaCookie()) !== started,
     writeQueueDepth: () => writes.depth,
+    statementsKept: async () => read.statementsKept() + (await slowReads.statementsKept()),
     close: async () => {
       await read.close();
       await slowReads.close();

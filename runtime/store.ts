@@ -26,10 +26,26 @@ export interface Store {
   accessChanges?: { announce(): void; subscribe(heard: () => void): void };
   /** Whether another process changed the schema since this store brought it to the model (readiness). */
   schemaChanged(): Promise<boolean>;
+  /**
+   * The statements kept prepared (SQLite, on every read connection) or kept as numbered texts (PostgreSQL):
+   * bounded, and one per shape of statement rather than per length of a list of values.
+   */
+  statementsKept(): Promise<number>;
   /** Write transactions waiting for the connection (SQLite: the group commit's queue). */
   writeQueueDepth?: () => number;
   close(): Promise<void>;
 }
+
+/**
+ * Reads that may take long (a filter no index serves, a count, a long skip): each stopped after timeoutMs
+ * (DEADLINE_EXCEEDED), and at most `queue` waiting for the database beyond those running (past it, UNAVAILABLE).
+ */
+export interface ReadLimits {
+  timeoutMs: number;
+  queue: number;
+}
+
+export const defaultReadLimits: ReadLimits = { timeoutMs: 10_000, queue: 64 };
 
 export type StatementKind = 'read' | 'slow_read' | 'write';
 export type StatementObserver = (kind: StatementKind, seconds: number) => void;
@@ -105,10 +121,13 @@ export async function openStore(
   entities: EntitySchema[],
   schemaVersion = 1,
   observe?: StatementObserver,
+  limits: ReadLimits = defaultReadLimits,
 ): Promise<Store> {
   if (database.engine === 'postgresql') {
-    const store = await (await import('./postgres-store.js')).openPostgresStore(database.url, entities, schemaVersion);
+    const store = await (
+      await import('./postgres-store.js')
+    ).openPostgresStore(database.url, entities, schemaVersion, limits);
     return observe ? timeStatements(store, observe) : store;
   }
-  return (await import('./sqlite-store.js')).openSqliteStore(database.file, entities, schemaVersion, observe);
+  return (await import('./sqlite-store.js')).openSqliteStore(database.file, entities, schemaVersion, observe, limits);
 }

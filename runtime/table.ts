@@ -59,7 +59,7 @@ export class Table<T = Row> {
             : p.type === 'boolean'
               ? 'boolean'
               : 'plain';
-      this.columns.set(p.name, { name: p.fieldNames[0], kind });
+      this.columns.set(p.name, { name: p.fieldNames[0], kind, notNull: p.primary || !p.nullable });
     }
     this.conditions = new ConditionCompiler(this.columns, this.dialect);
     this.everyColumn = [...this.columns];
@@ -131,7 +131,10 @@ export class Table<T = Row> {
     const compiled = this.conditions.compile(where);
     // Qualified: in ORDER BY a bare name would mean the select list's alias, the text of an int64 column.
     const orderBy = order
-      .map((o) => this.dialect.orderBy(`${this.table}.${quoteIdentifier(this.columns.get(o.property)!.name)}`, o.desc))
+      .map((o) => {
+        const c = this.columns.get(o.property)!;
+        return this.dialect.orderBy(`${this.table}.${quoteIdentifier(c.name)}`, o.desc, c.notNull);
+      })
       .join(', ');
     const page = this.dialect.limit(limit, offset ?? 0);
     return (sql ?? this.store.read).values(

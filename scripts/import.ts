@@ -4,14 +4,15 @@
 // record with the natural key of a stored one (naturalKey in the spec) replaces it: importing a file twice adds
 // nothing, and importing it again completes an import that stopped half-way.
 // A record's "parent" is a uid, "$ORG" (the --parent option, or the only organization), or
-// "$<type>:<name>" (the record of that type with that name, e.g. "$repo:nginx"); records without one go
-// under --parent.
+// "$<type>:<name>" (the record of that type with that name, e.g. "$repo:nginx", looked up within that
+// organization when the type lives in one); records without one go under --parent.
 import { ConfigError, databaseName, ensureDataDir, readConfig } from '../runtime/config.js';
-import { equal, isNull } from '../runtime/condition.js';
+import { and, equal, isNull, range } from '../runtime/condition.js';
 import type { ResourceModel } from '../runtime/model.js';
 import type { Row } from '../runtime/records.js';
 import { loadDataParts, openResources } from '../runtime/open-resources.js';
 import type { Resources } from '../runtime/resources.js';
+import { descendantRange } from '../runtime/uid.js';
 import { PartialImport, RecordImport } from '../runtime/record-import.js';
 import { loadValidators, violationsOf } from '../runtime/validation.js';
 import { parseCommandLine } from './cli-args.js';
@@ -32,28 +33,37 @@ A record's "parent" is a uid, "$ORG", or "$<type>:<name>" (e.g. "$repo:nginx").`
   allowPositionals: true,
 });
 
-/** The uid a record's "parent" names, looked up once per name. */
+/**
+ * The uid a record's "parent" names, looked up once per name. A name is looked up within the file's organization
+ * (--parent, or the only one) when its type lives in one: a repo named in one tenant's file is never another's.
+ */
 function parentResolver(resources: Resources, r: ResourceModel) {
   const { model } = resources;
   const cache = new Map<string, string>();
   const byUid = [{ property: 'uid', desc: false }];
+  /** --parent, or the only organization; what "$ORG" stands for and where names are looked up. */
+  const declared = async (why: string): Promise<string> => {
+    if (values.parent) return values.parent;
+    const orgs = await resources.table(model.resources.groups.type).find(isNull('parentUid'), byUid, 2);
+    if (orgs.length !== 1)
+      throw new ImportError(
+        `${why} needs --parent UID (there are ${orgs.length === 0 ? 'no' : 'several'} organizations)`,
+      );
+    return orgs[0].uid as string;
+  };
   const named = async (text: string, n: number): Promise<string> => {
-    if (text === '$ORG') {
-      if (values.parent) return values.parent;
-      const orgs = await resources.table(model.resources.groups.type).find(isNull('parentUid'), byUid, 2);
-      if (orgs.length !== 1)
-        throw new ImportError(
-          `record ${n}: "$ORG" needs --parent UID (there are ${orgs.length === 0 ? 'no' : 'several'} organizations)`,
-        );
-      return orgs[0].uid as string;
-    }
+    if (text === '$ORG') return declared(`record ${n}: "$ORG"`);
     const m = /^\$(\w+):(.+)$/.exec(text);
     const target = m && Object.values(model.resources).find((x) => x.type.toLowerCase() === m[1].toLowerCase());
     if (!m || !target) throw new ImportError(`record ${n}: parent "${text}" is not a uid, "$ORG" or "$<type>:<name>"`);
-    const found = await resources.table(target.type).find(equal('name', m[2]), byUid, 2);
+    // Records with a parent live in a tenant: looked up there alone. Root records (artifacts) are everyone's.
+    const within = target.parent ? await declared(`record ${n}: parent "${text}"`) : undefined;
+    const scope = within ? [range('uid', descendantRange(within))] : [];
+    const found = await resources.table(target.type).find(and(equal('name', m[2]), ...scope), byUid, 2);
     if (found.length !== 1)
       throw new ImportError(
-        `record ${n}: parent "${text}": ${found.length === 0 ? 'no' : 'more than one'} ${target.type} named "${m[2]}"`,
+        `record ${n}: parent "${text}": ${found.length === 0 ? 'no' : 'more than one'} ${target.type} named "${m[2]}"` +
+          (within ? ` in ${within}` : ''),
       );
     return found[0].uid as string;
   };

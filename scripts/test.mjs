@@ -35,6 +35,7 @@ const onBothEngines = [
   'int64',
   'operations',
   'pipeline',
+  'read-limits',
   'requests',
   'robustness',
   'tokens',

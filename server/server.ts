@@ -68,6 +68,8 @@ export interface RunningServer {
   /** where gRPC alone is served when GRPC_PORT is set (it is always served on url's port too) */
   grpcPort?: number;
   issuer: TokenIssuer;
+  /** The statements its store keeps prepared (tests count them: they must not grow with request shapes). */
+  statementsKept(): Promise<number>;
   close(): Promise<void>;
 }
 
@@ -232,6 +234,7 @@ export async function startServer(config: Config, generated?: GeneratedParts): P
     url,
     ...(grpcPort !== undefined ? { grpcPort } : {}),
     issuer,
+    statementsKept: () => store.statementsKept(),
     close: async () => {
       await deliveries?.stop();
       await Promise.all([

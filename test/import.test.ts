@@ -225,4 +225,37 @@ test('a bad record fails the whole file with the record and field named', async 
   assert.match(orphan.stderr, /nothing was imported/);
 });
 
+test('"$repo:name" is looked up within the file\'s organization alone, never in another tenant', async () => {
+  const other = await createOrg(s, 'other-tenant');
+  const repoIn = async (group: string, name: string) =>
+    (await s.call('POST', `/registry/v2/repos/${group}`, { name })).body.uid as string;
+  const theirs = await repoIn(other, 'nginx');
+  const onlyTheirs = await repoIn(other, 'theirs-only');
+  const ours = (await s.call('GET', `/registry/v2/repos?uidp.children_of=${org}&name=nginx`)).body.repos[0].uid;
+  const file = `${s.dataDir}/tenant-images.json`;
+  const image = (parent: string, digit: string) => ({
+    parent,
+    digest: `sha256:${digit.repeat(64)}`,
+    architectures: ['amd64'],
+  });
+  writeFileSync(file, JSON.stringify([image('$repo:nginx', 'e')]));
+  const r = await importFile('images', file, '--parent', other);
+  assert.is(r.status, 0, r.stderr);
+  const stored = await query(s, 'select uid from images where digest = ?', [`sha256:${'e'.repeat(64)}`]);
+  assert.is(stored.length, 1);
+  assert.ok(stored[0].uid.startsWith(`${theirs}/`), "under the nginx of the file's organization");
+  assert.not.ok(stored[0].uid.startsWith(`${ours}/`));
+  // A name that only another tenant holds: refused, the record named, nothing written.
+  writeFileSync(file, JSON.stringify([image('$repo:nginx', 'f'), image('$repo:theirs-only', 'f')]));
+  const foreign = await importFile('images', file, '--parent', org);
+  assert.is(foreign.status, 1);
+  assert.match(foreign.stderr, `record 2: parent "$repo:theirs-only": no Repo named "theirs-only" in ${org}`);
+  assert.is((await query(s, 'select uid from images where digest = ?', [`sha256:${'f'.repeat(64)}`])).length, 0);
+  assert.is((await query(s, 'select uid from images where uid like ?', [`${onlyTheirs}/%`])).length, 0);
+  // Several organizations and no --parent: which one is not guessed.
+  const unsaid = await importFile('images', file);
+  assert.is(unsaid.status, 1);
+  assert.match(unsaid.stderr, 'record 1: parent "$repo:nginx" needs --parent UID (there are several organizations)');
+});
+
 test.run();

@@ -8,6 +8,7 @@ import { test } from 'uvu';
 import * as assert from 'uvu/assert';
 import { readConfig } from '../runtime/config.js';
 import { startServer } from '../server/server.js';
+import { grpcClient } from './support/grpc-client.js';
 import { startTestServer, type Reply, type TestServer } from './support/server.js';
 
 let s: TestServer;
@@ -129,9 +130,10 @@ test('huge, infinite and fractional counts are INVALID_ARGUMENT on v2 and v1 lis
       true,
     );
   }
-  const big = await s.call('GET', '/registry/v2/repos?page_size=5000&skip=9007199254740991');
-  assert.is(big.status, 200, 'large but safe values still work');
+  const big = await s.call('GET', '/registry/v2/repos?page_size=5000&skip=100000');
+  assert.is(big.status, 200, 'large values within the limits still work');
   assert.is(big.body.repos.length, 0);
+  structured(await s.call('GET', '/registry/v2/repos?skip=9007199254740991'), 400, 'a skip past 100,000');
 });
 
 test('prototype keys and deep nesting are refused by name, on v2 and v1', async () => {
@@ -172,6 +174,44 @@ test('prototype keys and deep nesting are refused by name, on v2 and v1', async 
     400,
     'a body field naming a prototype member',
   );
+});
+
+test('a mask path naming an inherited name is INVALID_ARGUMENT with a violation, over HTTP and gRPC', async () => {
+  const identity = await s.call('POST', `/iam/v2/identities/${org}`, {
+    name: 'masked',
+    claimMatch: { issuer: 'https://issuer.example', subject: 'ci', claims: { aud: 'x' } },
+  });
+  assert.is(identity.status, 200, JSON.stringify(identity.body));
+  const uid = identity.body.uid;
+  const body = { claimMatch: { issuer: 'https://issuer.example', subject: 'ci', claims: {} } };
+  const grpc = grpcClient(s.url, s.token);
+  try {
+    for (const name of ['constructor', '__proto__', 'prototype', 'toString', 'hasOwnProperty']) {
+      for (const mask of [`claimMatch.claims.${name}`, `claimMatch.${name}`, name]) {
+        const r = await s.call('PATCH', `/iam/v2/identities/${uid}?update_mask=${mask}`, body);
+        structured(r, 400, mask);
+        const violation = r.body.details.find((d: any) => d['@type'] === 'type.googleapis.com/google.rpc.BadRequest');
+        assert.is(violation?.fieldViolations[0]?.field, 'update_mask', mask);
+        const overGrpc = await grpc.call('iam.v2.IdentitiesService', 'UpdateIdentity', {
+          identity: { uid, name: 'masked', claim_match: { issuer: 'https://issuer.example', subject: 'ci' } },
+          update_mask: { paths: [mask.replace('claimMatch', 'claim_match')] },
+        });
+        assert.is(overGrpc.code, 3, `${mask} over gRPC: ${overGrpc.message}`);
+        assert.ok(
+          overGrpc.details.some((d) => d['@type'] === 'type.googleapis.com/google.rpc.BadRequest'),
+          `${mask} over gRPC carries a BadRequest`,
+        );
+      }
+    }
+  } finally {
+    grpc.close();
+  }
+  const kept = await s.call('GET', `/iam/v2/identities/${uid}`);
+  assert.equal(kept.body.claimMatch.claims, { aud: 'x' }, 'nothing changed');
+  const masked = await s.call('PATCH', `/iam/v2/identities/${uid}?update_mask=claimMatch.claims.aud`, body);
+  assert.is(masked.status, 200, JSON.stringify(masked.body));
+  assert.equal(masked.body.claimMatch.claims ?? {}, {}, 'a map key the mask names and the body lacks is cleared');
+  assert.is(({} as Record<string, unknown>).polluted, undefined);
 });
 
 test('NUL characters are refused wherever they arrive', async () => {

@@ -26,6 +26,8 @@ export interface TestServer {
   bootstrap: Bootstrap;
   /** A really signed token of this server for any subject. */
   mint(subject: string): Promise<string>;
+  /** The statements the server's store keeps prepared. */
+  statementsKept(): Promise<number>;
   /** A request as the owner, unless headers set another authorization (or none: '') */
   call(method: string, path: string, body?: unknown, headers?: Record<string, string>): Promise<Reply>;
   stop(): Promise<void>;
@@ -53,7 +55,8 @@ export async function startTestServer(
     ...env,
   });
   const server: RunningServer = await startServer(config, generated);
-  const bootstrap = readBootstrap(dataDir)!;
+  // Where the server keeps its data: env may name another server's, to share its database.
+  const bootstrap = readBootstrap(config.dataDir)!;
   const token = (await server.issuer.mint(bootstrap.owner)).token;
   return {
     url: server.url,
@@ -63,6 +66,7 @@ export async function startTestServer(
     token,
     bootstrap,
     mint: async (subject) => (await server.issuer.mint(subject)).token,
+    statementsKept: () => server.statementsKept(),
     async call(method, path, body, headers = {}) {
       const h: Record<string, string> = { authorization: `Bearer ${token}`, ...headers };
       if (h.authorization === '') delete h.authorization;
