@@ -298,13 +298,16 @@ export async function buildOpenApi(model: ApiModel, routes: Route[], surface: Pr
   }
 
   Object.assign(paths, tokenServicePaths());
+  const { release, description, ...info } = model.info;
   const doc: JsonSchema = {
+    // The file's do-not-edit mark, first as in every generated file, and not in what a consumer reads (info).
+    'x-generated': 'by npm run generate from spec/. Do not edit: changes are lost on the next run.',
     openapi: '3.1.0',
     info: {
       title: model.title,
-      version: model.version,
-      description: 'Generated from spec/ by npm run generate. Do not edit.',
-      ...model.info,
+      version: release,
+      ...(description ? { description } : {}),
+      ...info,
     },
     // The server that serves the document puts its own URL here (runtime/http.ts).
     servers: [{ url: 'http://127.0.0.1:8080', description: 'npm start, as it starts by default' }],

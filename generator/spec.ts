@@ -214,12 +214,20 @@ export function loadSpec(specDir: string): ApiModel {
   return loading.model;
 }
 
-/** The OpenAPI info api.yaml declares: who answers for the API, and its license. */
-function apiInfo(api: ApiInfo, file: string, problems: string[]): ApiInfo {
-  const { contact, license } = api;
+/** The OpenAPI info api.yaml declares: its release, what it is, who answers for it, and its license. */
+function apiInfo(api: Partial<ApiInfo>, file: string, problems: string[]): ApiInfo {
+  const { release = '0.0.0', description, contact, license } = api;
+  if (typeof release !== 'string' || !/^\d+\.\d+\.\d+(-[0-9A-Za-z.-]+)?$/.test(release))
+    problems.push(`${file}: release must be a semantic version (1.2.3), got ${JSON.stringify(release)}`);
+  if (description !== undefined && typeof description !== 'string') problems.push(`${file}: description must be text`);
   if (license !== undefined && (typeof license.name !== 'string' || !(license.identifier || license.url)))
     problems.push(`${file}: license needs a name, and an SPDX identifier or a url`);
-  return { ...(contact ? { contact } : {}), ...(license ? { license } : {}) };
+  return {
+    release: String(release),
+    ...(description ? { description: description.trim() } : {}),
+    ...(contact ? { contact } : {}),
+    ...(license ? { license } : {}),
+  };
 }
 
 function checkedSchemaVersion(given: number | undefined, file: string, problems: string[]): number {
@@ -236,6 +244,8 @@ function readApi(file: string, problems: string[]): ApiModel {
         version?: string;
         service?: string;
         schemaVersion?: number;
+        release?: string;
+        description?: string;
         contact?: ApiInfo['contact'];
         license?: ApiInfo['license'];
         proto?: { hierarchyFilter?: string; tokenService?: string };

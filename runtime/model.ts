@@ -267,6 +267,10 @@ export interface ApiModel {
 }
 
 export interface ApiInfo {
+  /** the release of this API's server, semver (api.yaml `release`, CHANGELOG.md's latest): the contract's info.version */
+  release: string;
+  /** what the API is, how a caller authenticates, where its documentation is (the contract's info.description) */
+  description?: string;
   contact?: { name?: string; url?: string; email?: string };
   license?: { name: string; identifier?: string; url?: string };
 }

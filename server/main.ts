@@ -27,7 +27,9 @@ try {
     console.log(
       config.log ? JSON.stringify({ time: new Date().toISOString(), level: 'info', message, ...fields }) : message,
     );
-  say(`platform-api listening on ${server.url} (HTTP and gRPC${grpc}; data in ${config.dataDir})`, {
+  const { release } = generated.model.info;
+  say(`platform-api ${release} listening on ${server.url} (HTTP and gRPC${grpc}; data in ${config.dataDir})`, {
+    release,
     url: server.url,
     startUpMs: startUpPhases(),
   });

@@ -1,6 +1,6 @@
 // What an operator runs the server with: health and readiness probes, Prometheus metrics, the JSON request log,
 // CORS, and the limits on body size and request rate. Real HTTP on loopback.
-import { mkdtempSync, rmSync } from 'node:fs';
+import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { test } from 'uvu';
@@ -255,7 +255,8 @@ test('LOG=on: JSON lines, level by outcome, route template, identity and reason,
       .split('\n')
       .filter((l) => l.startsWith('{'))
       .map((l) => JSON.parse(l));
-    assert.ok(lines[0].message.startsWith('platform-api listening on http://'), JSON.stringify(lines[0]));
+    assert.match(lines[0].message, /^platform-api \d+\.\d+\.\d+ listening on http:\/\//, JSON.stringify(lines[0]));
+    assert.is(lines[0].release, JSON.parse(readFileSync('package.json', 'utf8')).version);
     assert.ok(lines[0].startUpMs);
     const requests = lines.filter((l) => l.method);
     const [created, read, badQuery, missing, refused] = requests;
