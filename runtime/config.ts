@@ -4,6 +4,7 @@ import { join, resolve } from 'node:path';
 import { defaultBlockedDomains, type EmailDomainPolicy } from './email-domain.js';
 import type { DeliveryConfig } from './events/delivery-worker.js';
 import type { Database } from './store.js';
+import { trustedProxies, type TrustedProxies } from './operate/caller-address.js';
 
 export interface Config {
   host: string;
@@ -24,6 +25,14 @@ export interface Config {
   requestTimeoutMs: number;
   headersTimeoutMs: number;
   keepAliveTimeoutMs: number;
+  /** connections open at once on the HTTP port, HTTP/1.1 and h2c (gRPC) together; beyond, new ones are closed */
+  maxConnections: number;
+  /** h2c (gRPC) connections: idle, age and keepalive limits, streams and memory per connection */
+  grpcLimits: GrpcLimits;
+  /** on SIGTERM, how long requests and rpcs in flight may take before their connections are cut */
+  shutdownGraceMs: number;
+  /** who may say, in X-Forwarded-For, which address a request comes from (TRUSTED_PROXIES); undefined: nobody */
+  trustedProxies?: TrustedProxies;
   /** event delivery to subscriptions; undefined when EVENTS=off */
   events?: DeliveryConfig;
   /** /metrics: served to anyone, not at all, or to a caller holding CAP_METRICS_READ */
@@ -36,6 +45,21 @@ export interface Config {
   rateLimit?: { perSecond: number; burst: number };
   /** whose verified emails name an organization by their domain (groups:lookupGroup) */
   emailDomains: EmailDomainPolicy;
+}
+
+export interface GrpcLimits {
+  /** a connection without an rpc for this long is closed */
+  idleMs: number;
+  /** a connection is told to go away after this long (±10 %), and cut maxAgeGraceMs later */
+  maxAgeMs: number;
+  maxAgeGraceMs: number;
+  /** the server pings a connection this often, and cuts it when no answer comes within keepaliveTimeoutMs */
+  keepaliveMs: number;
+  keepaliveTimeoutMs: number;
+  /** rpcs open at once on one connection */
+  maxStreams: number;
+  /** memory one connection may hold (HTTP/2 state and unsent data); beyond, new rpcs are refused */
+  sessionMemoryMb: number;
 }
 
 export class ConfigError extends Error {}
@@ -140,6 +164,19 @@ function metricsMode(env: NodeJS.ProcessEnv): Config['metrics'] {
   return text;
 }
 
+/** The h2c connection limits (README, "gRPC"): without them a connection and its rpcs could stay forever. */
+function grpcLimits(env: NodeJS.ProcessEnv): GrpcLimits {
+  return {
+    idleMs: seconds(env, 'GRPC_IDLE_TIMEOUT', 300),
+    maxAgeMs: seconds(env, 'GRPC_MAX_CONNECTION_AGE', 3600),
+    maxAgeGraceMs: seconds(env, 'GRPC_MAX_CONNECTION_AGE_GRACE', 30),
+    keepaliveMs: seconds(env, 'GRPC_KEEPALIVE_TIME', 60),
+    keepaliveTimeoutMs: seconds(env, 'GRPC_KEEPALIVE_TIMEOUT', 20),
+    maxStreams: wholeNumber(env, 'GRPC_MAX_STREAMS', 100, 1, 10_000),
+    sessionMemoryMb: wholeNumber(env, 'GRPC_MAX_SESSION_MEMORY_MB', 32, 1, 4096),
+  };
+}
+
 /** RATE_LIMIT (requests per second per identity) and RATE_LIMIT_BURST (twice the rate unless set). */
 function rateLimit(env: NodeJS.ProcessEnv): Config['rateLimit'] {
   if (env.RATE_LIMIT === undefined || env.RATE_LIMIT === 'off') {
@@ -202,6 +239,7 @@ export function readConfig(env: NodeJS.ProcessEnv = process.env): Config {
   if (headersTimeoutMs > requestTimeoutMs)
     throw new ConfigError('HEADERS_TIMEOUT must not be longer than REQUEST_TIMEOUT');
   const keepAliveTimeoutMs = seconds(env, 'KEEP_ALIVE_TIMEOUT', 5);
+  const proxies = env.TRUSTED_PROXIES?.trim();
   return {
     host,
     port,
@@ -215,6 +253,10 @@ export function readConfig(env: NodeJS.ProcessEnv = process.env): Config {
     requestTimeoutMs,
     headersTimeoutMs,
     keepAliveTimeoutMs,
+    maxConnections: wholeNumber(env, 'MAX_CONNECTIONS', 1000, 1, 1_000_000),
+    grpcLimits: grpcLimits(env),
+    shutdownGraceMs: seconds(env, 'SHUTDOWN_GRACE', 10),
+    ...(proxies ? { trustedProxies: trustedProxies(proxies) } : {}),
     events: eventsConfig(env),
     metrics: metricsMode(env),
     corsOrigins: corsOrigins(env),

@@ -15,6 +15,8 @@ export interface ListenOptions {
   headersTimeoutMs: number;
   /** an idle keep-alive connection is closed after this many ms */
   keepAliveTimeoutMs: number;
+  /** connections open at once, h2c ones handed to gRPC included (they stay this server's); beyond, closed */
+  maxConnections: number;
   /** the error domain of these answers */
   errorDomain: string;
 }
@@ -55,6 +57,21 @@ function writeRaw(socket: Duplex, e: ApiError, errorDomain: string): void {
   );
 }
 
+/**
+ * Stops taking connections and waits for those open to finish their requests; after graceMs the rest are cut.
+ * Connections handed to gRPC are the gRPC server's to close (runtime/grpc/server.ts).
+ */
+export function closeWithin(server: Server, graceMs: number): Promise<void> {
+  return new Promise<void>((resolve) => {
+    const grace = setTimeout(() => server.closeAllConnections(), graceMs);
+    server.close(() => {
+      clearTimeout(grace);
+      resolve();
+    });
+    server.closeIdleConnections();
+  });
+}
+
 export async function listen(app: RequestListener, o: ListenOptions): Promise<Server> {
   const server = createServer(
     {
@@ -68,6 +85,7 @@ export async function listen(app: RequestListener, o: ListenOptions): Promise<Se
     app,
   );
   server.keepAliveTimeout = o.keepAliveTimeoutMs;
+  server.maxConnections = o.maxConnections;
   server.on('clientError', (error: NodeJS.ErrnoException, socket: Duplex) =>
     answerClientError(error, socket, o.errorDomain),
   );

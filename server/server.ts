@@ -12,7 +12,7 @@ import { Policy, type Principal } from '../runtime/authorization.js';
 import { ensureBootstrap } from '../runtime/bootstrap.js';
 import { defaultIssuer, type Config } from '../runtime/config.js';
 import { createApp, type RouteTable } from '../runtime/http.js';
-import { listen } from '../runtime/http-server.js';
+import { closeWithin, listen } from '../runtime/http-server.js';
 import {
   defaultGeneratedDir,
   loadDataParts,
@@ -188,6 +188,7 @@ export async function startServer(config: Config, generated?: GeneratedParts): P
     corsOrigins: config.corsOrigins,
     maxBodyBytes: config.maxBodyBytes,
     rateLimit,
+    trustedProxies: config.trustedProxies,
   });
   performance.mark('http app');
   const grpc = createGrpcServer({
@@ -197,6 +198,8 @@ export async function startServer(config: Config, generated?: GeneratedParts): P
     errorDomain: (domain) => `${domain}.${model.service}.dev`,
     log,
     maxMessageBytes: config.maxBodyBytes,
+    limits: config.grpcLimits,
+    ...(config.trustedProxies ? { trustedProxies: config.trustedProxies } : {}),
     ...operatorHooks(metrics, rateLimit),
   });
   performance.mark('grpc');
@@ -221,13 +224,7 @@ export async function startServer(config: Config, generated?: GeneratedParts): P
     issuer,
     close: async () => {
       await deliveries?.stop();
-      await Promise.all([
-        grpc.close(),
-        new Promise<void>((resolve) => {
-          server.close(() => resolve());
-          server.closeIdleConnections();
-        }),
-      ]);
+      await Promise.all([grpc.close(config.shutdownGraceMs), closeWithin(server, config.shutdownGraceMs)]);
       await store.close();
     },
   };

@@ -13,6 +13,8 @@ import { decodeRequest, encodeResponse, jsonName } from './proto-json.js';
 import { loadProtoRoot, protoFiles } from './proto-root.js';
 import { statusDetails } from './status.js';
 import { rateLimited, type RateLimit } from '../rate-limit.js';
+import type { GrpcLimits } from '../config.js';
+import { callerAddress, type TrustedProxies } from '../operate/caller-address.js';
 
 export interface GrpcOptions {
   generatedDir: string;
@@ -28,11 +30,20 @@ export interface GrpcOptions {
   finished?(rpc: string, code: string, seconds: number): void;
   /** the same buckets as HTTP's: a caller is limited across both transports */
   rateLimit?: RateLimit;
+  /** the proxies whose x-forwarded-for names an anonymous caller's address */
+  trustedProxies?: TrustedProxies;
+  /** idle, age, keepalive, stream and memory limits of each connection */
+  limits: GrpcLimits;
 }
 
-/** The caller's bucket: its identity when known, else the address it calls from (as over HTTP). */
-function limit(rateLimit: RateLimit, principal: Principal, peer: string): void {
-  const who = principal.subject ? `identity ${principal.subject}` : `address ${peer.replace(/:\d+$/, '')}`;
+/** The address a call comes from: its peer, or what a trusted proxy says (as over HTTP). */
+function addressOf(call: grpc.ServerUnaryCall<Buffer, Buffer>, proxies: TrustedProxies | undefined): string {
+  const forwarded = call.metadata.get('x-forwarded-for').map(String).join(',');
+  return callerAddress(call.getPeer().replace(/:\d+$/, ''), forwarded || undefined, proxies);
+}
+
+/** Takes a token from a bucket, or refuses the call with RESOURCE_EXHAUSTED. */
+function limit(rateLimit: RateLimit, who: string): void {
   const wait = rateLimit.take(who);
   if (wait > 0) throw rateLimited(who, rateLimit.perSecond, wait);
 }
@@ -42,7 +53,8 @@ export interface GrpcServer {
   inject(socket: Duplex): void;
   /** serves gRPC alone on a port of its own; answers the port bound */
   listen(host: string, port: number): Promise<number>;
-  close(): Promise<void>;
+  /** asks every connection to finish its rpcs and go away; those still open after graceMs are cut */
+  close(graceMs: number): Promise<void>;
 }
 
 const passThrough = (b: Buffer) => b;
@@ -86,9 +98,19 @@ async function setUp(o: GrpcOptions) {
     import('@grpc/reflection'),
   ]);
   const root = loadProtoRoot(o.generatedDir);
+  const { limits } = o;
   const server = new Server({
     'grpc.max_receive_message_length': o.maxMessageBytes,
     'grpc.max_send_message_length': -1,
+    // grpc-js keeps a connection forever unless told: an idle one, a long-lived one, one that no longer answers.
+    'grpc.max_connection_idle_ms': limits.idleMs,
+    'grpc.max_connection_age_ms': limits.maxAgeMs,
+    'grpc.max_connection_age_grace_ms': limits.maxAgeGraceMs,
+    'grpc.keepalive_time_ms': limits.keepaliveMs,
+    'grpc.keepalive_timeout_ms': limits.keepaliveTimeoutMs,
+    'grpc.max_concurrent_streams': limits.maxStreams,
+    // grpc-js turns Node's session memory check off unless given this (its name is grpc-node's, not grpc's).
+    'grpc-node.max_session_memory': limits.sessionMemoryMb,
   });
   type Definition = Record<string, grpc.MethodDefinition<Buffer, Buffer>>;
   const services = new Map<string, { definition: Definition; implementation: grpc.UntypedServiceImplementation }>();
@@ -110,9 +132,19 @@ async function setUp(o: GrpcOptions) {
       originalName: name,
     };
     const handle = async (call: grpc.ServerUnaryCall<Buffer, Buffer>, caller: Principal): Promise<Buffer> => {
-      const principal = await principalOf(call.metadata, o.authenticate);
+      const { rateLimit } = o;
+      // A refused token costs its caller's address a call, as over HTTP: forging tokens is limited too.
+      const principal = await principalOf(call.metadata, o.authenticate).catch((e: unknown) => {
+        if (rateLimit && e instanceof ApiError && e.codeName === 'UNAUTHENTICATED')
+          limit(rateLimit, `address ${addressOf(call, o.trustedProxies)}`);
+        throw e;
+      });
       caller.subject = principal.subject;
-      if (o.rateLimit) limit(o.rateLimit, principal, call.getPeer());
+      if (rateLimit)
+        limit(
+          rateLimit,
+          principal.subject ? `identity ${principal.subject}` : `address ${addressOf(call, o.trustedProxies)}`,
+        );
       const request: Row = decodeRequest(requestType, call.request);
       if (bodyType && typeof request.updateMask === 'string')
         request.updateMask = maskToJson(bodyType, request.updateMask);
@@ -166,17 +198,20 @@ export function createGrpcServer(o: GrpcOptions): GrpcServer {
   // indexing them for reflection take about 0.25 s, which a start need not wait for.
   let settingUp: ReturnType<typeof setUp> | undefined;
   const ready = () => (settingUp ??= setUp(o));
+  /** the connections handed over and not yet closed: cut at the end of a shutdown's grace */
+  const connections = new Set<Duplex>();
   return {
     inject: (socket) => {
-      // Until the server takes the connection (its first bytes wait, read and put back by same-port.ts), a reset
-      // must not be an unhandled error.
-      const waiting = () => socket.destroy();
-      socket.on('error', waiting);
+      connections.add(socket);
+      socket.once('close', () => connections.delete(socket));
+      // The HTTP server lets a peer half-close (allowHalfOpen): a connection whose peer has ended would stay open,
+      // its rpc waiting for a message that cannot come. HTTP/2 never half-closes, so its end is its last word.
+      socket.once('end', () => socket.destroy());
+      // Until the server takes the connection (its first bytes wait, read and put back by same-port.ts), and
+      // after, a reset must not be an unhandled error.
+      socket.on('error', () => socket.destroy());
       ready().then(
-        ({ injector }) => {
-          socket.off('error', waiting);
-          injector.injectConnection(socket);
-        },
+        ({ injector }) => injector.injectConnection(socket),
         (e: unknown) => {
           // A set-up that fails (a .proto the generator got wrong) refuses connections, not the HTTP port.
           o.log({ level: 'error', grpc: 'set-up', error: e instanceof Error ? (e.stack ?? e.message) : String(e) });
@@ -192,11 +227,27 @@ export function createGrpcServer(o: GrpcOptions): GrpcServer {
         ),
       );
     },
-    close: async () => {
+    close: async (graceMs) => {
       const set = await settingUp?.catch(() => undefined);
-      if (!set) return;
-      set.injector.destroy();
-      await new Promise<void>((resolve) => set.server.tryShutdown(() => resolve()));
+      let grace: NodeJS.Timeout | undefined;
+      const cut = new Promise<void>((resolve) => {
+        grace = setTimeout(() => {
+          set?.server.forceShutdown();
+          for (const socket of connections) socket.destroy();
+          resolve();
+        }, graceMs);
+      });
+      const finished = set
+        ? new Promise<void>((resolve) => {
+            // GOAWAY to every connection; tryShutdown waits for their rpcs to finish.
+            set.injector.drain(graceMs);
+            set.injector.destroy();
+            set.server.tryShutdown(() => resolve());
+          })
+        : Promise.resolve();
+      await Promise.race([finished, cut]);
+      clearTimeout(grace);
+      for (const socket of connections) socket.destroy();
     },
   };
 }
