@@ -1,10 +1,12 @@
 // Configuration from the environment; a bad value stops start-up with one line saying what to fix.
-import { mkdirSync, rmSync, writeFileSync } from 'node:fs';
+import { rmSync, writeFileSync } from 'node:fs';
 import { join, resolve } from 'node:path';
 import { defaultBlockedDomains, type EmailDomainPolicy } from './email-domain.js';
 import type { DeliveryConfig } from './events/delivery-worker.js';
 import type { Database } from './store.js';
 import { trustedProxies, type TrustedProxies } from './operate/caller-address.js';
+import { secretsKeys } from './access/secret-seal.js';
+import { protectDataDir } from './operate/data-dir.js';
 
 export interface Config {
   host: string;
@@ -31,6 +33,8 @@ export interface Config {
   grpcLimits: GrpcLimits;
   /** on SIGTERM, how long requests and rpcs in flight may take before their connections are cut */
   shutdownGraceMs: number;
+  /** SECRETS_KEY: the keys that seal stored credentials (the first seals); undefined: DATA_DIR's key file */
+  secretsKeys?: Buffer[];
   /** who may say, in X-Forwarded-For, which address a request comes from (TRUSTED_PROXIES); undefined: nobody */
   trustedProxies?: TrustedProxies;
   /** event delivery to subscriptions; undefined when EVENTS=off */
@@ -257,6 +261,7 @@ export function readConfig(env: NodeJS.ProcessEnv = process.env): Config {
     grpcLimits: grpcLimits(env),
     shutdownGraceMs: seconds(env, 'SHUTDOWN_GRACE', 10),
     ...(proxies ? { trustedProxies: trustedProxies(proxies) } : {}),
+    ...(env.SECRETS_KEY ? { secretsKeys: secretsKeys(env.SECRETS_KEY) } : {}),
     events: eventsConfig(env),
     metrics: metricsMode(env),
     corsOrigins: corsOrigins(env),
@@ -267,15 +272,17 @@ export function readConfig(env: NodeJS.ProcessEnv = process.env): Config {
 }
 
 /**
- * Creates the data directory if need be and proves it writable by writing into it (as root, permission bits
- * say nothing), so that a bad DATA_DIR stops a command with one line instead of failing deep inside.
+ * Creates the data directory if need be (0700, its files 0600: runtime/operate/data-dir.ts) and proves it writable
+ * by writing into it (as root, permission bits say nothing), so that a bad DATA_DIR stops a command with one line
+ * instead of failing deep inside. Answers a warning for a directory others may enter.
  */
-export function ensureDataDir(config: Config): void {
+export function ensureDataDir(config: Config): string | undefined {
   const probe = join(config.dataDir, `.writable-${process.pid}`);
   try {
-    mkdirSync(config.dataDir, { recursive: true });
+    const warning = protectDataDir(config.dataDir);
     writeFileSync(probe, '');
     rmSync(probe);
+    return warning;
   } catch (e) {
     throw new ConfigError(
       `DATA_DIR=${config.dataDir} is not writable: ${(e as Error).message}; set DATA_DIR to a writable directory`,

@@ -38,6 +38,7 @@ import { compileAnswerShape } from './answer-shape.js';
 import { answerJsonSql } from './answer-json.js';
 import { ancestorsOf, descendantRange, isUidPath, newChildUid, newUid, within } from './uid.js';
 import { scopeTotal, type ListScope } from './total-count.js';
+import type { SecretSeal } from './access/secret-seal.js';
 
 /** Who writes, and the steps a create or update runs in its transaction. */
 export interface WriteOptions {
@@ -182,6 +183,8 @@ export class Resources {
     private readonly store: Store,
     readonly model: ApiModel,
     readonly pageTokens: PageToken,
+    /** seals credential fields before they are stored */
+    readonly secrets: SecretSeal,
   ) {
     this.managed = new Set(model.roles.map((r) => r.uid));
     store.accessChanges?.subscribe(() => this.accessVersion++);
@@ -489,7 +492,7 @@ export class Resources {
     const uid = await this.newUid(sql, r, parent);
     const time = now();
     let data: Row = {
-      ...withDefaults(inputObject(body, r.fields), r.fields, time),
+      ...withDefaults(this.secrets.sealFields(inputObject(body, r.fields), r.fields), r.fields, time),
       uid,
       parentUid: parent ?? null,
       createTime: time,
@@ -584,7 +587,7 @@ export class Resources {
       this.refuseManaged(r, uid);
       const given = typeof body === 'function' ? body(toResource(row, r)) : body;
       const mask = parseFieldMask(rawMask, given, r.fields);
-      const input = inputObject(given, r.fields);
+      const input = this.secrets.sealFields(inputObject(given, r.fields), r.fields);
       const current = Object.fromEntries(
         Object.keys(r.fields)
           .map((k) => [k, row[k]])
@@ -658,7 +661,7 @@ export class Resources {
       const row = await this.find(r, uid, sql, true);
       const next = applyFieldMask(
         (row[`subresource_${name}`] ?? {}) as Row,
-        inputObject(body, s.fields),
+        this.secrets.sealFields(inputObject(body, s.fields), s.fields),
         mask,
         s.fields,
       );
