@@ -58,12 +58,15 @@ function writeRaw(socket: Duplex, e: ApiError, errorDomain: string): void {
 }
 
 /**
- * Stops taking connections and waits for those open to finish their requests; after graceMs the rest are cut.
- * Connections handed to gRPC are the gRPC server's to close (runtime/grpc/server.ts).
+ * Stops taking connections and waits for those open to finish their requests; after graceMs the rest are cut,
+ * `open` too: the connections the port handed elsewhere (h2c to gRPC) or has not yet handed to anyone.
  */
-export function closeWithin(server: Server, graceMs: number): Promise<void> {
+export function closeWithin(server: Server, graceMs: number, open: Set<Duplex>): Promise<void> {
   return new Promise<void>((resolve) => {
-    const grace = setTimeout(() => server.closeAllConnections(), graceMs);
+    const grace = setTimeout(() => {
+      server.closeAllConnections();
+      for (const socket of open) socket.destroy();
+    }, graceMs);
     server.close(() => {
       clearTimeout(grace);
       resolve();

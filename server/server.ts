@@ -204,7 +204,7 @@ export async function startServer(config: Config, generated?: GeneratedParts): P
   });
   performance.mark('grpc');
   const server: Server = await listen(app, { ...config, errorDomain: `api.${model.service}.dev` });
-  shareConnections(server, (socket) => grpc.inject(socket), config.headersTimeoutMs);
+  const connections = shareConnections(server, (socket) => grpc.inject(socket), config.headersTimeoutMs);
   const grpcPort = config.grpcPort === undefined ? undefined : await grpc.listen(config.host, config.grpcPort);
   performance.mark('listen');
   const { port } = server.address() as AddressInfo;
@@ -224,7 +224,7 @@ export async function startServer(config: Config, generated?: GeneratedParts): P
     issuer,
     close: async () => {
       await deliveries?.stop();
-      await Promise.all([grpc.close(config.shutdownGraceMs), closeWithin(server, config.shutdownGraceMs)]);
+      await Promise.all([grpc.close(config.shutdownGraceMs), closeWithin(server, config.shutdownGraceMs, connections)]);
       await store.close();
     },
   };

@@ -2,13 +2,14 @@
 // announced message never comes, a peer that went away, an idle connection, too many connections, a shutdown
 // with rpcs in flight: each is cut, and the process keeps its descriptors.
 import { mkdtempSync, readdirSync, rmSync } from 'node:fs';
+import { constants } from 'node:http2';
 import { connect, type Socket } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { test } from 'uvu';
 import * as assert from 'uvu/assert';
 import { grpcClient } from './support/grpc-client.js';
-import { startStalledRpc } from './support/h2-attack.js';
+import { resetStreams, startStalledRpc } from './support/h2-attack.js';
 import { exitOf, spawnServer } from './support/process.js';
 import { startTestServer } from './support/server.js';
 
@@ -97,6 +98,24 @@ test('MAX_CONNECTIONS counts h2c connections with HTTP ones: past it, new connec
       );
     assert.is(status, 200);
   } finally {
+    await s.stop();
+  }
+});
+
+test('GRPC_MAX_STREAMS: rpcs past the cap on one connection are refused (REFUSED_STREAM)', async () => {
+  const s = await startTestServer(undefined, { GRPC_MAX_STREAMS: '3' });
+  const { hostname, port } = new URL(s.url);
+  const socket = await startStalledRpc(hostname, Number(port), rpcPath, 5);
+  try {
+    const resets = resetStreams(socket);
+    assert.ok(await eventually(() => resets.size >= 2, 5000), JSON.stringify([...resets]));
+    // streams 1, 3 and 5 wait for their messages; 7 and 9 are refused
+    assert.equal([...resets].sort(), [
+      [7, constants.NGHTTP2_REFUSED_STREAM],
+      [9, constants.NGHTTP2_REFUSED_STREAM],
+    ]);
+  } finally {
+    socket.destroy();
     await s.stop();
   }
 });

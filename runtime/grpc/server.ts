@@ -198,20 +198,20 @@ export function createGrpcServer(o: GrpcOptions): GrpcServer {
   // indexing them for reflection take about 0.25 s, which a start need not wait for.
   let settingUp: ReturnType<typeof setUp> | undefined;
   const ready = () => (settingUp ??= setUp(o));
-  /** the connections handed over and not yet closed: cut at the end of a shutdown's grace */
-  const connections = new Set<Duplex>();
+  let closing = false;
   return {
     inject: (socket) => {
-      connections.add(socket);
-      socket.once('close', () => connections.delete(socket));
+      // A connection handed over once a shutdown began (it was still being told apart) is not served.
+      if (closing) return void socket.destroy();
       // The HTTP server lets a peer half-close (allowHalfOpen): a connection whose peer has ended would stay open,
       // its rpc waiting for a message that cannot come. HTTP/2 never half-closes, so its end is its last word.
+      if (socket.readableEnded) return void socket.destroy();
       socket.once('end', () => socket.destroy());
       // Until the server takes the connection (its first bytes wait, read and put back by same-port.ts), and
       // after, a reset must not be an unhandled error.
       socket.on('error', () => socket.destroy());
       ready().then(
-        ({ injector }) => injector.injectConnection(socket),
+        ({ injector }) => (closing ? socket.destroy() : injector.injectConnection(socket)),
         (e: unknown) => {
           // A set-up that fails (a .proto the generator got wrong) refuses connections, not the HTTP port.
           o.log({ level: 'error', grpc: 'set-up', error: e instanceof Error ? (e.stack ?? e.message) : String(e) });
@@ -228,26 +228,18 @@ export function createGrpcServer(o: GrpcOptions): GrpcServer {
       );
     },
     close: async (graceMs) => {
+      closing = true;
       const set = await settingUp?.catch(() => undefined);
+      if (!set) return;
+      // GOAWAY to every connection; tryShutdown waits for their rpcs to finish, forceShutdown cuts them. The
+      // sockets under them are the HTTP port's to cut as well (runtime/http-server.ts, closeWithin).
       let grace: NodeJS.Timeout | undefined;
-      const cut = new Promise<void>((resolve) => {
-        grace = setTimeout(() => {
-          set?.server.forceShutdown();
-          for (const socket of connections) socket.destroy();
-          resolve();
-        }, graceMs);
-      });
-      const finished = set
-        ? new Promise<void>((resolve) => {
-            // GOAWAY to every connection; tryShutdown waits for their rpcs to finish.
-            set.injector.drain(graceMs);
-            set.injector.destroy();
-            set.server.tryShutdown(() => resolve());
-          })
-        : Promise.resolve();
-      await Promise.race([finished, cut]);
+      const cut = new Promise<void>((resolve) => (grace = setTimeout(resolve, graceMs)));
+      set.injector.drain(graceMs);
+      set.injector.destroy();
+      await Promise.race([new Promise<void>((resolve) => set.server.tryShutdown(() => resolve())), cut]);
       clearTimeout(grace);
-      for (const socket of connections) socket.destroy();
+      set.server.forceShutdown();
     },
   };
 }

@@ -25,10 +25,10 @@ function headerBlock(headers: [string, string][]): Buffer {
 }
 
 /**
- * Opens an h2c connection to host:port, starts the rpc at `path` and announces a message of 1,000 bytes of which
- * it sends 3; resolves once the bytes are written, with the socket still open.
+ * Opens an h2c connection to host:port, starts `streams` rpcs at `path` and announces for each a message of
+ * 1,000 bytes of which it sends 3; resolves once the bytes are written, with the socket still open.
  */
-export function startStalledRpc(host: string, port: number, path: string): Promise<Socket> {
+export function startStalledRpc(host: string, port: number, path: string, streams = 1): Promise<Socket> {
   return new Promise((resolve, reject) => {
     const socket = connect(port, host, () => {
       const headers = headerBlock([
@@ -40,16 +40,29 @@ export function startStalledRpc(host: string, port: number, path: string): Promi
         ['te', 'trailers'],
       ]);
       const message = Buffer.from([0, 0, 0, 0x03, 0xe8, 1, 2, 3]);
-      socket.write(
-        Buffer.concat([
-          preface,
-          frame(0x4, 0, 0, Buffer.alloc(0)),
-          frame(0x1, 0x4, 1, headers),
-          frame(0x0, 0, 1, message),
-        ]),
-        (e) => (e ? reject(e) : resolve(socket)),
+      const rpcs = Array.from({ length: streams }, (_, i) => [
+        frame(0x1, 0x4, 2 * i + 1, headers),
+        frame(0x0, 0, 2 * i + 1, message),
+      ]).flat();
+      socket.write(Buffer.concat([preface, frame(0x4, 0, 0, Buffer.alloc(0)), ...rpcs]), (e) =>
+        e ? reject(e) : resolve(socket),
       );
     });
     socket.on('error', () => socket.destroy());
   });
+}
+
+/** The streams the server reset on this connection, with their error codes, as its frames arrive. */
+export function resetStreams(socket: Socket): Map<number, number> {
+  const resets = new Map<number, number>();
+  let buffered = Buffer.alloc(0);
+  socket.on('data', (chunk: Buffer) => {
+    buffered = Buffer.concat([buffered, chunk]);
+    while (buffered.length >= 9 && buffered.length >= 9 + buffered.readUIntBE(0, 3)) {
+      const length = buffered.readUIntBE(0, 3);
+      if (buffered[3] === 0x3) resets.set(buffered.readUInt32BE(5) & 0x7fffffff, buffered.readUInt32BE(9));
+      buffered = buffered.subarray(9 + length);
+    }
+  });
+  return resets;
 }
