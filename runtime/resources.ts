@@ -38,7 +38,7 @@ import { compileAnswerShape } from './answer-shape.js';
 import { answerJsonSql } from './answer-json.js';
 import { ancestorsOf, descendantRange, isUidPath, newChildUid, newUid, within } from './uid.js';
 import { scopeTotal, type ListScope } from './total-count.js';
-import type { SecretSeal } from './access/secret-seal.js';
+import { holdsSecret, type SecretSeal } from './access/secret-seal.js';
 
 /** Who writes, and the steps a create or update runs in its transaction. */
 export interface WriteOptions {
@@ -188,6 +188,32 @@ export class Resources {
   ) {
     this.managed = new Set(model.roles.map((r) => r.uid));
     store.accessChanges?.subscribe(() => this.accessVersion++);
+  }
+
+  /**
+   * Seals the credentials a database from before sealing holds in plain text: run at each start, a row at a
+   * time in its own write (values already sealed are left alone, so a second run changes nothing).
+   */
+  async sealStoredSecrets(): Promise<number> {
+    let sealed = 0;
+    for (const r of Object.values(this.model.resources)) {
+      const holders = Object.fromEntries(Object.entries(r.fields).filter(([, f]) => holdsSecret(f)));
+      if (Object.keys(holders).length === 0) continue;
+      const table = this.table(r.type);
+      const batch = 500;
+      for (let offset = 0; ; offset += batch) {
+        const rows = await table.find(everything(), [{ property: 'uid', desc: false }], batch, offset);
+        for (const row of rows) {
+          const stored = Object.fromEntries(Object.keys(holders).map((k) => [k, row[k]]));
+          const changes = this.secrets.sealFields(stored, holders, true);
+          if (JSON.stringify(changes) === JSON.stringify(stored)) continue;
+          await this.store.transaction((sql) => table.update(sql, row.uid as string, changes));
+          sealed++;
+        }
+        if (rows.length < batch) break;
+      }
+    }
+    return sealed;
   }
 
   /** One entity's table, for statements of our own (hand-written handlers use it too). */

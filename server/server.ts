@@ -146,6 +146,8 @@ export async function startServer(config: Config, generated?: GeneratedParts): P
   );
   if (metrics && store.writeQueueDepth) metrics.watchWriteQueue(store.writeQueueDepth);
   await ensureBootstrap(store, model, config.dataDir);
+  // A database from before credentials were sealed holds them in plain text: sealed now, before any request.
+  await resources.sealStoredSecrets();
   performance.mark('bootstrap');
   const policy = new Policy(resources);
   const validators = loadValidators(parts.dir);

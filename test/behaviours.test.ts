@@ -3,6 +3,8 @@
 import { test } from 'uvu';
 import * as assert from 'uvu/assert';
 import { SecretSeal } from '../runtime/access/secret-seal.js';
+import { readConfig } from '../runtime/config.js';
+import { startServer } from '../server/server.js';
 import { query } from './support/db.js';
 import { grpcClient } from './support/grpc-client.js';
 import { startTestServer, type TestServer } from './support/server.js';
@@ -157,6 +159,13 @@ test('identity providers: the client secret is never returned; the default role 
   assert.not.match(JSON.stringify(await query(s, 'select * from event_outbox')), /s3cret/);
   const restored = await query(s, 'select oidc from identity_providers where uid = ?', [idp.body.uid]);
   assert.is(seal.unseal(JSON.parse(restored[0].oidc).clientSecret, 'oidc.clientSecret'), 's3cret-2');
+  // A database from before sealing (a plain value in the row): the next start seals it, in place.
+  await query(s, 'update identity_providers set oidc = ? where uid = ?', [JSON.stringify(oidc), idp.body.uid], true);
+  const next = await startServer(readConfig({ PORT: '0', HOST: '127.0.0.1', LOG: 'off', EVENTS: 'off', ...s.env }));
+  await next.close();
+  const resealed = await query(s, 'select oidc from identity_providers where uid = ?', [idp.body.uid]);
+  assert.not.match(resealed[0].oidc, /s3cret/);
+  assert.is(seal.unseal(JSON.parse(resealed[0].oidc).clientSecret, 'oidc.clientSecret'), 's3cret');
   const noRole = await s.call('POST', `/iam/v2/identityProviders/${org}`, {
     name: 'broken',
     defaultRole: 'f'.repeat(40),

@@ -67,19 +67,28 @@ export class SecretSeal {
     return Buffer.concat([decipher.update(raw.subarray(28)), decipher.final()]).toString('utf8');
   }
 
-  /** A record about to be stored, its secret fields (at any depth) sealed. */
-  sealFields(row: Row, fields: Record<string, FieldModel>, at = ''): Row {
+  /**
+   * A record about to be stored, its secret fields (at any depth) sealed. What a request gives is always plain
+   * text: a value that looks sealed is sealed again, never trusted. `keepSealed`: values already sealed (read
+   * back from the database) are left as they are.
+   */
+  sealFields(row: Row, fields: Record<string, FieldModel>, keepSealed = false, at = ''): Row {
     const out: Row = { ...row };
     for (const [name, f] of Object.entries(fields)) {
       const value = out[name];
       const path = at ? `${at}.${name}` : name;
-      // What a request gives is always plain text: a value that looks sealed is sealed again, never trusted.
-      if (f.secret && typeof value === 'string') out[name] = this.seal(value, path);
-      else if (f.type === 'object' && f.fields && value && typeof value === 'object')
+      if (f.secret && typeof value === 'string') {
+        if (!(keepSealed && value.startsWith(prefix))) out[name] = this.seal(value, path);
+      } else if (f.type === 'object' && f.fields && value && typeof value === 'object')
         out[name] = Array.isArray(value)
-          ? value.map((v: Row) => this.sealFields(v, f.fields!, path))
-          : this.sealFields(value as Row, f.fields, path);
+          ? value.map((v: Row) => this.sealFields(v, f.fields!, keepSealed, path))
+          : this.sealFields(value as Row, f.fields, keepSealed, path);
     }
     return out;
   }
+}
+
+/** Whether a field is a secret or holds one at some depth. */
+export function holdsSecret(f: FieldModel): boolean {
+  return f.secret === true || Object.values(f.fields ?? {}).some(holdsSecret);
 }
