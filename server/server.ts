@@ -201,6 +201,7 @@ export async function startServer(config: Config, generated?: GeneratedParts): P
     log,
     maxMessageBytes: config.maxBodyBytes,
     limits: config.grpcLimits,
+    requestTimeoutMs: config.requestTimeoutMs,
     ...(config.trustedProxies ? { trustedProxies: config.trustedProxies } : {}),
     ...operatorHooks(metrics, rateLimit),
   });

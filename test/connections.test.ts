@@ -2,7 +2,7 @@
 // announced message never comes, a peer that went away, an idle connection, too many connections, a shutdown
 // with rpcs in flight: each is cut, and the process keeps its descriptors.
 import { mkdtempSync, readdirSync, rmSync } from 'node:fs';
-import { constants } from 'node:http2';
+import { connect as connectHttp2, constants } from 'node:http2';
 import { connect, type Socket } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -74,6 +74,36 @@ test('GRPC_IDLE_TIMEOUT: an h2c connection without an rpc is closed', async () =
     void closed(idle).then(() => (gone = true));
     assert.ok(await eventually(() => gone, 10_000), 'the idle connection is still open');
   } finally {
+    await s.stop();
+  }
+});
+
+test('REQUEST_TIMEOUT: an rpc whose announced message never comes, its client still there, is answered INVALID_ARGUMENT', async () => {
+  const s = await startTestServer(undefined, { REQUEST_TIMEOUT: '1', HEADERS_TIMEOUT: '1' });
+  const session = connectHttp2(s.url);
+  session.on('error', () => {});
+  try {
+    const stream = session.request({
+      ':method': 'POST',
+      ':path': rpcPath,
+      'content-type': 'application/grpc',
+      te: 'trailers',
+    });
+    stream.on('error', () => {});
+    stream.write(Buffer.from([0, 0, 0, 0x03, 0xe8, 1, 2, 3]));
+    // No message: the status comes as the answer's only headers (trailers-only), or as trailers.
+    const trailers = await Promise.race([
+      new Promise<Record<string, unknown>>((resolve) => {
+        stream.once('response', (headers) => headers['grpc-status'] !== undefined && resolve(headers));
+        stream.once('trailers', resolve);
+      }),
+      sleep(10_000).then((): Record<string, unknown> => ({ 'grpc-status': 'none within 10 s' })),
+    ]);
+    assert.is(trailers['grpc-status'], '3');
+    assert.match(decodeURIComponent(String(trailers['grpc-message'])), /the request did not arrive in time/);
+    assert.ok(trailers['grpc-status-details-bin'], 'with its google.rpc.Status');
+  } finally {
+    session.destroy();
     await s.stop();
   }
 });

@@ -34,6 +34,8 @@ export interface GrpcOptions {
   trustedProxies?: TrustedProxies;
   /** idle, age, keepalive, stream and memory limits of each connection */
   limits: GrpcLimits;
+  /** an rpc's request must arrive whole (its stream half-closed) within this many ms, as HTTP's REQUEST_TIMEOUT */
+  requestTimeoutMs: number;
 }
 
 /** The address a call comes from: its peer, or what a trusted proxy says (as over HTTP). */
@@ -88,15 +90,48 @@ async function principalOf(metadata: grpc.Metadata, authenticate: GrpcOptions['a
 }
 
 /**
+ * A request announced and never finished would hold its stream (and keep its connection from idling) until the
+ * connection's age: it gets the time an HTTP request gets, then INVALID_ARGUMENT, as HTTP's 408.
+ */
+function requestDeadline({ Metadata, ServerInterceptingCall }: typeof grpc, o: GrpcOptions): grpc.ServerInterceptor {
+  return (_method, call) => {
+    let timer: NodeJS.Timeout | undefined;
+    const late = () => {
+      const error = new ApiError('INVALID_ARGUMENT', 'Invalid argument: the request did not arrive in time');
+      const metadata = new Metadata();
+      metadata.set('grpc-status-details-bin', statusDetails(error, o.errorDomain('api')));
+      call.sendStatus({ code: error.code, details: error.message, metadata });
+    };
+    return new ServerInterceptingCall(call, {
+      start: (next) => {
+        timer = setTimeout(late, o.requestTimeoutMs);
+        next({
+          onReceiveHalfClose: (go) => {
+            clearTimeout(timer);
+            go();
+          },
+          onCancel: () => clearTimeout(timer),
+        });
+      },
+      sendStatus: (status, go) => {
+        clearTimeout(timer);
+        go(status);
+      },
+    });
+  };
+}
+
+/**
  * The grpc-js server with every rpc and reflection, and the injector the HTTP port hands connections to. grpc-js,
  * proto-loader and reflection are loaded with it, not with the server (about 50 ms of a start).
  */
 async function setUp(o: GrpcOptions) {
-  const [{ Server, Metadata, ServerCredentials }, protoLoader, { ReflectionService }] = await Promise.all([
+  const [grpcJs, protoLoader, { ReflectionService }] = await Promise.all([
     import('@grpc/grpc-js'),
     import('@grpc/proto-loader'),
     import('@grpc/reflection'),
   ]);
+  const { Server, Metadata, ServerCredentials } = grpcJs;
   const root = loadProtoRoot(o.generatedDir);
   const { limits } = o;
   const server = new Server({
@@ -111,6 +146,7 @@ async function setUp(o: GrpcOptions) {
     'grpc.max_concurrent_streams': limits.maxStreams,
     // grpc-js turns Node's session memory check off unless given this (its name is grpc-node's, not grpc's).
     'grpc-node.max_session_memory': limits.sessionMemoryMb,
+    interceptors: [requestDeadline(grpcJs, o)],
   });
   type Definition = Record<string, grpc.MethodDefinition<Buffer, Buffer>>;
   const services = new Map<string, { definition: Definition; implementation: grpc.UntypedServiceImplementation }>();
