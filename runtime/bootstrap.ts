@@ -65,7 +65,7 @@ export async function ensureBootstrap(store: Store, model: ApiModel, dataDir: st
       });
     }
     const result = { organization, owner };
-    writeFileSync(fileOf(dataDir), `${JSON.stringify(result, null, 2)}\n`, { flag: 'wx' });
+    writeFileSync(fileOf(dataDir), `${JSON.stringify(result, null, 2)}\n`, { flag: 'wx', mode: 0o600 });
     return result;
   });
 }

@@ -1,11 +1,14 @@
 // Configuration from the environment; a bad value stops start-up with one line saying what to fix.
-import { mkdirSync, rmSync, writeFileSync } from 'node:fs';
+import { rmSync, writeFileSync } from 'node:fs';
 import { join, resolve } from 'node:path';
 import { defaultBlockedDomains, type EmailDomainPolicy } from './email-domain.js';
 import type { DeliveryConfig } from './events/delivery-worker.js';
 import type { OutboundPolicy } from './access/outbound.js';
 import { defaultEventLimits, type EventLimits } from './events/quotas.js';
 import type { Database, ReadLimits } from './store.js';
+import { trustedProxies, type TrustedProxies } from './operate/caller-address.js';
+import { secretsKeys } from './access/secret-seal.js';
+import { protectDataDir } from './operate/data-dir.js';
 
 export interface Config {
   host: string;
@@ -26,6 +29,16 @@ export interface Config {
   requestTimeoutMs: number;
   headersTimeoutMs: number;
   keepAliveTimeoutMs: number;
+  /** connections open at once on the HTTP port, HTTP/1.1 and h2c (gRPC) together; beyond, new ones are closed */
+  maxConnections: number;
+  /** h2c (gRPC) connections: idle, age and keepalive limits, streams and memory per connection */
+  grpcLimits: GrpcLimits;
+  /** on SIGTERM, how long requests and rpcs in flight may take before their connections are cut */
+  shutdownGraceMs: number;
+  /** SECRETS_KEY: the keys that seal stored credentials (the first seals); undefined: DATA_DIR's key file */
+  secretsKeys?: Buffer[];
+  /** who may say, in X-Forwarded-For, which address a request comes from (TRUSTED_PROXIES); undefined: nobody */
+  trustedProxies?: TrustedProxies;
   /** event delivery to subscriptions; undefined when EVENTS=off */
   events?: DeliveryConfig;
   /** per-organization quotas on subscriptions, outstanding deliveries and redrives (whether or not EVENTS is on) */
@@ -46,6 +59,21 @@ export interface Config {
   reads: ReadLimits;
   /** the most records a v1 list that does not page answers */
   v1ListMax: number;
+}
+
+export interface GrpcLimits {
+  /** a connection without an rpc for this long is closed */
+  idleMs: number;
+  /** a connection is told to go away after this long (±10 %), and cut maxAgeGraceMs later */
+  maxAgeMs: number;
+  maxAgeGraceMs: number;
+  /** the server pings a connection this often, and cuts it when no answer comes within keepaliveTimeoutMs */
+  keepaliveMs: number;
+  keepaliveTimeoutMs: number;
+  /** rpcs open at once on one connection */
+  maxStreams: number;
+  /** memory one connection may hold (HTTP/2 state and unsent data); beyond, new rpcs are refused */
+  sessionMemoryMb: number;
 }
 
 export class ConfigError extends Error {}
@@ -161,6 +189,19 @@ function metricsMode(env: NodeJS.ProcessEnv): Config['metrics'] {
   return text;
 }
 
+/** The h2c connection limits (README, "gRPC"): without them a connection and its rpcs could stay forever. */
+function grpcLimits(env: NodeJS.ProcessEnv): GrpcLimits {
+  return {
+    idleMs: seconds(env, 'GRPC_IDLE_TIMEOUT', 300),
+    maxAgeMs: seconds(env, 'GRPC_MAX_CONNECTION_AGE', 3600),
+    maxAgeGraceMs: seconds(env, 'GRPC_MAX_CONNECTION_AGE_GRACE', 30),
+    keepaliveMs: seconds(env, 'GRPC_KEEPALIVE_TIME', 60),
+    keepaliveTimeoutMs: seconds(env, 'GRPC_KEEPALIVE_TIMEOUT', 20),
+    maxStreams: wholeNumber(env, 'GRPC_MAX_STREAMS', 100, 1, 10_000),
+    sessionMemoryMb: wholeNumber(env, 'GRPC_MAX_SESSION_MEMORY_MB', 32, 1, 4096),
+  };
+}
+
 /** RATE_LIMIT (requests per second per identity) and RATE_LIMIT_BURST (twice the rate unless set). */
 function rateLimit(env: NodeJS.ProcessEnv): Config['rateLimit'] {
   if (env.RATE_LIMIT === undefined || env.RATE_LIMIT === 'off') {
@@ -194,6 +235,18 @@ function portOf(env: NodeJS.ProcessEnv, name: string, fallback?: string): number
   return Number(text);
 }
 
+/** Where event sinks and OIDC issuers may be (runtime/access/outbound.ts). */
+function outboundPolicy(env: NodeJS.ProcessEnv): OutboundPolicy {
+  if (env.EVENTS_ALLOW_PRIVATE_SINKS !== undefined)
+    throw new ConfigError(
+      'EVENTS_ALLOW_PRIVATE_SINKS is replaced by OUTBOUND_ALLOW_PRIVATE (and OUTBOUND_ALLOW_LOOPBACK)',
+    );
+  return {
+    allowLoopback: onOff(env, 'OUTBOUND_ALLOW_LOOPBACK', 'off'),
+    allowPrivate: onOff(env, 'OUTBOUND_ALLOW_PRIVATE', 'off'),
+  };
+}
+
 export function readConfig(env: NodeJS.ProcessEnv = process.env): Config {
   const port = portOf(env, 'PORT', '8080')!;
   const grpcPort = portOf(env, 'GRPC_PORT');
@@ -223,14 +276,8 @@ export function readConfig(env: NodeJS.ProcessEnv = process.env): Config {
   if (headersTimeoutMs > requestTimeoutMs)
     throw new ConfigError('HEADERS_TIMEOUT must not be longer than REQUEST_TIMEOUT');
   const keepAliveTimeoutMs = seconds(env, 'KEEP_ALIVE_TIMEOUT', 5);
-  if (env.EVENTS_ALLOW_PRIVATE_SINKS !== undefined)
-    throw new ConfigError(
-      'EVENTS_ALLOW_PRIVATE_SINKS is replaced by OUTBOUND_ALLOW_PRIVATE (and OUTBOUND_ALLOW_LOOPBACK)',
-    );
-  const outbound = {
-    allowLoopback: onOff(env, 'OUTBOUND_ALLOW_LOOPBACK', 'off'),
-    allowPrivate: onOff(env, 'OUTBOUND_ALLOW_PRIVATE', 'off'),
-  };
+  const outbound = outboundPolicy(env);
+  const proxies = env.TRUSTED_PROXIES?.trim();
   return {
     host,
     port,
@@ -244,6 +291,11 @@ export function readConfig(env: NodeJS.ProcessEnv = process.env): Config {
     requestTimeoutMs,
     headersTimeoutMs,
     keepAliveTimeoutMs,
+    maxConnections: wholeNumber(env, 'MAX_CONNECTIONS', 1000, 1, 1_000_000),
+    grpcLimits: grpcLimits(env),
+    shutdownGraceMs: seconds(env, 'SHUTDOWN_GRACE', 10),
+    ...(proxies ? { trustedProxies: trustedProxies(proxies) } : {}),
+    ...(env.SECRETS_KEY ? { secretsKeys: secretsKeys(env.SECRETS_KEY) } : {}),
     events: eventsConfig(env, outbound),
     eventLimits: eventLimits(env),
     metrics: metricsMode(env),
@@ -261,15 +313,17 @@ export function readConfig(env: NodeJS.ProcessEnv = process.env): Config {
 }
 
 /**
- * Creates the data directory if need be and proves it writable by writing into it (as root, permission bits
- * say nothing), so that a bad DATA_DIR stops a command with one line instead of failing deep inside.
+ * Creates the data directory if need be (0700, its files 0600: runtime/operate/data-dir.ts) and proves it writable
+ * by writing into it (as root, permission bits say nothing), so that a bad DATA_DIR stops a command with one line
+ * instead of failing deep inside. Answers a warning for a directory others may enter.
  */
-export function ensureDataDir(config: Config): void {
+export function ensureDataDir(config: Config): string | undefined {
   const probe = join(config.dataDir, `.writable-${process.pid}`);
   try {
-    mkdirSync(config.dataDir, { recursive: true });
+    const warning = protectDataDir(config.dataDir);
     writeFileSync(probe, '');
     rmSync(probe);
+    return warning;
   } catch (e) {
     throw new ConfigError(
       `DATA_DIR=${config.dataDir} is not writable: ${(e as Error).message}; set DATA_DIR to a writable directory`,

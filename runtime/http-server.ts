@@ -15,6 +15,8 @@ export interface ListenOptions {
   headersTimeoutMs: number;
   /** an idle keep-alive connection is closed after this many ms */
   keepAliveTimeoutMs: number;
+  /** connections open at once, h2c ones handed to gRPC included (they stay this server's); beyond, closed */
+  maxConnections: number;
   /** the error domain of these answers */
   errorDomain: string;
 }
@@ -55,6 +57,24 @@ function writeRaw(socket: Duplex, e: ApiError, errorDomain: string): void {
   );
 }
 
+/**
+ * Stops taking connections and waits for those open to finish their requests; after graceMs the rest are cut,
+ * `open` too: the connections the port handed elsewhere (h2c to gRPC) or has not yet handed to anyone.
+ */
+export function closeWithin(server: Server, graceMs: number, open: Set<Duplex>): Promise<void> {
+  return new Promise<void>((resolve) => {
+    const grace = setTimeout(() => {
+      server.closeAllConnections();
+      for (const socket of open) socket.destroy();
+    }, graceMs);
+    server.close(() => {
+      clearTimeout(grace);
+      resolve();
+    });
+    server.closeIdleConnections();
+  });
+}
+
 export async function listen(app: RequestListener, o: ListenOptions): Promise<Server> {
   const server = createServer(
     {
@@ -68,6 +88,7 @@ export async function listen(app: RequestListener, o: ListenOptions): Promise<Se
     app,
   );
   server.keepAliveTimeout = o.keepAliveTimeoutMs;
+  server.maxConnections = o.maxConnections;
   server.on('clientError', (error: NodeJS.ErrnoException, socket: Duplex) =>
     answerClientError(error, socket, o.errorDomain),
   );

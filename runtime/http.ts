@@ -13,6 +13,7 @@ import type { ApiModel } from './model.js';
 import type { Metrics } from './metrics.js';
 import { rateLimited, type RateLimit } from './rate-limit.js';
 import { cors } from './cors.js';
+import { callerAddress, type TrustedProxies } from './operate/caller-address.js';
 
 /** One table of routes; every table takes part in the one set of routing rules (404, 405 with Allow). */
 export interface RouteTable {
@@ -40,6 +41,8 @@ export interface AppOptions {
   maxBodyBytes?: number;
   /** requests per second per caller */
   rateLimit?: RateLimit;
+  /** the proxies whose X-Forwarded-For names an anonymous caller's address */
+  trustedProxies?: TrustedProxies;
 }
 
 /** The methods any table serves at this path (HEAD goes with GET). */
@@ -156,12 +159,31 @@ function answer(log: AppOptions['log'], errorDomain: (path: string) => string): 
 }
 
 /** Takes a request from the caller's bucket: the identity when known, else the address it comes from. */
-function limit(rateLimit: RateLimit, ctx: HttpContext): void {
+function limit(rateLimit: RateLimit, ctx: HttpContext, proxies: TrustedProxies | undefined): void {
   if (probePaths.has(ctx.path)) return;
   const subject = ctx.state.principal?.subject;
-  const wait = rateLimit.take(subject ? `identity ${subject}` : `address ${ctx.ip}`);
-  if (wait === 0) return;
-  throw rateLimited(subject ? `identity ${subject}` : `address ${ctx.ip}`, rateLimit.perSecond, wait);
+  const who = subject ? `identity ${subject}` : `address ${addressOf(ctx, proxies)}`;
+  const wait = rateLimit.take(who);
+  if (wait > 0) throw rateLimited(who, rateLimit.perSecond, wait);
+}
+
+function addressOf(ctx: HttpContext, proxies: TrustedProxies | undefined): string {
+  return callerAddress(ctx.ip, ctx.get('x-forwarded-for') || undefined, proxies);
+}
+
+/**
+ * A refused token costs its caller's address a request: forging or replaying tokens is limited as any anonymous
+ * calling is, and past the limit the answer is 429, not another verdict on a token.
+ */
+function refusedToken(rateLimit: RateLimit | undefined, ctx: HttpContext, proxies: TrustedProxies | undefined) {
+  return (e: unknown): never => {
+    if (rateLimit && e instanceof ApiError && e.codeName === 'UNAUTHENTICATED') {
+      const who = `address ${addressOf(ctx, proxies)}`;
+      const wait = rateLimit.take(who);
+      if (wait > 0) throw rateLimited(who, rateLimit.perSecond, wait);
+    }
+    throw e;
+  };
 }
 
 /**
@@ -187,11 +209,40 @@ function fault(
   }
 }
 
+/**
+ * Authenticate: presented credentials must be good on every route, whether or not it needs a capability, so a
+ * refused token is refused the same way everywhere. Whether a caller is needed at all is the route's business.
+ */
+function authentication(o: AppOptions): Middleware {
+  const { authenticate } = o;
+  const authenticated = (ctx: HttpContext, next: Next, principal: Principal) => {
+    ctx.state.principal = principal;
+    if (o.rateLimit) limit(o.rateLimit, ctx, o.trustedProxies);
+    return next();
+  };
+  return (ctx, next) => {
+    const header = ctx.get('authorization');
+    if (!header) return authenticated(ctx, next, {});
+    const refused = refusedToken(o.rateLimit, ctx, o.trustedProxies);
+    const m = /^Bearer +([^\s]+) *$/i.exec(header);
+    if (!m) return refused(unauthenticated('the Authorization header must be "Bearer <token>"'));
+    let principal: Principal | Promise<Principal>;
+    try {
+      principal = authenticate(m[1]);
+    } catch (e) {
+      return refused(e);
+    }
+    return principal instanceof Promise
+      ? principal.then((p) => authenticated(ctx, next, p), refused)
+      : authenticated(ctx, next, principal);
+  };
+}
+
 /** What answers each request: the middleware below in order, then the answer written. */
 export type RequestListener = (req: IncomingMessage, res: ServerResponse) => void;
 
 export function createApp(o: AppOptions): RequestListener {
-  const { model, openapi, issuer, authenticate, publicRoutes, routes } = o;
+  const { model, openapi, issuer, publicRoutes, routes } = o;
   const log = o.log ?? (() => {});
   const steps: Middleware[] = [];
   const app = { use: (step: Middleware) => steps.push(step) };
@@ -235,7 +286,7 @@ export function createApp(o: AppOptions): RequestListener {
     for (const t of before) {
       if (t.serves && !t.serves(ctx.path)) continue;
       // Who calls these is not known yet: an anonymous caller's bucket, by address.
-      if (o.rateLimit && !limited) limit(o.rateLimit, ctx);
+      if (o.rateLimit && !limited) limit(o.rateLimit, ctx, o.trustedProxies);
       limited = true;
       const answered = t.router.dispatch(ctx);
       if (answered) return answered;
@@ -248,23 +299,7 @@ export function createApp(o: AppOptions): RequestListener {
     return next();
   });
 
-  // Authenticate: presented credentials must be good on every route, whether or not it needs a capability, so
-  // a refused token is refused the same way everywhere. Whether a caller is needed at all is the route's business.
-  const authenticated = (ctx: HttpContext, next: Next, principal: Principal) => {
-    ctx.state.principal = principal;
-    if (o.rateLimit) limit(o.rateLimit, ctx);
-    return next();
-  };
-  app.use((ctx, next) => {
-    const header = ctx.get('authorization');
-    if (!header) return authenticated(ctx, next, {});
-    const m = /^Bearer +([^\s]+) *$/i.exec(header);
-    if (!m) throw unauthenticated('the Authorization header must be "Bearer <token>"');
-    const principal = authenticate(m[1]);
-    return principal instanceof Promise
-      ? principal.then((p) => authenticated(ctx, next, p))
-      : authenticated(ctx, next, principal);
-  });
+  app.use(authentication(o));
 
   for (const t of routes) app.use(dispatch(t));
 

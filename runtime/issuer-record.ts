@@ -15,7 +15,7 @@ const fileOf = (dataDir: string) => join(dataDir, 'issuer.json');
 export function recordIssuer(dataDir: string, record: IssuerRecord): void {
   const file = fileOf(dataDir);
   const tmp = `${file}.${process.pid}.tmp`;
-  writeFileSync(tmp, `${JSON.stringify(record, null, 2)}\n`);
+  writeFileSync(tmp, `${JSON.stringify(record, null, 2)}\n`, { mode: 0o600 });
   renameSync(tmp, file);
 }
 

@@ -10,6 +10,8 @@ export interface FieldModel {
   required?: boolean;
   outputOnly?: boolean;
   inputOnly?: boolean;
+  /** a credential given on input: stored sealed with the secrets key (runtime/access/secret-seal.ts) */
+  secret?: boolean;
   immutable?: boolean;
   /** shown by the create response alone */
   createOnly?: boolean;

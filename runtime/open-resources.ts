@@ -1,12 +1,14 @@
 // Opens the data of a data directory: the store and the Resources over it, without the HTTP application, so the
 // operator tools (import, token) and the server open it the same way.
 import { randomBytes } from 'node:crypto';
-import { existsSync, mkdirSync, readFileSync, writeFileSync } from 'node:fs';
+import { existsSync, readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { pathToFileURL } from 'node:url';
 import type { EntitySchema } from '@mikro-orm/core';
 import type { Config } from './config.js';
 import type { ApiModel } from './model.js';
+import { SecretSeal } from './access/secret-seal.js';
+import { protectDataDir } from './operate/data-dir.js';
 import { PageToken } from './page-token.js';
 import { Resources } from './resources.js';
 import { openStore, type StatementObserver, type Store } from './store.js';
@@ -50,8 +52,9 @@ export async function openResources(
   parts: DataParts,
   observe?: StatementObserver,
 ): Promise<{ store: Store; resources: Resources }> {
-  mkdirSync(config.dataDir, { recursive: true });
+  protectDataDir(config.dataDir);
   const store = await openStore(config.database, parts.entities, parts.model.schemaVersion, observe, config.reads);
   const pageTokens = new PageToken(pageTokenSecret(config.dataDir));
-  return { store, resources: new Resources(store, parts.model, pageTokens, config.v1ListMax) };
+  const secrets = SecretSeal.open(config.dataDir, config.secretsKeys);
+  return { store, resources: new Resources(store, parts.model, pageTokens, secrets, config.v1ListMax) };
 }

@@ -38,6 +38,7 @@ import { compileAnswerShape } from './answer-shape.js';
 import { answerJsonSql } from './answer-json.js';
 import { ancestorsOf, descendantRange, isUidPath, newChildUid, newUid, within } from './uid.js';
 import { scopeTotal, type ListScope } from './total-count.js';
+import { holdsSecret, type SecretSeal } from './access/secret-seal.js';
 
 /** The most records a list without paging answers, unless configured (V1_LIST_MAX). */
 export const defaultWholeListMax = 5000;
@@ -189,10 +190,38 @@ export class Resources {
     private readonly store: Store,
     readonly model: ApiModel,
     readonly pageTokens: PageToken,
+    /** seals credential fields before they are stored */
+    readonly secrets: SecretSeal,
     private readonly wholeListMax = defaultWholeListMax,
   ) {
     this.managed = new Set(model.roles.map((r) => r.uid));
     store.accessChanges?.subscribe(() => this.accessVersion++);
+  }
+
+  /**
+   * Seals the credentials a database from before sealing holds in plain text: run at each start, a row at a
+   * time in its own write (values already sealed are left alone, so a second run changes nothing).
+   */
+  async sealStoredSecrets(): Promise<number> {
+    let sealed = 0;
+    for (const r of Object.values(this.model.resources)) {
+      const holders = Object.fromEntries(Object.entries(r.fields).filter(([, f]) => holdsSecret(f)));
+      if (Object.keys(holders).length === 0) continue;
+      const table = this.table(r.type);
+      const batch = 500;
+      for (let offset = 0; ; offset += batch) {
+        const rows = await table.find(everything(), [{ property: 'uid', desc: false }], batch, offset);
+        for (const row of rows) {
+          const stored = Object.fromEntries(Object.keys(holders).map((k) => [k, row[k]]));
+          const changes = this.secrets.sealFields(stored, holders, true);
+          if (JSON.stringify(changes) === JSON.stringify(stored)) continue;
+          await this.store.transaction((sql) => table.update(sql, row.uid as string, changes));
+          sealed++;
+        }
+        if (rows.length < batch) break;
+      }
+    }
+    return sealed;
   }
 
   /** One entity's table, for statements of our own (hand-written handlers use it too). */
@@ -508,7 +537,7 @@ export class Resources {
     const uid = await this.newUid(sql, r, parent);
     const time = now();
     let data: Row = {
-      ...withDefaults(inputObject(body, r.fields), r.fields, time),
+      ...withDefaults(this.secrets.sealFields(inputObject(body, r.fields), r.fields), r.fields, time),
       uid,
       parentUid: parent ?? null,
       createTime: time,
@@ -603,7 +632,7 @@ export class Resources {
       this.refuseManaged(r, uid);
       const given = typeof body === 'function' ? body(toResource(row, r)) : body;
       const mask = parseFieldMask(rawMask, given, r.fields);
-      const input = inputObject(given, r.fields);
+      const input = this.secrets.sealFields(inputObject(given, r.fields), r.fields);
       const current = Object.fromEntries(
         Object.keys(r.fields)
           .map((k) => [k, row[k]])
@@ -677,7 +706,7 @@ export class Resources {
       const row = await this.find(r, uid, sql, true);
       const next = applyFieldMask(
         (row[`subresource_${name}`] ?? {}) as Row,
-        inputObject(body, s.fields),
+        this.secrets.sealFields(inputObject(body, s.fields), s.fields),
         mask,
         s.fields,
       );

@@ -3,7 +3,9 @@
 // a read-only connection, long reads on a worker thread (runtime/slow-reads.ts).
 import { MikroORM } from '@mikro-orm/better-sqlite';
 import type { EntitySchema } from '@mikro-orm/core';
+import { existsSync } from 'node:fs';
 import { sqlite } from './dialect.js';
+import { privateFile } from './operate/data-dir.js';
 import { ensureSchema, schemaStateEntity } from './schema-state.js';
 import { buildCounts } from './scope-counts.js';
 import { openSlowReads } from './slow-reads.js';
@@ -21,6 +23,10 @@ import {
 
 /** MikroORM on the file, the tables not yet compared with the model (npm run migrate reads them first). */
 export function openSqliteOrm(databaseFile: string, entities: EntitySchema[]): Promise<MikroORM> {
+  // SQLite creates a database 0644 and its WAL and shared memory files with the database's mode: made 0600 first,
+  // all three are this user's alone.
+  privateFile(databaseFile);
+  for (const file of [`${databaseFile}-wal`, `${databaseFile}-shm`]) if (existsSync(file)) privateFile(file);
   return MikroORM.init({
     dbName: databaseFile,
     entities: [...storedEntities(entities), schemaStateEntity as EntitySchema],

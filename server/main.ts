@@ -10,13 +10,14 @@ usage: npm start
 Serves the API until SIGTERM or SIGINT. Installs and generates first as needed. Takes no arguments; configured by
 the environment: PORT (8080; 0 picks a free port; HTTP and gRPC), GRPC_PORT (gRPC alone as well), HOST
 (127.0.0.1), DATA_DIR (./data), DATABASE_URL, ISSUER_URL, TOKEN_AUDIENCE, LOG (on|off), METRICS, CORS_ORIGINS,
-MAX_BODY_BYTES, RATE_LIMIT. See README.md,
-"Configuration".`,
+MAX_BODY_BYTES, RATE_LIMIT, TRUSTED_PROXIES, MAX_CONNECTIONS, SHUTDOWN_GRACE, GRPC_* (connection limits),
+SECRETS_KEY. See README.md, "Configuration".`,
 });
 
 try {
   const config = readConfig();
-  ensureDataDir(config);
+  const loose = ensureDataDir(config);
+  if (loose) console.error(`platform-api: warning: ${loose}`);
   // Loaded only now: --help and configuration errors answer without loading the generated server.
   const [{ startServer }, { generated }] = await Promise.all([import('./server.js'), import('./generated.js')]);
   performance.mark('modules');

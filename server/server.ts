@@ -12,7 +12,7 @@ import { Policy, type Principal } from '../runtime/authorization.js';
 import { ensureBootstrap } from '../runtime/bootstrap.js';
 import { defaultIssuer, type Config } from '../runtime/config.js';
 import { createApp, type RouteTable } from '../runtime/http.js';
-import { listen } from '../runtime/http-server.js';
+import { closeWithin, listen } from '../runtime/http-server.js';
 import {
   defaultGeneratedDir,
   loadDataParts,
@@ -159,6 +159,8 @@ export async function startServer(config: Config, generated?: GeneratedParts): P
   );
   if (metrics && store.writeQueueDepth) metrics.watchWriteQueue(store.writeQueueDepth);
   await ensureBootstrap(store, model, config.dataDir);
+  // A database from before credentials were sealed holds them in plain text: sealed now, before any request.
+  await resources.sealStoredSecrets();
   performance.mark('bootstrap');
   const policy = new Policy(resources);
   const validators = loadValidators(parts.dir);
@@ -203,6 +205,7 @@ export async function startServer(config: Config, generated?: GeneratedParts): P
     corsOrigins: config.corsOrigins,
     maxBodyBytes: config.maxBodyBytes,
     rateLimit,
+    trustedProxies: config.trustedProxies,
   });
   performance.mark('http app');
   const grpc = createGrpcServer({
@@ -212,11 +215,14 @@ export async function startServer(config: Config, generated?: GeneratedParts): P
     errorDomain: (domain) => `${domain}.${model.service}.dev`,
     log,
     maxMessageBytes: config.maxBodyBytes,
+    limits: config.grpcLimits,
+    requestTimeoutMs: config.requestTimeoutMs,
+    ...(config.trustedProxies ? { trustedProxies: config.trustedProxies } : {}),
     ...operatorHooks(metrics, rateLimit),
   });
   performance.mark('grpc');
   const server: Server = await listen(app, { ...config, errorDomain: `api.${model.service}.dev` });
-  shareConnections(server, (socket) => grpc.inject(socket), config.headersTimeoutMs);
+  const connections = shareConnections(server, (socket) => grpc.inject(socket), config.headersTimeoutMs);
   const grpcPort = config.grpcPort === undefined ? undefined : await grpc.listen(config.host, config.grpcPort);
   performance.mark('listen');
   const { port } = server.address() as AddressInfo;
@@ -237,13 +243,7 @@ export async function startServer(config: Config, generated?: GeneratedParts): P
     statementsKept: () => store.statementsKept(),
     close: async () => {
       await deliveries?.stop();
-      await Promise.all([
-        grpc.close(),
-        new Promise<void>((resolve) => {
-          server.close(() => resolve());
-          server.closeIdleConnections();
-        }),
-      ]);
+      await Promise.all([grpc.close(config.shutdownGraceMs), closeWithin(server, config.shutdownGraceMs, connections)]);
       await store.close();
     },
   };

@@ -2,7 +2,11 @@
 // references, terms, invites.
 import { test } from 'uvu';
 import * as assert from 'uvu/assert';
+import { SecretSeal } from '../runtime/access/secret-seal.js';
+import { readConfig } from '../runtime/config.js';
+import { startServer } from '../server/server.js';
 import { query } from './support/db.js';
+import { grpcClient } from './support/grpc-client.js';
 import { startTestServer, type TestServer } from './support/server.js';
 
 let s: TestServer;
@@ -132,7 +136,36 @@ test('identity providers: the client secret is never returned; the default role 
   assert.not.match(JSON.stringify((await s.call('GET', `/iam/v2/identityProviders/${idp.body.uid}`)).body), /s3cret/);
   assert.not.match(JSON.stringify((await s.call('GET', '/iam/v2/identityProviders')).body), /s3cret/);
   const stored = await query(s, 'select oidc from identity_providers where uid = ?', [idp.body.uid]);
-  assert.match(stored[0].oidc, /s3cret/, 'kept for the login flow');
+  // Kept for the login flow, sealed with the secrets key (DATA_DIR's key file here): never in plain text.
+  assert.not.match(stored[0].oidc, /s3cret/);
+  const sealed = JSON.parse(stored[0].oidc).clientSecret;
+  assert.match(sealed, /^sealed:v1:[0-9a-f]{8}:/);
+  const seal = SecretSeal.open(s.dataDir, undefined);
+  assert.is(seal.unseal(sealed, 'oidc.clientSecret'), 's3cret');
+  assert.throws(() => seal.unseal(sealed, 'oidc.clientId'), 'bound to its field');
+  // Changed, and answered, through every API: the secret is in no answer and in no event.
+  const changed = await s.call('PATCH', `/iam/v2/identityProviders/${idp.body.uid}`, {
+    oidc: { ...oidc, clientSecret: 's3cret-2' },
+  });
+  assert.is(changed.status, 200, JSON.stringify(changed.body));
+  const v1 = await s.call('GET', `/iam/v1/identityProviders?id=${idp.body.uid}`);
+  assert.is(v1.status, 200, JSON.stringify(v1.body));
+  assert.is(v1.body.items.length, 1);
+  const c = grpcClient(s.url, s.token);
+  const rpc = await c.call('iam.v2.IdentityProvidersService', 'GetIdentityProvider', { uid: idp.body.uid });
+  c.close();
+  assert.is(rpc.value?.oidc?.client_id, 'platform', JSON.stringify(rpc));
+  for (const answer of [changed.body, v1.body, rpc.value]) assert.not.match(JSON.stringify(answer), /s3cret/);
+  assert.not.match(JSON.stringify(await query(s, 'select * from event_outbox')), /s3cret/);
+  const restored = await query(s, 'select oidc from identity_providers where uid = ?', [idp.body.uid]);
+  assert.is(seal.unseal(JSON.parse(restored[0].oidc).clientSecret, 'oidc.clientSecret'), 's3cret-2');
+  // A database from before sealing (a plain value in the row): the next start seals it, in place.
+  await query(s, 'update identity_providers set oidc = ? where uid = ?', [JSON.stringify(oidc), idp.body.uid], true);
+  const next = await startServer(readConfig({ PORT: '0', HOST: '127.0.0.1', LOG: 'off', EVENTS: 'off', ...s.env }));
+  await next.close();
+  const resealed = await query(s, 'select oidc from identity_providers where uid = ?', [idp.body.uid]);
+  assert.not.match(resealed[0].oidc, /s3cret/);
+  assert.is(seal.unseal(JSON.parse(resealed[0].oidc).clientSecret, 'oidc.clientSecret'), 's3cret');
   const noRole = await s.call('POST', `/iam/v2/identityProviders/${org}`, {
     name: 'broken',
     defaultRole: 'f'.repeat(40),

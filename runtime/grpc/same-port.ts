@@ -15,12 +15,16 @@ export function connectionKind(head: Buffer): 'h2' | 'http' | 'undecided' {
 
 /**
  * Takes over the HTTP server's connections: each is read until its kind is known (within `timeoutMs`, else it is
- * closed), then handed to the HTTP/1.1 server or to `h2`.
+ * closed), then handed to the HTTP/1.1 server or to `h2`. Answers the connections open, of every kind and stage:
+ * what a shutdown cuts at the end of its grace (runtime/http-server.ts, closeWithin).
  */
-export function shareConnections(server: Server, h2: (socket: Socket) => void, timeoutMs: number): void {
+export function shareConnections(server: Server, h2: (socket: Socket) => void, timeoutMs: number): Set<Socket> {
   const http = server.listeners('connection') as ((socket: Socket) => void)[];
+  const open = new Set<Socket>();
   server.removeAllListeners('connection');
   server.on('connection', (socket: Socket) => {
+    open.add(socket);
+    socket.once('close', () => open.delete(socket));
     let head = Buffer.alloc(0);
     const timer = setTimeout(() => socket.destroy(), timeoutMs);
     const done = () => {
@@ -42,4 +46,5 @@ export function shareConnections(server: Server, h2: (socket: Socket) => void, t
     socket.on('readable', onReadable);
     socket.on('close', onClose);
   });
+  return open;
 }

@@ -13,6 +13,8 @@ import { decodeRequest, encodeResponse, jsonName } from './proto-json.js';
 import { loadProtoRoot, protoFiles } from './proto-root.js';
 import { statusDetails } from './status.js';
 import { rateLimited, type RateLimit } from '../rate-limit.js';
+import type { GrpcLimits } from '../config.js';
+import { callerAddress, type TrustedProxies } from '../operate/caller-address.js';
 
 export interface GrpcOptions {
   generatedDir: string;
@@ -28,11 +30,22 @@ export interface GrpcOptions {
   finished?(rpc: string, code: string, seconds: number): void;
   /** the same buckets as HTTP's: a caller is limited across both transports */
   rateLimit?: RateLimit;
+  /** the proxies whose x-forwarded-for names an anonymous caller's address */
+  trustedProxies?: TrustedProxies;
+  /** idle, age, keepalive, stream and memory limits of each connection */
+  limits: GrpcLimits;
+  /** an rpc's request must arrive whole (its stream half-closed) within this many ms, as HTTP's REQUEST_TIMEOUT */
+  requestTimeoutMs: number;
 }
 
-/** The caller's bucket: its identity when known, else the address it calls from (as over HTTP). */
-function limit(rateLimit: RateLimit, principal: Principal, peer: string): void {
-  const who = principal.subject ? `identity ${principal.subject}` : `address ${peer.replace(/:\d+$/, '')}`;
+/** The address a call comes from: its peer, or what a trusted proxy says (as over HTTP). */
+function addressOf(call: grpc.ServerUnaryCall<Buffer, Buffer>, proxies: TrustedProxies | undefined): string {
+  const forwarded = call.metadata.get('x-forwarded-for').map(String).join(',');
+  return callerAddress(call.getPeer().replace(/:\d+$/, ''), forwarded || undefined, proxies);
+}
+
+/** Takes a token from a bucket, or refuses the call with RESOURCE_EXHAUSTED. */
+function limit(rateLimit: RateLimit, who: string): void {
   const wait = rateLimit.take(who);
   if (wait > 0) throw rateLimited(who, rateLimit.perSecond, wait);
 }
@@ -42,7 +55,8 @@ export interface GrpcServer {
   inject(socket: Duplex): void;
   /** serves gRPC alone on a port of its own; answers the port bound */
   listen(host: string, port: number): Promise<number>;
-  close(): Promise<void>;
+  /** asks every connection to finish its rpcs and go away; those still open after graceMs are cut */
+  close(graceMs: number): Promise<void>;
 }
 
 const passThrough = (b: Buffer) => b;
@@ -82,19 +96,88 @@ async function principalOf(metadata: grpc.Metadata, authenticate: GrpcOptions['a
 }
 
 /**
+ * A request announced and never finished would hold its stream (and keep its connection from idling) until the
+ * connection's age: it gets the time an HTTP request gets, then INVALID_ARGUMENT, as HTTP's 408.
+ */
+function requestDeadline({ Metadata, ServerInterceptingCall }: typeof grpc, o: GrpcOptions): grpc.ServerInterceptor {
+  return (_method, call) => {
+    let timer: NodeJS.Timeout | undefined;
+    const late = () => {
+      const error = new ApiError('INVALID_ARGUMENT', 'Invalid argument: the request did not arrive in time');
+      const metadata = new Metadata();
+      metadata.set('grpc-status-details-bin', statusDetails(error, o.errorDomain('api')));
+      call.sendStatus({ code: error.code, details: error.message, metadata });
+    };
+    return new ServerInterceptingCall(call, {
+      start: (next) => {
+        timer = setTimeout(late, o.requestTimeoutMs);
+        next({
+          onReceiveHalfClose: (go) => {
+            clearTimeout(timer);
+            go();
+          },
+          onCancel: () => clearTimeout(timer),
+        });
+      },
+      sendStatus: (status, go) => {
+        clearTimeout(timer);
+        go(status);
+      },
+    });
+  };
+}
+
+/**
+ * Who calls, and the call counted against their bucket. The token exchange reads its bearer (another issuer's
+ * token) itself; every other rpc is authenticated by it, and a refused token costs the caller's address a call,
+ * as over HTTP: forging tokens is limited too.
+ */
+async function callerOf(
+  method: RpcMethod,
+  call: grpc.ServerUnaryCall<Buffer, Buffer>,
+  o: GrpcOptions,
+): Promise<{ principal: Principal; bearer?: string }> {
+  const { rateLimit } = o;
+  const address = () => `address ${addressOf(call, o.trustedProxies)}`;
+  const bearer = method.readsBearer ? bearerOf(call.metadata) : undefined;
+  if (method.readsBearer && bearer === undefined)
+    throw unauthenticated('present the upstream OIDC token as the authorization metadata "Bearer <token>"');
+  const principal = method.readsBearer
+    ? {}
+    : await principalOf(call.metadata, o.authenticate).catch((e: unknown) => {
+        if (rateLimit && e instanceof ApiError && e.codeName === 'UNAUTHENTICATED') limit(rateLimit, address());
+        throw e;
+      });
+  if (rateLimit) limit(rateLimit, principal.subject ? `identity ${principal.subject}` : address());
+  return { principal, bearer };
+}
+
+/**
  * The grpc-js server with every rpc and reflection, and the injector the HTTP port hands connections to. grpc-js,
  * proto-loader and reflection are loaded with it, not with the server (about 50 ms of a start).
  */
 async function setUp(o: GrpcOptions) {
-  const [{ Server, Metadata, ServerCredentials }, protoLoader, { ReflectionService }] = await Promise.all([
+  const [grpcJs, protoLoader, { ReflectionService }] = await Promise.all([
     import('@grpc/grpc-js'),
     import('@grpc/proto-loader'),
     import('@grpc/reflection'),
   ]);
+  const { Server, Metadata, ServerCredentials } = grpcJs;
   const root = loadProtoRoot(o.generatedDir);
+  const { limits } = o;
   const server = new Server({
     'grpc.max_receive_message_length': o.maxMessageBytes,
     'grpc.max_send_message_length': -1,
+    // grpc-js keeps a connection forever unless told: an idle one, a long-lived one, one that no longer answers.
+    'grpc.max_connection_idle_ms': limits.idleMs,
+    'grpc.max_connection_age_ms': limits.maxAgeMs,
+    'grpc.max_connection_age_grace_ms': limits.maxAgeGraceMs,
+    'grpc.keepalive_time_ms': limits.keepaliveMs,
+    'grpc.keepalive_timeout_ms': limits.keepaliveTimeoutMs,
+    'grpc.max_concurrent_streams': limits.maxStreams,
+    // grpc-js turns Node's session memory check off unless given this (its name is grpc-node's, not grpc's).
+    'grpc-node.max_session_memory': limits.sessionMemoryMb,
+    interceptors: [requestDeadline(grpcJs, o)],
   });
   type Definition = Record<string, grpc.MethodDefinition<Buffer, Buffer>>;
   const services = new Map<string, { definition: Definition; implementation: grpc.UntypedServiceImplementation }>();
@@ -116,13 +199,8 @@ async function setUp(o: GrpcOptions) {
       originalName: name,
     };
     const handle = async (call: grpc.ServerUnaryCall<Buffer, Buffer>, caller: Principal): Promise<Buffer> => {
-      // The token exchange reads its bearer (another issuer's token) itself; every other rpc is authenticated by it.
-      const bearer = method.readsBearer ? bearerOf(call.metadata) : undefined;
-      if (method.readsBearer && bearer === undefined)
-        throw unauthenticated('present the upstream OIDC token as the authorization metadata "Bearer <token>"');
-      const principal = method.readsBearer ? {} : await principalOf(call.metadata, o.authenticate);
+      const { principal, bearer } = await callerOf(method, call, o);
       caller.subject = principal.subject;
-      if (o.rateLimit) limit(o.rateLimit, principal, call.getPeer());
       const request: Row = decodeRequest(requestType, call.request);
       if (bodyType && typeof request.updateMask === 'string')
         request.updateMask = maskToJson(bodyType, request.updateMask);
@@ -176,17 +254,20 @@ export function createGrpcServer(o: GrpcOptions): GrpcServer {
   // indexing them for reflection take about 0.25 s, which a start need not wait for.
   let settingUp: ReturnType<typeof setUp> | undefined;
   const ready = () => (settingUp ??= setUp(o));
+  let closing = false;
   return {
     inject: (socket) => {
-      // Until the server takes the connection (its first bytes wait, read and put back by same-port.ts), a reset
-      // must not be an unhandled error.
-      const waiting = () => socket.destroy();
-      socket.on('error', waiting);
+      // A connection handed over once a shutdown began (it was still being told apart) is not served.
+      if (closing) return void socket.destroy();
+      // The HTTP server lets a peer half-close (allowHalfOpen): a connection whose peer has ended would stay open,
+      // its rpc waiting for a message that cannot come. HTTP/2 never half-closes, so its end is its last word.
+      if (socket.readableEnded) return void socket.destroy();
+      socket.once('end', () => socket.destroy());
+      // Until the server takes the connection (its first bytes wait, read and put back by same-port.ts), and
+      // after, a reset must not be an unhandled error.
+      socket.on('error', () => socket.destroy());
       ready().then(
-        ({ injector }) => {
-          socket.off('error', waiting);
-          injector.injectConnection(socket);
-        },
+        ({ injector }) => (closing ? socket.destroy() : injector.injectConnection(socket)),
         (e: unknown) => {
           // A set-up that fails (a .proto the generator got wrong) refuses connections, not the HTTP port.
           o.log({ level: 'error', grpc: 'set-up', error: e instanceof Error ? (e.stack ?? e.message) : String(e) });
@@ -202,11 +283,19 @@ export function createGrpcServer(o: GrpcOptions): GrpcServer {
         ),
       );
     },
-    close: async () => {
+    close: async (graceMs) => {
+      closing = true;
       const set = await settingUp?.catch(() => undefined);
       if (!set) return;
+      // GOAWAY to every connection; tryShutdown waits for their rpcs to finish, forceShutdown cuts them. The
+      // sockets under them are the HTTP port's to cut as well (runtime/http-server.ts, closeWithin).
+      let grace: NodeJS.Timeout | undefined;
+      const cut = new Promise<void>((resolve) => (grace = setTimeout(resolve, graceMs)));
+      set.injector.drain(graceMs);
       set.injector.destroy();
-      await new Promise<void>((resolve) => set.server.tryShutdown(() => resolve()));
+      await Promise.race([new Promise<void>((resolve) => set.server.tryShutdown(() => resolve())), cut]);
+      clearTimeout(grace);
+      set.server.forceShutdown();
     },
   };
 }

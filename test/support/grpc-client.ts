@@ -18,7 +18,14 @@ export interface GrpcReply {
 
 export interface GrpcTestClient {
   /** service: e.g. registry.v2.ReposService; token: '' sends none, one with a space is the whole header */
-  call(service: string, rpc: string, request: object, token?: string, options?: grpc.CallOptions): Promise<GrpcReply>;
+  call(
+    service: string,
+    rpc: string,
+    request: object,
+    token?: string,
+    options?: grpc.CallOptions,
+    headers?: Record<string, string>,
+  ): Promise<GrpcReply>;
   close(): void;
 }
 
@@ -54,8 +61,9 @@ export function grpcClient(
     return clients.get(service)!;
   };
   return {
-    call(service, rpc, request, token = defaultToken, options = {}) {
+    call(service, rpc, request, token = defaultToken, options = {}, headers = {}) {
       const metadata = new grpc.Metadata();
+      for (const [name, value] of Object.entries(headers)) metadata.set(name, value);
       if (token) metadata.set('authorization', token.includes(' ') ? token : `Bearer ${token}`);
       const client = clientOf(service);
       return new Promise((resolve) => {

@@ -33,12 +33,15 @@ export interface ServerProcess {
 
 /**
  * Starts the server as npm start does (from its build) and resolves once it prints its listening line. Loopback
- * sinks and issuers are allowed (the tests' own listen there) unless env says otherwise.
+ * sinks and issuers are allowed (the tests' own listen there) unless env says otherwise. With `fdLimit` it runs
+ * under that descriptor limit (ulimit -n), the node process itself being the child.
  */
-export function spawnServer(env: Record<string, string>): Promise<ServerProcess> {
-  const child = spawn(process.execPath, ['scripts/start.mjs'], {
-    env: { ...process.env, LOG: 'off', OUTBOUND_ALLOW_LOOPBACK: 'on', ...env },
-  });
+export function spawnServer(env: Record<string, string>, fdLimit?: number): Promise<ServerProcess> {
+  const options = { env: { ...process.env, LOG: 'off', OUTBOUND_ALLOW_LOOPBACK: 'on', ...env } };
+  const child =
+    fdLimit === undefined
+      ? spawn(process.execPath, ['scripts/start.mjs'], options)
+      : spawn('bash', ['-c', `ulimit -n ${fdLimit} && exec "$0" scripts/start.mjs`, process.execPath], options);
   let out = '';
   return new Promise((resolve, reject) => {
     const timer = setTimeout(() => reject(new Error(`the server did not start: ${out}`)), 20000);
