@@ -91,18 +91,24 @@ function grantFields(r: ResourceModel): GrantFields {
   return fields;
 }
 
-/** Cached grants are dropped when accessVersion moves (an identity, binding, role or group was written). */
+/** Cached grants are dropped when accessVersion moves (a grant changed here, or another process said so). */
 const maxCachedSubjects = 10_000;
+
+/** How long grants are used from the cache at most when no change is heard: a notification lost costs no more. */
+export const defaultGrantsTtlMs = 30_000;
 
 /** A check run inside a write's transaction, on the record as it will be stored (and as it was, for an update). */
 export type WriteGuard = (sql: Sql, next: Row, current?: Row) => Promise<void>;
 
 export class Policy {
-  private readonly cache = new Map<string, Grants | null>();
+  private readonly cache = new Map<string, { grants: Grants | null; until: number }>();
   private cachedVersion = -1;
   private readonly model: ApiModel;
 
-  constructor(private readonly resources: Resources) {
+  constructor(
+    private readonly resources: Resources,
+    private readonly grantsTtlMs = defaultGrantsTtlMs,
+  ) {
     this.model = resources.model;
   }
 
@@ -117,10 +123,11 @@ export class Policy {
       this.cachedVersion = version;
     }
     const cached = this.cache.get(subject);
-    if (cached !== undefined) return cached;
+    const time = Date.now();
+    if (cached !== undefined && cached.until > time) return cached.grants;
     return this.loadGrants(subject).then((grants) => {
       // Only keep what was read at the current version: a write during the read makes it stale.
-      if (this.resources.accessVersion === version) this.cache.set(subject, grants);
+      if (this.resources.accessVersion === version) this.cache.set(subject, { grants, until: time + this.grantsTtlMs });
       return grants;
     });
   }

@@ -36,6 +36,8 @@ export interface Config {
   rateLimit?: { perSecond: number; burst: number };
   /** whose verified emails name an organization by their domain (groups:lookupGroup) */
   emailDomains: EmailDomainPolicy;
+  /** how long an identity's grants are used from the cache at most, when no change is heard */
+  grantsCacheMs: number;
 }
 
 export class ConfigError extends Error {}
@@ -221,6 +223,7 @@ export function readConfig(env: NodeJS.ProcessEnv = process.env): Config {
     maxBodyBytes: wholeNumber(env, 'MAX_BODY_BYTES', 1024 * 1024, 1024, 1024 * 1024 * 1024),
     rateLimit: rateLimit(env),
     emailDomains: emailDomains(env),
+    grantsCacheMs: seconds(env, 'GRANTS_CACHE_SECONDS', 30),
   };
 }
 

@@ -18,6 +18,7 @@ import {
 import { groupOf, outboxEntity, outboxRow, type NewEvent, type OutboxEvent } from './outbox.js';
 import type { WriteGuard } from './authorization.js';
 import { Writes, type DeclaredEvent } from './writes.js';
+import { changesGrants, type WriteKind } from './access/grant-changes.js';
 import { together, type Sql } from './sql.js';
 import {
   and,
@@ -175,7 +176,10 @@ export class Resources {
   /** Records the spec declares (built-in roles): listed and read, never changed through the API. */
   private readonly managed: Set<string>;
   private readonly tables = new Map<string, Table>();
-  /** Bumped by every committed write that can change who may do what (bindings, roles, groups). */
+  /**
+   * Bumped by every committed write that can change who may do what (runtime/access/grant-changes.ts), here or
+   * in another process, and when notifications from other processes may have been missed.
+   */
   accessVersion = 0;
 
   constructor(
@@ -216,9 +220,9 @@ export class Resources {
     };
   }
 
-  /** Notes a committed write to r, for caches of access decisions. */
-  noteWrite(r: ResourceModel): void {
-    if (['roleBindings', 'roles', 'identities'].includes(r.collection) || r.children.includes('roleBindings')) {
+  /** Notes a committed write to r (an update's: of these fields), for caches of access decisions. */
+  noteWrite(r: ResourceModel, kind: WriteKind, fields?: Iterable<string>): void {
+    if (changesGrants(r, kind, fields)) {
       this.accessVersion++;
       this.store.accessChanges?.announce();
     }
@@ -228,7 +232,7 @@ export class Resources {
   async write<T>(declared: DeclaredEvent, fn: (writes: Writes) => Promise<T>): Promise<T> {
     let writes: Writes | undefined;
     const result = await this.store.transaction((sql) => fn((writes = new Writes(sql, this, declared))));
-    for (const r of writes!.written) this.noteWrite(r);
+    for (const { r, kind, fields } of writes!.written) this.noteWrite(r, kind, fields);
     return result;
   }
 
@@ -457,7 +461,7 @@ export class Resources {
     if (parent !== undefined) checkUid(parent, 'parent');
     const result = await this.store.transaction((sql) => this.createIn(sql, r, parent, body, options));
     // A new organization binds its creator: that is an access change too.
-    this.noteWrite(r.creatorRole && parent === undefined ? this.model.resources.roleBindings : r);
+    this.noteWrite(r.creatorRole && parent === undefined ? this.model.resources.roleBindings : r, 'create');
     return result;
   }
 
@@ -472,7 +476,7 @@ export class Resources {
       for (const body of bodies) made.push(await this.createIn(sql, r, parent, body, options));
       return made;
     });
-    this.noteWrite(r);
+    this.noteWrite(r, 'create');
     return result;
   }
 
@@ -579,6 +583,7 @@ export class Resources {
     options: WriteOptions = {},
   ): Promise<Row> {
     const { actor, guard } = options;
+    let changed: string[] = [];
     const result = await this.store.transaction(async (sql) => {
       const row = await this.find(r, uid, sql);
       this.refuseManaged(r, uid);
@@ -595,6 +600,7 @@ export class Resources {
       this.checkExclusive(r, next);
       await this.checkReferences(sql, r, { ...next, uid });
       const changes = changedColumns(r, row, next);
+      changed = Object.keys(changes);
       await guard?.(sql, { ...row, ...changes }, row);
       const updated = toResource({ ...row, ...changes }, r);
       await together([
@@ -603,7 +609,7 @@ export class Resources {
       ]);
       return updated;
     });
-    this.noteWrite(r);
+    this.noteWrite(r, 'update', changed);
     return result;
   }
 
@@ -614,7 +620,7 @@ export class Resources {
       await this.deleteWithChildren(sql, r, uid);
       await this.event(sql, r, operationOf(r, 'delete')?.event, uid, { uid }, actor);
     });
-    this.noteWrite(r);
+    this.noteWrite(r, 'delete');
   }
 
   /**
@@ -634,7 +640,7 @@ export class Resources {
       }
       return gone;
     });
-    this.noteWrite(r);
+    this.noteWrite(r, 'delete');
     return deleted;
   }
 

@@ -147,7 +147,8 @@ export async function startServer(config: Config, generated?: GeneratedParts): P
   if (metrics && store.writeQueueDepth) metrics.watchWriteQueue(store.writeQueueDepth);
   await ensureBootstrap(store, model, config.dataDir);
   performance.mark('bootstrap');
-  const policy = new Policy(resources);
+  const policy = new Policy(resources, config.grantsCacheMs);
+  if (metrics) metrics.watchAccessChanges(() => resources.accessVersion);
   const validators = loadValidators(parts.dir);
   const operations = new Operations(model, resources, policy, validators, config.emailDomains);
   const v2 = parts.createRouter(createRouteOperations(operations), handlers, new Router());
