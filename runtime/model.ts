@@ -15,6 +15,8 @@ export interface FieldModel {
   createOnly?: boolean;
   /** an output-only timestamp set to the record's create time */
   setOnCreate?: boolean;
+  /** an output-only string set to the uid of the identity that creates the record */
+  setToCreator?: boolean;
   pattern?: string;
   minLength?: number;
   maxLength?: number;

@@ -318,6 +318,12 @@ export class Resources {
           },
         ]);
       }
+      // A grant's scope lies in this record's group: said before the lookup too, so another tenant's group is
+      // refused as one that does not exist is not.
+      if (f.grantScope && group !== null && !within(uid, group))
+        throw invalidArgument([
+          { field: name, description: `${name} must be the uid of ${group} or of a group below it` },
+        ]);
       if (!(await this.table(target.type).get(uid, sql))) throw missing();
     }
   }
@@ -499,6 +505,7 @@ export class Resources {
       createTime: time,
       updateTime: time,
     };
+    for (const [name, f] of Object.entries(r.fields)) if (f.setToCreator) data[name] = actor ?? null;
     let reveal: Row = {};
     if (prepare) ({ record: data, reveal = {} } = await prepare(data));
     this.checkExclusive(r, data);
