@@ -4,6 +4,7 @@
 // transaction-scoped advisory lock: writes are serialized across instances, as SQLite serializes them, so every
 // read-check-write in the runtime (an upsert's key, a parent that must exist, per-scope counts) stays exact
 // without serializable retries; reads never wait for it.
+import { randomUUID } from 'node:crypto';
 import type { EntitySchema } from '@mikro-orm/core';
 import { MikroORM } from '@mikro-orm/postgresql';
 import pg from 'pg';
@@ -158,7 +159,8 @@ export async function openPostgresStore(url: string, entities: EntitySchema[], s
     schemaChanged: async () => (await schemaFingerprint(read)) !== started,
     writeQueueDepth: () => waiting,
     accessChanges: {
-      announce: () => void pool.query(`select pg_notify('${accessChannel}', '')`).catch(() => undefined),
+      announce: () =>
+        void pool.query(`select pg_notify('${accessChannel}', $1)`, [access.instance]).catch(() => undefined),
       subscribe: (heard) => access.heard.add(heard),
     },
     close: async () => {
@@ -197,6 +199,9 @@ const listenerRetryMs = 1_000;
 async function listenForAccessChanges(url: string) {
   const heard = new Set<() => void>();
   const tell = () => heard.forEach((f) => f());
+  // Each process names itself in its notifications: its own changes it has already heard, at the commit.
+  const instance = randomUUID();
+  const notified = (n: pg.Notification) => n.payload !== instance && tell();
   let client: pg.Client | undefined;
   let probe: NodeJS.Timeout | undefined;
   let closed = false;
@@ -224,7 +229,7 @@ async function listenForAccessChanges(url: string) {
       keepAliveInitialDelayMillis: listenerProbeMs,
       application_name: accessListenerName,
     });
-    c.on('notification', tell);
+    c.on('notification', notified);
     c.on('error', () => lost(c));
     c.on('end', () => lost(c));
     try {
@@ -250,6 +255,7 @@ async function listenForAccessChanges(url: string) {
   await connect();
   return {
     heard,
+    instance,
     close: async () => {
       closed = true;
       clearInterval(probe);
