@@ -12,8 +12,8 @@ import type {
   LookupIdentityRequest,
   LookupIdentityResponse,
 } from '../generated/routes.js';
-import type { RoleBindingResource } from '../generated/types.js';
-import { and, equal, matching, oneOf, type Property } from '../runtime/condition.js';
+import type { IdentityRecord, RoleBindingResource } from '../generated/types.js';
+import { and, equal, isNull, matching, oneOf, or, type Condition, type Property } from '../runtime/condition.js';
 import { sameEmail, trustedEmail } from '../runtime/email-domain.js';
 import { failedPrecondition, invalidArgument, notFound, permissionDenied } from '../runtime/errors.js';
 import { groupAccess } from './group-access.js';
@@ -178,16 +178,22 @@ export const iam: Omit<IamHandlers, 'register'> = {
     };
   },
 
-  /** The identity whose claimMatch names exactly this issuer and subject. */
+  /**
+   * The identity whose claimMatch names exactly this issuer and subject: a root identity, or one in a group where
+   * the caller may list identities (context.visible); another tenant's is not found, as one that does not exist.
+   */
   async lookupIdentity(request: LookupIdentityRequest, context): Promise<LookupIdentityResponse> {
     const identities = context.model.resources.identities;
-    const [found] = await context.resources
-      .tableOf('identities')
-      .find(
-        and(equal('claimMatch.issuer', request.issuer), equal('claimMatch.subject', request.subject)),
-        byUidOrder,
-        1,
-      );
+    const [found] = await context.resources.tableOf('identities').find(
+      and(
+        equal('claimMatch.issuer', request.issuer),
+        equal('claimMatch.subject', request.subject),
+        // The visibility conditions are of identities: this endpoint lists them (spec).
+        or(isNull('parentUid'), and(...(context.visible as Condition<IdentityRecord>[]))),
+      ),
+      byUidOrder,
+      1,
+    );
     if (!found) throw notFound(identities.type, `${request.issuer} ${request.subject}`);
     return { uid: found.uid };
   },

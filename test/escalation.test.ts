@@ -506,6 +506,24 @@ test("a tenant cannot bind another's root identity, nor read it: refused as an u
     grpc.close();
   }
   answers.push((await s.call('GET', `/iam/v2/roleBindings?uidp.descendants_of=${t.org}`, undefined, t.headers)).body);
+  // Looking up an identity of another tenant's group by its issuer and subject finds nothing; a root one, its uid.
+  const robot = ok(
+    await s.call('POST', `/iam/v2/identities/${team}`, {
+      name: 'robot',
+      claimMatch: { issuer: 'https://ci.example', subject: 'repo:team/app' },
+    }),
+    'a robot of the team',
+  ).uid;
+  const lookup = (issuer: string, subject: string, headers?: Record<string, string>) =>
+    s.call('GET', `/iam/v2/identities:lookupIdentity?issuer=${issuer}&subject=${subject}`, undefined, headers);
+  assert.equal(ok(await lookup('https://ci.example', 'repo:team/app'), 'its owner finds it'), { uid: robot });
+  const hidden = await lookup('https://ci.example', 'repo:team/app', t.headers);
+  const none = await lookup('https://ci.example', 'repo:nobody', t.headers);
+  expectCode(hidden, 404, 5, 'another tenant looks it up');
+  assert.is(hidden.body.message.replace('repo:team/app', 'X'), none.body.message.replace('repo:nobody', 'X'));
+  answers.push(hidden.body);
+  const person = await lookup('https://foreign-issuer.example', 'foreign-subject', t.headers);
+  assert.equal(ok(person, 'a root identity: the uid a person has, as the reference answers'), { uid: foreign });
   const seen = JSON.stringify(answers);
   for (const secret of ['foreign person', 'secret description', 'foreign-issuer', 'foreign-subject'])
     assert.not.ok(seen.includes(secret), `nothing of the foreign identity is told: ${secret}`);
