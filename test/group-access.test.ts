@@ -330,12 +330,16 @@ test('an invite made for an email binds only an identity with that verified emai
   });
   assert.is(made.status, 200, JSON.stringify(made.body));
   const accept = (token: string) => s.call('POST', '/iam/v2/groupInvites:accept', { code: made.body.code }, as(token));
+  const invalidations = async () =>
+    Number(/^grants_cache_invalidations_total (\d+)$/m.exec((await s.call('GET', '/metrics')).body)![1]);
+  const before = await invalidations();
   const refusals = [
     ['no verified email', await userWith(trusted, 'Invitee@example.com', false)],
     ['another address', await userWith(trusted, 'someone@example.com')],
     ['another local part case', await userWith(trusted, 'invitee@example.com')],
     ['the address from an issuer not trusted', await userWith(untrusted, 'Invitee@example.com')],
   ] as const;
+  assert.is(await invalidations(), before, 'new identities and their token exchanges leave the grants caches alone');
   for (const [what, token] of refusals) {
     const r = await accept(token);
     assert.is(r.status, 403, `${what}: ${JSON.stringify(r.body)}`);
@@ -348,6 +352,7 @@ test('an invite made for an email binds only an identity with that verified emai
   const accepted = await accept(await userWith(trusted, 'Invitee@example.COM'));
   assert.is(accepted.status, 200, JSON.stringify(accepted.body));
   assert.is(accepted.body.group, org);
+  assert.is(await invalidations(), before + 1, 'the binding it made empties them');
 });
 
 test.run();
