@@ -561,6 +561,8 @@ function checkFields(r: RawResource, at: string, problems: string[]): void {
     if (name in standardFields) problems.push(`${at}/fields/${name}: is a standard field, declared by the server`);
     if (f.setOnCreate && (f.type !== 'timestamp' || !f.outputOnly || f.repeated))
       problems.push(`${at}/fields/${name}/setOnCreate: only for an output-only timestamp`);
+    if (f.setToCreator && (f.type !== 'string' || !f.outputOnly || f.repeated))
+      problems.push(`${at}/fields/${name}/setToCreator: only for an output-only string`);
   }
   checkNamedFields(r, at, problems);
   if (r.uid === 'parent' && r.parentOptional) problems.push(`${at}/uid: "parent" cannot combine with parentOptional`);

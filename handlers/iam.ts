@@ -12,9 +12,10 @@ import type {
   LookupIdentityRequest,
   LookupIdentityResponse,
 } from '../generated/routes.js';
-import type { RoleBindingResource } from '../generated/types.js';
-import { and, equal, matching, oneOf, type Property } from '../runtime/condition.js';
-import { failedPrecondition, invalidArgument, notFound } from '../runtime/errors.js';
+import type { IdentityRecord, RoleBindingResource } from '../generated/types.js';
+import { and, equal, isNull, matching, oneOf, or, type Condition, type Property } from '../runtime/condition.js';
+import { sameEmail, trustedEmail } from '../runtime/email-domain.js';
+import { failedPrecondition, invalidArgument, notFound, permissionDenied } from '../runtime/errors.js';
 import { groupAccess } from './group-access.js';
 import { identityMetadata } from './identity-metadata.js';
 import { parseListRequest } from '../runtime/list-request.js';
@@ -70,7 +71,9 @@ export const iam: Omit<IamHandlers, 'register'> = {
 
   /**
    * Redeems an invite code: the caller is bound to the invite's role in its group (the binding is the event the
-   * call declares); a single-use invite goes.
+   * call declares); a single-use invite goes. An invite made for an email is redeemed only by an identity whose
+   * verified email, from a trusted issuer (runtime/email-domain.ts), is that address; the refusal does not say
+   * which address it is.
    */
   async acceptGroupInvite(request: AcceptGroupInviteRequest, context): Promise<AcceptGroupInviteResponse> {
     const { groupInvites } = context.model.resources;
@@ -82,6 +85,13 @@ export const iam: Omit<IamHandlers, 'register'> = {
       const given = secret ? hashOf(secret) : Buffer.alloc(32);
       if (!invite || stored.length !== given.length || !timingSafeEqual(stored, given))
         throw notFound(groupInvites.type, 'for this code');
+      if (invite.email) {
+        const email = trustedEmail(await writes.get('identities', caller), context.emailDomains);
+        if (!email || !sameEmail(email, invite.email))
+          throw permissionDenied(
+            'this invite was made for another email address: accept it as an identity whose verified email, from a trusted issuer, is that address',
+          );
+      }
       if (Date.parse(invite.expirationTime ?? '') <= Date.now()) {
         throw failedPrecondition([
           {
@@ -168,16 +178,22 @@ export const iam: Omit<IamHandlers, 'register'> = {
     };
   },
 
-  /** The identity whose claimMatch names exactly this issuer and subject. */
+  /**
+   * The identity whose claimMatch names exactly this issuer and subject: a root identity, or one in a group where
+   * the caller may list identities (context.visible); another tenant's is not found, as one that does not exist.
+   */
   async lookupIdentity(request: LookupIdentityRequest, context): Promise<LookupIdentityResponse> {
     const identities = context.model.resources.identities;
-    const [found] = await context.resources
-      .tableOf('identities')
-      .find(
-        and(equal('claimMatch.issuer', request.issuer), equal('claimMatch.subject', request.subject)),
-        byUidOrder,
-        1,
-      );
+    const [found] = await context.resources.tableOf('identities').find(
+      and(
+        equal('claimMatch.issuer', request.issuer),
+        equal('claimMatch.subject', request.subject),
+        // The visibility conditions are of identities: this endpoint lists them (spec).
+        or(isNull('parentUid'), and(...(context.visible as Condition<IdentityRecord>[]))),
+      ),
+      byUidOrder,
+      1,
+    );
     if (!found) throw notFound(identities.type, `${request.issuer} ${request.subject}`);
     return { uid: found.uid };
   },

@@ -2,7 +2,13 @@
 // role's capabilities in its group and every group below, within the scope of the bound identity.
 import { equal, isNull, oneOf, or, range, type Condition } from './condition.js';
 import { ApiError, failedPrecondition, invalidArgument, permissionDenied, unauthenticated } from './errors.js';
-import type { ApiModel, Capability, ResourceModel } from './model.js';
+import { operationOf, type ApiModel, type Capability, type ResourceModel } from './model.js';
+import {
+  isRootIdentity,
+  mayUseRootIdentity,
+  rootIdentityPlaces,
+  type RootIdentityUse,
+} from './access/root-identities.js';
 import { groupOf } from './outbox.js';
 import type { Row } from './records.js';
 import type { Resources } from './resources.js';
@@ -63,6 +69,8 @@ interface GrantFields {
   grantsCapabilities: string[];
   scopeField?: string;
   assumable: string[];
+  /** fields naming an identity (a binding's): a root identity named must be one the caller may read */
+  identities: string[];
   /** fields whose setting needs a capability, and the fields that need it while they are set */
   gated: { name: string; capability: string; protects: string[] }[];
 }
@@ -82,6 +90,9 @@ function grantFields(r: ResourceModel): GrantFields {
       grantsCapabilities: named('grantsCapabilities'),
       scopeField: named('grantScope')[0],
       assumable: named('assumable'),
+      identities: Object.entries(r.fields)
+        .filter(([, f]) => f.references === 'identities')
+        .map(([name]) => name),
       gated: Object.entries(r.fields).flatMap(([name, f]) =>
         f.requires ? [{ name, capability: f.requires, protects: f.protects ?? [] }] : [],
       ),
@@ -91,18 +102,24 @@ function grantFields(r: ResourceModel): GrantFields {
   return fields;
 }
 
-/** Cached grants are dropped when accessVersion moves (an identity, binding, role or group was written). */
+/** Cached grants are dropped when accessVersion moves (a grant changed here, or another process said so). */
 const maxCachedSubjects = 10_000;
+
+/** How long grants are used from the cache at most when no change is heard: a notification lost costs no more. */
+export const defaultGrantsTtlMs = 30_000;
 
 /** A check run inside a write's transaction, on the record as it will be stored (and as it was, for an update). */
 export type WriteGuard = (sql: Sql, next: Row, current?: Row) => Promise<void>;
 
 export class Policy {
-  private readonly cache = new Map<string, Grants | null>();
+  private readonly cache = new Map<string, { grants: Grants | null; until: number }>();
   private cachedVersion = -1;
   private readonly model: ApiModel;
 
-  constructor(private readonly resources: Resources) {
+  constructor(
+    private readonly resources: Resources,
+    private readonly grantsTtlMs = defaultGrantsTtlMs,
+  ) {
     this.model = resources.model;
   }
 
@@ -117,10 +134,11 @@ export class Policy {
       this.cachedVersion = version;
     }
     const cached = this.cache.get(subject);
-    if (cached !== undefined) return cached;
+    const time = Date.now();
+    if (cached !== undefined && cached.until > time) return cached.grants;
     return this.loadGrants(subject).then((grants) => {
       // Only keep what was read at the current version: a write during the read makes it stale.
-      if (this.resources.accessVersion === version) this.cache.set(subject, grants);
+      if (this.resources.accessVersion === version) this.cache.set(subject, { grants, until: time + this.grantsTtlMs });
       return grants;
     });
   }
@@ -202,13 +220,30 @@ export class Policy {
 
   /** Throws unless the grants hold the capability at the scope, as requireCapability says. */
   private holds(grants: Grants, capability: Exclude<Capability, 'none'>, scope: string | undefined): void {
-    if (capability === 'authenticated') return;
-    const groups = grants.groupsHolding(capability);
-    const ok = scope === undefined ? groups.length > 0 : groups.some((g) => within(scope, g));
-    if (!ok)
-      throw permissionDenied(
-        `${capability.join(' and ')} ${capability.length > 1 ? 'are' : 'is'} required ${scope === undefined ? 'in some group' : `at ${scope}`}`,
-      );
+    if (!holdsAt(grants, capability, scope)) throw refusal(capability, scope);
+  }
+
+  /**
+   * Throws unless the principal may put the root identity uid to this use (runtime/access/root-identities.ts),
+   * with requireCapability's refusal at the uid, whether or not the identity exists.
+   */
+  async requireOnRootIdentity(
+    principal: Principal,
+    capability: Capability,
+    uid: string,
+    use: RootIdentityUse,
+    sql?: Sql,
+  ): Promise<void> {
+    if (capability === 'none') return;
+    const grants = await this.grantsOf(principal);
+    const places = await rootIdentityPlaces(this.resources, uid, sql);
+    const holding = (group: string | undefined) => holdsAt(grants, capability, group);
+    if (!mayUseRootIdentity(use, uid, places, principal.subject!, holding)) throw refusal(capability, uid);
+  }
+
+  /** Whether r's record uid is a root identity, which requireOnRootIdentity authorizes. */
+  isRootIdentity(r: ResourceModel, uid: string | undefined): uid is string {
+    return isRootIdentity(this.model, r, uid);
   }
 
   /**
@@ -236,9 +271,12 @@ export class Policy {
    * so a role cannot be bound between the check and the write.
    */
   noEscalation(principal: Principal, r: ResourceModel): WriteGuard | undefined {
-    const { grantsRole, grantsCapabilities, scopeField, assumable, gated } = grantFields(r);
-    if (grantsRole.length + grantsCapabilities.length + assumable.length + gated.length === 0) return undefined;
+    const { grantsRole, grantsCapabilities, scopeField, assumable, identities, gated } = grantFields(r);
+    const fields = grantsRole.length + grantsCapabilities.length + assumable.length + identities.length + gated.length;
+    if (fields === 0) return undefined;
     return async (sql, next, current) => {
+      // First: a refusal for another tenant's identity is the one for no identity, before any other check tells.
+      for (const name of identities) await this.requireReadableIdentity(principal, sql, name, next, current);
       const group = groupOf(this.model, r, next.uid as string) ?? undefined;
       for (const { name, capability, protects } of gated) {
         const changed = (field: string) => valueOf(next[field]) !== valueOf(current?.[field]);
@@ -266,6 +304,29 @@ export class Policy {
       const changed = (name: string) => !!current && JSON.stringify(next[name]) !== JSON.stringify(current[name]);
       if (assumable.some(changed)) await this.requireIdentityGrants(principal, sql, next.uid as string);
     };
+  }
+
+  /**
+   * A root identity named by a field (a binding's identityUid), when set or changed, is one the caller may read:
+   * else refused as checkReferences refuses a uid with no identity, so another tenant's identity is not told.
+   * An identity made under a group is bound only in that group and below (the field's inScope).
+   */
+  private async requireReadableIdentity(
+    principal: Principal,
+    sql: Sql,
+    name: string,
+    next: Row,
+    current: Row | undefined,
+  ): Promise<void> {
+    const { identities } = this.model.resources;
+    const uid = next[name];
+    if (typeof uid !== 'string' || current?.[name] === uid || !isRootIdentity(this.model, identities, uid)) return;
+    try {
+      await this.requireOnRootIdentity(principal, operationOf(identities, 'list')!.capability, uid, 'read', sql);
+    } catch (e) {
+      if (!(e instanceof ApiError && e.codeName === 'PERMISSION_DENIED')) throw e;
+      throw invalidArgument([{ field: name, description: `${name}: no ${identities.type.toLowerCase()} ${uid}` }]);
+    }
   }
 
   /** requireCapability, its refusal saying what needed the capability. */
@@ -378,6 +439,21 @@ export class Policy {
     if (confinedTo && groups.some((g) => within(confinedTo, g))) return { all: true };
     return { all: false, groups, publicRootRecords: r.publicRootRecords };
   }
+}
+
+/** Whether the grants hold the capability at scope (a uid: bindings at it or above it count), or in some group. */
+function holdsAt(grants: Grants, capability: Exclude<Capability, 'none'>, scope: string | undefined): boolean {
+  if (capability === 'authenticated') return true;
+  const groups = grants.groupsHolding(capability);
+  return scope === undefined ? groups.length > 0 : groups.some((g) => within(scope, g));
+}
+
+/** The refusal of a caller without the capability at scope. */
+function refusal(needed: Exclude<Capability, 'none'>, scope: string | undefined): ApiError {
+  const capability = needed === 'authenticated' ? ['access'] : needed;
+  return permissionDenied(
+    `${capability.join(' and ')} ${capability.length > 1 ? 'are' : 'is'} required ${scope === undefined ? 'in some group' : `at ${scope}`}`,
+  );
 }
 
 /** What a caller may list of a resource: everything, or the records at and below some groups (and root records). */

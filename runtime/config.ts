@@ -59,6 +59,8 @@ export interface Config {
   reads: ReadLimits;
   /** the most records a v1 list that does not page answers */
   v1ListMax: number;
+  /** how long an identity's grants are used from the cache at most, when no change is heard */
+  grantsCacheMs: number;
 }
 
 export interface GrpcLimits {
@@ -309,6 +311,7 @@ export function readConfig(env: NodeJS.ProcessEnv = process.env): Config {
       queue: wholeNumber(env, 'READ_QUEUE', 64, 1, 100_000),
     },
     v1ListMax: wholeNumber(env, 'V1_LIST_MAX', 5000, 1, 1_000_000),
+    grantsCacheMs: seconds(env, 'GRANTS_CACHE_SECONDS', 30),
   };
 }
 

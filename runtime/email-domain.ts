@@ -35,14 +35,32 @@ export interface RecordedEmail {
   emailIssuer?: string | null;
 }
 
-/** The lower-cased domain of the recorded verified email, when its issuer is trusted and the domain not blocked. */
-export function trustedEmailDomain(identity: RecordedEmail | null, policy: EmailDomainPolicy): string | undefined {
+/** The recorded verified email, when the issuer that vouched for it is trusted. */
+export function trustedEmail(identity: RecordedEmail | null, policy: EmailDomainPolicy): string | undefined {
   const email = identity?.email;
   if (!email || !identity.emailIssuer || !policy.trustedIssuers.includes(identity.emailIssuer)) return undefined;
+  return email;
+}
+
+/** The lower-cased domain of the recorded verified email, when its issuer is trusted and the domain not blocked. */
+export function trustedEmailDomain(identity: RecordedEmail | null, policy: EmailDomainPolicy): string | undefined {
+  const email = trustedEmail(identity, policy);
+  if (!email) return undefined;
   const at = email.lastIndexOf('@');
   const domain = email.slice(at + 1).toLowerCase();
   if (at < 1 || !/^[a-z0-9-]+(\.[a-z0-9-]+)+$/.test(domain)) return undefined;
   return policy.blockedDomains.includes(domain) ? undefined : domain;
+}
+
+/** Two email addresses are one: the local part as written, the domain in any case. */
+export function sameEmail(a: string, b: string): boolean {
+  const split = (e: string) => {
+    const at = e.lastIndexOf('@');
+    return [e.slice(0, at), e.slice(at + 1).toLowerCase()];
+  };
+  const [localA, domainA] = split(a.trim());
+  const [localB, domainB] = split(b.trim());
+  return a.includes('@') && localA !== '' && localA === localB && domainA === domainB;
 }
 
 /**

@@ -123,6 +123,19 @@ export class Metrics {
     });
   }
 
+  /** Times the grants caches were emptied (a grant changed, here or in another process), read at each scrape. */
+  watchAccessChanges(changes: () => number): void {
+    new Counter({
+      name: 'grants_cache_invalidations_total',
+      help: 'Times the cached grants were dropped: a role binding, a role, an identity or a group changed, or changes from other instances may have been missed',
+      registers: [this.registry],
+      collect() {
+        this.reset();
+        this.inc(changes());
+      },
+    });
+  }
+
   /** The delivery worker's counts and the outbox lag, read at each scrape. */
   watchDeliveries(worker: DeliveryStatus): void {
     new Counter({

@@ -17,6 +17,8 @@ export interface FieldModel {
   createOnly?: boolean;
   /** an output-only timestamp set to the record's create time */
   setOnCreate?: boolean;
+  /** an output-only string set to the uid of the identity that creates the record */
+  setToCreator?: boolean;
   pattern?: string;
   /** the value is a regular expression the server runs: it must be one that cannot backtrack without bound */
   regex?: boolean;

@@ -4,6 +4,7 @@
 // transaction-scoped advisory lock: writes are serialized across instances, as SQLite serializes them, so every
 // read-check-write in the runtime (an upsert's key, a parent that must exist, per-scope counts) stays exact
 // without serializable retries; reads never wait for it.
+import { randomUUID } from 'node:crypto';
 import type { EntitySchema } from '@mikro-orm/core';
 import { MikroORM } from '@mikro-orm/postgresql';
 import pg from 'pg';
@@ -188,7 +189,8 @@ export async function openPostgresStore(
     // Statements are not prepared on the server (no names): what is kept is their numbered texts.
     statementsKept: async () => numbered.size,
     accessChanges: {
-      announce: () => void pool.query(`select pg_notify('${accessChannel}', '')`).catch(() => undefined),
+      announce: () =>
+        void pool.query(`select pg_notify('${accessChannel}', $1)`, [access.instance]).catch(() => undefined),
       subscribe: (heard) => access.heard.add(heard),
     },
     close: async () => {
@@ -226,32 +228,86 @@ async function schemaFingerprint(read: Sql): Promise<string> {
   return String(row.f);
 }
 
+/** The listening connection's name in pg_stat_activity (application_name). */
+export const accessListenerName = 'platform-access-listener';
+
+/** How often the listening connection is proven alive by a query, how long the query may take, and the wait to reconnect. */
+const listenerProbeMs = 10_000;
+const listenerProbeTimeoutMs = 5_000;
+const listenerRetryMs = 1_000;
+
 /**
- * One connection listening for other processes' access changes. Were it lost, changes could go unheard: every
- * listener is told at once (caches dropped), and it connects again.
+ * One connection listening for other processes' access changes. A connection can die silently (a dropped NAT
+ * entry, a failover): TCP keepalive and a query every 10 s find it out. While none listens, changes go unheard:
+ * every listener is told (caches dropped) when the connection is lost, at each failed attempt to connect again,
+ * and once listening again; the grants' time limit bounds whatever is left.
  */
 async function listenForAccessChanges(url: string) {
   const heard = new Set<() => void>();
   const tell = () => heard.forEach((f) => f());
+  // Each process names itself in its notifications: its own changes it has already heard, at the commit.
+  const instance = randomUUID();
+  const notified = (n: pg.Notification) => n.payload !== instance && tell();
   let client: pg.Client | undefined;
+  let probe: NodeJS.Timeout | undefined;
   let closed = false;
-  const connect = async () => {
-    const c = new pg.Client({ connectionString: url });
-    c.on('notification', tell);
-    c.on('error', () => {
-      tell();
-      if (!closed) setTimeout(() => void connect().catch(() => undefined), 1000);
-    });
-    await c.connect();
-    await c.query(`listen ${accessChannel}`);
-    client = c;
+  const lost = (c: pg.Client) => {
+    if (client !== c) return;
+    client = undefined;
+    clearInterval(probe);
+    tell();
+    void c.end().catch(() => undefined);
+    if (!closed) setTimeout(reconnect, listenerRetryMs).unref();
   };
+  const alive = (c: pg.Client) => {
+    let timer: NodeJS.Timeout | undefined;
+    const late = new Promise((_, reject) => {
+      timer = setTimeout(() => reject(new Error('no answer')), listenerProbeTimeoutMs);
+    });
+    Promise.race([c.query('select 1'), late])
+      .catch(() => lost(c))
+      .finally(() => clearTimeout(timer));
+  };
+  const connect = async () => {
+    const c = new pg.Client({
+      connectionString: url,
+      keepAlive: true,
+      keepAliveInitialDelayMillis: listenerProbeMs,
+      application_name: accessListenerName,
+    });
+    c.on('notification', notified);
+    c.on('error', () => lost(c));
+    c.on('end', () => lost(c));
+    try {
+      await c.connect();
+      await c.query(`listen ${accessChannel}`);
+    } catch (e) {
+      await c.end().catch(() => undefined);
+      throw e;
+    }
+    if (closed) return void (await c.end().catch(() => undefined));
+    client = c;
+    probe = setInterval(() => alive(c), listenerProbeMs).unref();
+  };
+  const reconnect = () =>
+    void connect().then(
+      // What was cached while no connection listened may be stale.
+      () => tell(),
+      () => {
+        tell();
+        if (!closed) setTimeout(reconnect, listenerRetryMs).unref();
+      },
+    );
   await connect();
   return {
     heard,
+    instance,
     close: async () => {
       closed = true;
-      await client?.end().catch(() => undefined);
+      clearInterval(probe);
+      const c = client;
+      client = undefined;
+      await c?.end().catch(() => undefined);
     },
   };
 }

@@ -166,7 +166,7 @@ export class RecordImport {
       if (done.last === 0) throw e;
       throw new PartialImport(done.created + done.updated, e);
     }
-    this.resources.noteWrite(this.r);
+    this.resources.noteWrite(this.r, 'create');
     return { created: done.created, updated: done.updated };
   }
 

@@ -18,6 +18,7 @@ import {
 import { groupOf, outboxEntity, outboxRow, type NewEvent, type OutboxEvent } from './outbox.js';
 import type { WriteGuard } from './authorization.js';
 import { Writes, type DeclaredEvent } from './writes.js';
+import { changesGrants, type WriteKind } from './access/grant-changes.js';
 import { together, type Sql } from './sql.js';
 import {
   and,
@@ -179,7 +180,10 @@ export class Resources {
   /** Records the spec declares (built-in roles): listed and read, never changed through the API. */
   private readonly managed: Set<string>;
   private readonly tables = new Map<string, Table>();
-  /** Bumped by every committed write that can change who may do what (bindings, roles, groups). */
+  /**
+   * Bumped by every committed write that can change who may do what (runtime/access/grant-changes.ts), here or
+   * in another process, and when notifications from other processes may have been missed.
+   */
   accessVersion = 0;
 
   /**
@@ -253,9 +257,9 @@ export class Resources {
     };
   }
 
-  /** Notes a committed write to r, for caches of access decisions. */
-  noteWrite(r: ResourceModel): void {
-    if (['roleBindings', 'roles', 'identities'].includes(r.collection) || r.children.includes('roleBindings')) {
+  /** Notes a committed write to r (an update's: of these fields), for caches of access decisions. */
+  noteWrite(r: ResourceModel, kind: WriteKind, fields?: Iterable<string>): void {
+    if (changesGrants(r, kind, fields)) {
       this.accessVersion++;
       this.store.accessChanges?.announce();
     }
@@ -265,7 +269,7 @@ export class Resources {
   async write<T>(declared: DeclaredEvent, fn: (writes: Writes) => Promise<T>): Promise<T> {
     let writes: Writes | undefined;
     const result = await this.store.transaction((sql) => fn((writes = new Writes(sql, this, declared))));
-    for (const r of writes!.written) this.noteWrite(r);
+    for (const { r, kind, fields } of writes!.written) this.noteWrite(r, kind, fields);
     return result;
   }
 
@@ -351,6 +355,12 @@ export class Resources {
           },
         ]);
       }
+      // A grant's scope lies in this record's group: said before the lookup too, so another tenant's group is
+      // refused as one that does not exist is not.
+      if (f.grantScope && group !== null && !within(uid, group))
+        throw invalidArgument([
+          { field: name, description: `${name} must be the uid of ${group} or of a group below it` },
+        ]);
       if (!(await this.table(target.type).get(uid, sql))) throw missing();
     }
   }
@@ -505,7 +515,7 @@ export class Resources {
     if (parent !== undefined) checkUid(parent, 'parent');
     const result = await this.store.transaction((sql) => this.createIn(sql, r, parent, body, options));
     // A new organization binds its creator: that is an access change too.
-    this.noteWrite(r.creatorRole && parent === undefined ? this.model.resources.roleBindings : r);
+    this.noteWrite(r.creatorRole && parent === undefined ? this.model.resources.roleBindings : r, 'create');
     return result;
   }
 
@@ -520,7 +530,7 @@ export class Resources {
       for (const body of bodies) made.push(await this.createIn(sql, r, parent, body, options));
       return made;
     });
-    this.noteWrite(r);
+    this.noteWrite(r, 'create');
     return result;
   }
 
@@ -543,6 +553,7 @@ export class Resources {
       createTime: time,
       updateTime: time,
     };
+    for (const [name, f] of Object.entries(r.fields)) if (f.setToCreator) data[name] = actor ?? null;
     let reveal: Row = {};
     if (prepare) ({ record: data, reveal = {} } = await prepare(data, new Writes(sql, this, {})));
     this.checkExclusive(r, data);
@@ -627,6 +638,7 @@ export class Resources {
     options: WriteOptions = {},
   ): Promise<Row> {
     const { actor, guard } = options;
+    let changed: string[] = [];
     const result = await this.store.transaction(async (sql) => {
       const row = await this.find(r, uid, sql);
       this.refuseManaged(r, uid);
@@ -643,6 +655,7 @@ export class Resources {
       this.checkExclusive(r, next);
       await this.checkReferences(sql, r, { ...next, uid });
       const changes = changedColumns(r, row, next);
+      changed = Object.keys(changes);
       await guard?.(sql, { ...row, ...changes }, row);
       const updated = toResource({ ...row, ...changes }, r);
       await together([
@@ -651,7 +664,7 @@ export class Resources {
       ]);
       return updated;
     });
-    this.noteWrite(r);
+    this.noteWrite(r, 'update', changed);
     return result;
   }
 
@@ -662,7 +675,7 @@ export class Resources {
       await this.deleteWithChildren(sql, r, uid);
       await this.event(sql, r, operationOf(r, 'delete')?.event, uid, { uid }, actor);
     });
-    this.noteWrite(r);
+    this.noteWrite(r, 'delete');
   }
 
   /**
@@ -682,7 +695,7 @@ export class Resources {
       }
       return gone;
     });
-    this.noteWrite(r);
+    this.noteWrite(r, 'delete');
     return deleted;
   }
 

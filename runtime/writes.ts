@@ -8,6 +8,7 @@ import type { Resources } from './resources.js';
 import type { Sql } from './sql.js';
 import type { Order } from './table.js';
 import { groupOf } from './outbox.js';
+import type { WriteKind } from './access/grant-changes.js';
 
 /** The event the operation being served declares, and who acts. */
 export interface DeclaredEvent {
@@ -20,8 +21,8 @@ const byUid: Order[] = [{ property: 'uid', desc: false }];
 type Collection = keyof RecordTypes & string;
 
 export class Writes {
-  /** the resources written, for the access caches */
-  readonly written = new Set<ResourceModel>();
+  /** what was written (an update: which fields), for the access caches */
+  readonly written: { r: ResourceModel; kind: WriteKind; fields?: string[] }[] = [];
 
   constructor(
     private readonly sql: Sql,
@@ -34,8 +35,8 @@ export class Writes {
     return this.resources.tableOf(collection);
   }
 
-  private note(collection: string): void {
-    this.written.add(this.resources.model.resources[collection]);
+  private note(collection: string, kind: WriteKind, fields?: string[]): void {
+    this.written.push({ r: this.resources.model.resources[collection], kind, fields });
   }
 
   /** Reads inside the transaction: they see its own writes. */
@@ -57,17 +58,17 @@ export class Writes {
 
   async insert<C extends Collection>(collection: C, record: RecordTypes[C]): Promise<void> {
     await this.tableOf(collection).insert(this.sql, record);
-    this.note(collection);
+    this.note(collection, 'create');
   }
 
   async update<C extends Collection>(collection: C, uid: string, changes: Partial<RecordTypes[C]>): Promise<void> {
     await this.tableOf(collection).update(this.sql, uid, changes);
-    this.note(collection);
+    this.note(collection, 'update', Object.keys(changes));
   }
 
   async delete<C extends Collection>(collection: C, uid: string): Promise<void> {
     await this.tableOf(collection).delete(this.sql, uid);
-    this.note(collection);
+    this.note(collection, 'delete');
   }
 
   /**

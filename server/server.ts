@@ -34,6 +34,7 @@ import { createGrpcServer, type GrpcOptions } from '../runtime/grpc/server.js';
 import { tokenServiceRpcs } from '../runtime/grpc/token-service.js';
 import { loadValidators } from '../runtime/validation.js';
 import type { Store } from '../runtime/store.js';
+import type { Resources } from '../runtime/resources.js';
 import { healthRoutes } from '../runtime/health.js';
 import { docsRoutes } from '../runtime/docs-page.js';
 import { Metrics, metricsRoute } from '../runtime/metrics.js';
@@ -139,6 +140,12 @@ function tokenAuthentication(
   };
 }
 
+/** What /metrics follows of the storage: the write queue, and how often the access records changed. */
+function watchStorage(metrics: Metrics, store: Store, resources: Resources): void {
+  if (store.writeQueueDepth) metrics.watchWriteQueue(store.writeQueueDepth);
+  metrics.watchAccessChanges(() => resources.accessVersion);
+}
+
 /** Every rpc: the generated table, and the token service where api.yaml names its package. */
 function rpcTable(parts: GeneratedParts, operations: Operations, exchange: TokenExchange): Record<string, RpcMethod> {
   const { tokenService } = parts.model.proto;
@@ -157,12 +164,12 @@ export async function startServer(config: Config, generated?: GeneratedParts): P
     parts,
     metrics && ((kind, seconds) => metrics.statement(kind, seconds)),
   );
-  if (metrics && store.writeQueueDepth) metrics.watchWriteQueue(store.writeQueueDepth);
   await ensureBootstrap(store, model, config.dataDir);
   // A database from before credentials were sealed holds them in plain text: sealed now, before any request.
   await resources.sealStoredSecrets();
   performance.mark('bootstrap');
-  const policy = new Policy(resources);
+  const policy = new Policy(resources, config.grantsCacheMs);
+  if (metrics) watchStorage(metrics, store, resources);
   const validators = loadValidators(parts.dir);
   const { emailDomains, outbound, eventLimits } = config;
   const quotas = new EventQuotas(eventLimits);

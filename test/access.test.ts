@@ -3,6 +3,8 @@ import { SignJWT, generateKeyPair } from 'jose';
 import { test } from 'uvu';
 import * as assert from 'uvu/assert';
 import { lowS } from '../runtime/issuer.js';
+import { query } from './support/db.js';
+import { onPostgres } from './support/postgres.js';
 import { runScript } from './support/process.js';
 import { startTestServer, type Reply, type TestServer } from './support/server.js';
 
@@ -361,6 +363,79 @@ test('the creator of an organization becomes its owner', async () => {
     7,
     'a viewer creating an organization',
   );
+});
+
+/** The server's count of emptied grants caches, from /metrics. */
+async function invalidations(server: TestServer): Promise<number> {
+  const text = (await server.call('GET', '/metrics')).body as string;
+  const m = /^grants_cache_invalidations_total (\d+)$/m.exec(text);
+  assert.ok(m, 'grants_cache_invalidations_total is exported');
+  return Number(m![1]);
+}
+
+test('only a change of grants empties the grants caches: not a profile update by anyone', async () => {
+  const before = await invalidations(s);
+  for (const who of ['viewer', 'unbound', 'editor']) {
+    const r = await s.call(
+      'PATCH',
+      '/iam/v2/identities:updateIdentityMetadata',
+      { identityMetadata: { jobTitle: `${who} ${Math.random()}` } },
+      as(who),
+    );
+    assert.is(r.status, 200, JSON.stringify(r.body));
+  }
+  assert.is((await s.call('PATCH', `/iam/v2/groups/${team}`, { description: 'renamed' })).status, 200);
+  assert.is(await invalidations(s), before, 'profile and group updates leave the caches alone');
+  const subject = await identity(org, 'cached');
+  assert.is(await invalidations(s), before, 'a new identity grants nothing yet');
+  await bind(team, subject, 'viewer');
+  assert.is(await invalidations(s), before + 1, 'a new binding empties them');
+});
+
+test('a binding removed where no notification tells (another process, a lost one) stops working within the time limit', async () => {
+  const server = await startTestServer(undefined, { GRANTS_CACHE_SECONDS: '1' });
+  try {
+    const group = (await server.call('POST', `/iam/v2/groups/${server.bootstrap.organization}`, { name: 'g' })).body
+      .uid;
+    const id = (await server.call('POST', `/iam/v2/identities/${group}`, { name: 'revoked' })).body.uid;
+    const roles = await server.call('GET', '/iam/v2/roles?page_size=200');
+    const viewer = roles.body.roles.find((r: any) => r.name === 'viewer').uid;
+    const binding = await server.call('POST', `/iam/v2/roleBindings/${group}`, { identityUid: id, roleUid: viewer });
+    assert.is(binding.status, 200, JSON.stringify(binding.body));
+    const headers = { authorization: `Bearer ${await server.mint(id)}` };
+    assert.is((await server.call('GET', `/iam/v2/groups/${group}`, undefined, headers)).status, 200, 'cached now');
+    // Behind the server's back: no write of its own, no notification.
+    await query(server, 'delete from role_bindings where uid = ?', [binding.body.uid], true);
+    let status = 200;
+    for (let i = 0; i < 50 && status === 200; i++) {
+      await new Promise((r) => setTimeout(r, 100));
+      status = (await server.call('GET', `/iam/v2/groups/${group}`, undefined, headers)).status;
+    }
+    assert.is(status, 403, 'refused once the cached grants are older than GRANTS_CACHE_SECONDS');
+  } finally {
+    await server.stop();
+  }
+});
+
+test('PostgreSQL: a lost listening connection comes back and drops the caches, so no change stays unheard', async () => {
+  if (!onPostgres()) return;
+  const before = await invalidations(s);
+  const terminated = await query(
+    s,
+    "select pg_terminate_backend(pid) as gone from pg_stat_activity where application_name = 'platform-access-listener' and datname = current_database()",
+  );
+  assert.is(terminated.length, 1, 'one listening connection per server');
+  let listening: any[] = [];
+  for (let i = 0; i < 100 && listening.length === 0; i++) {
+    await new Promise((r) => setTimeout(r, 100));
+    listening = await query(
+      s,
+      "select pid from pg_stat_activity where application_name = 'platform-access-listener' and datname = current_database() and query ilike 'listen%'",
+    );
+  }
+  assert.is(listening.length, 1, 'listening again');
+  await new Promise((r) => setTimeout(r, 200));
+  assert.ok((await invalidations(s)) >= before + 2, 'dropped when lost, and again once listening');
 });
 
 test.run();

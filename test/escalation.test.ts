@@ -2,6 +2,7 @@
 // identity made under a group reaches nothing outside it (spec section 4, rule 2).
 import { test } from 'uvu';
 import * as assert from 'uvu/assert';
+import { grpcClient } from './support/grpc-client.js';
 import { startTestServer, type Reply, type TestServer } from './support/server.js';
 
 let s: TestServer;
@@ -433,6 +434,196 @@ test('a binding that reaches above a confined identity (an accepted invite) gran
     v1.items.map((r: any) => r.id),
     [repoInTeam],
     'v1 too',
+  );
+});
+
+/**
+ * A tenant as the issue describes one: a root identity holding registry.push somewhere, which lets it found an
+ * organization of its own (it owns it). Answers its token and its organization.
+ */
+async function tenant(
+  name: string,
+): Promise<{ uid: string; headers: Record<string, string>; token: string; org: string }> {
+  const uid = ok(await s.call('POST', '/iam/v2/identities', { name }), 'tenant identity').uid;
+  ok(
+    await s.call('POST', `/iam/v2/roleBindings/${org}`, { identityUid: uid, roleUid: builtIn['registry.push'] }),
+    'push',
+  );
+  const token = await s.mint(uid);
+  const headers = { authorization: `Bearer ${token}` };
+  const own = ok(await s.call('POST', '/iam/v2/groups', { name: `${name} org` }, headers), 'own organization').uid;
+  return { uid, headers, token, org: own };
+}
+
+test("a tenant cannot bind another's root identity, nor read it: refused as an unknown uid (v2, v1, gRPC)", async () => {
+  const foreign = ok(
+    await s.call('POST', '/iam/v2/identities', {
+      name: 'foreign person',
+      description: 'secret description',
+      claimMatch: { issuer: 'https://foreign-issuer.example', subject: 'foreign-subject' },
+    }),
+    'a root identity of the bootstrap organization',
+  ).uid;
+  ok(await s.call('POST', `/iam/v2/roleBindings/${org}`, { identityUid: foreign, roleUid: builtIn.viewer }), 'bound');
+  const t = await tenant('tenant a');
+  const unknown = 'f'.repeat(40);
+  const answers: unknown[] = [];
+  for (const target of [foreign, s.bootstrap.owner]) {
+    const bind = (identityUid: string) =>
+      s.call('POST', `/iam/v2/roleBindings/${t.org}`, { identityUid, roleUid: builtIn.viewer }, t.headers);
+    const [real, made] = [await bind(target), await bind(unknown)];
+    expectCode(real, 400, 3, 'v2 bind of a foreign root identity');
+    assert.equal(
+      JSON.parse(JSON.stringify(real.body).replaceAll(target, 'X')),
+      JSON.parse(JSON.stringify(made.body).replaceAll(unknown, 'X')),
+      'the answer for an unknown uid',
+    );
+    const v1 = (identity: string) =>
+      s.call('POST', `/iam/v1/rolebindings/${t.org}`, { identity, role: builtIn.viewer }, t.headers);
+    const [v1Real, v1Made] = [await v1(target), await v1(unknown)];
+    expectCode(v1Real, 400, 3, 'v1 bind');
+    assert.is(
+      JSON.stringify(v1Real.body).replaceAll(target, 'X'),
+      JSON.stringify(v1Made.body).replaceAll(unknown, 'X'),
+    );
+    const [getReal, getMade] = [
+      await s.call('GET', `/iam/v2/identities/${target}`, undefined, t.headers),
+      await s.call('GET', `/iam/v2/identities/${unknown}`, undefined, t.headers),
+    ];
+    expectCode(getReal, 403, 7, 'reading it');
+    assert.is(getReal.body.message.replace(target, 'X'), getMade.body.message.replace(unknown, 'X'));
+    answers.push(real.body, v1Real.body, getReal.body);
+  }
+  const grpc = grpcClient(s.url, t.token);
+  try {
+    const r = await grpc.call('iam.v2.RoleBindingsService', 'CreateRoleBinding', {
+      parent: t.org,
+      role_binding: { identity_uid: foreign, role_uid: builtIn.viewer },
+    });
+    assert.is(r.code, 3, 'gRPC: INVALID_ARGUMENT');
+    answers.push(r.message, r.details);
+  } finally {
+    grpc.close();
+  }
+  answers.push((await s.call('GET', `/iam/v2/roleBindings?uidp.descendants_of=${t.org}`, undefined, t.headers)).body);
+  // Looking up an identity of another tenant's group by its issuer and subject finds nothing; a root one, its uid.
+  const robot = ok(
+    await s.call('POST', `/iam/v2/identities/${team}`, {
+      name: 'robot',
+      claimMatch: { issuer: 'https://ci.example', subject: 'repo:team/app' },
+    }),
+    'a robot of the team',
+  ).uid;
+  const lookup = (issuer: string, subject: string, headers?: Record<string, string>) =>
+    s.call('GET', `/iam/v2/identities:lookupIdentity?issuer=${issuer}&subject=${subject}`, undefined, headers);
+  assert.equal(ok(await lookup('https://ci.example', 'repo:team/app'), 'its owner finds it'), { uid: robot });
+  const hidden = await lookup('https://ci.example', 'repo:team/app', t.headers);
+  const none = await lookup('https://ci.example', 'repo:nobody', t.headers);
+  expectCode(hidden, 404, 5, 'another tenant looks it up');
+  assert.is(hidden.body.message.replace('repo:team/app', 'X'), none.body.message.replace('repo:nobody', 'X'));
+  answers.push(hidden.body);
+  const person = await lookup('https://foreign-issuer.example', 'foreign-subject', t.headers);
+  assert.equal(ok(person, 'a root identity: the uid a person has, as the reference answers'), { uid: foreign });
+  const seen = JSON.stringify(answers);
+  for (const secret of ['foreign person', 'secret description', 'foreign-issuer', 'foreign-subject'])
+    assert.not.ok(seen.includes(secret), `nothing of the foreign identity is told: ${secret}`);
+  // Its own members (an identity it made, itself) it binds and reads.
+  const mine = ok(await s.call('POST', '/iam/v2/identities', { name: 'my robot' }, t.headers), 'its own').uid;
+  ok(
+    await s.call('POST', `/iam/v2/roleBindings/${t.org}`, { identityUid: mine, roleUid: builtIn.viewer }, t.headers),
+    'bind its own',
+  );
+  ok(await s.call('GET', `/iam/v2/identities/${mine}`, undefined, t.headers), 'read its own');
+  ok(await s.call('GET', `/iam/v2/identities/${t.uid}`, undefined, t.headers), 'read itself');
+  // The owner of the organization where the foreign identity is bound may bind it below.
+  ok(
+    await s.call('POST', `/iam/v2/roleBindings/${team}`, { identityUid: foreign, roleUid: builtIn.viewer }),
+    'bound below',
+  );
+});
+
+test('root identities are managed where they are bound: updated by who holds the capability in every such group, never by another tenant', async () => {
+  // The bootstrap owner changes its own description (it holds CAP_IAM_IDENTITY_UPDATE where it is bound).
+  const me = s.bootstrap.owner;
+  const renamed = ok(
+    await s.call('PATCH', `/iam/v2/identities/${me}`, { description: 'the first owner' }),
+    'own update',
+  );
+  assert.is(renamed.description, 'the first owner');
+  assert.is(ok(await s.call('GET', `/iam/v2/identities/${me}`), 'read').description, 'the first owner');
+  const a = await tenant('tenant b');
+  const b = await tenant('tenant c');
+  // A member of both tenants' organizations: neither renames it alone; each reads it.
+  const shared = ok(await s.call('POST', '/iam/v2/identities', { name: 'shared' }, a.headers), 'shared').uid;
+  ok(
+    await s.call('POST', `/iam/v2/roleBindings/${a.org}`, { identityUid: shared, roleUid: builtIn.viewer }, a.headers),
+    'in a',
+  );
+  // It joins b's organization by b's invite, which it accepts itself.
+  const invite = ok(
+    await s.call('POST', `/iam/v2/groupInvites/${b.org}`, { roleUid: builtIn.viewer, ttl: '600s' }, b.headers),
+    'invite',
+  );
+  const asShared = { authorization: `Bearer ${await s.mint(shared)}` };
+  ok(await s.call('POST', '/iam/v2/groupInvites:accept', { code: invite.code }, asShared), 'accepted');
+  ok(await s.call('GET', `/iam/v2/identities/${shared}`, undefined, b.headers), 'b reads its member');
+  for (const t of [a, b]) {
+    expectCode(
+      await s.call('PATCH', `/iam/v2/identities/${shared}`, { description: 'mine' }, t.headers),
+      403,
+      7,
+      'rename a shared member',
+    );
+    expectCode(
+      await s.call('DELETE', `/iam/v2/identities/${shared}`, undefined, t.headers),
+      403,
+      7,
+      'delete a shared member',
+    );
+  }
+  expectCode(
+    await s.call('PATCH', `/iam/v2/identities/${me}`, { description: 'taken' }, a.headers),
+    403,
+    7,
+    'another tenant',
+  );
+  expectCode(
+    await s.call('DELETE', `/iam/v2/identities/${me}`, undefined, a.headers),
+    403,
+    7,
+    'another tenant deletes',
+  );
+  expectCode(await s.call('PUT', `/iam/v1/identities/${me}`, { name: 'taken' }, a.headers), 403, 7, 'v1 update');
+  // Only in a's organization now: a manages it, within the no-escalation rules (who may act as it: a holds viewer in a).
+  const bBinding = (
+    await s.call('GET', `/iam/v2/roleBindings?uidp.children_of=${b.org}`, undefined, b.headers)
+  ).body.roleBindings.find((x: any) => x.identityUid === shared);
+  ok(await s.call('DELETE', `/iam/v2/roleBindings/${bBinding.uid}`, undefined, b.headers), 'b lets it go');
+  const updated = ok(
+    await s.call(
+      'PATCH',
+      `/iam/v2/identities/${shared}`,
+      { description: 'ours', claimMatch: { issuer: 'https://a.example', subject: 'x' } },
+      a.headers,
+    ),
+    'a updates',
+  );
+  assert.is(updated.description, 'ours');
+  // Deleting needs it bound nowhere: its creator (or itself) then may; the last owner binding of an
+  // organization therefore always outlives its identity.
+  expectCode(await s.call('DELETE', `/iam/v2/identities/${shared}`, undefined, a.headers), 400, 9, 'still bound');
+  expectCode(await s.call('DELETE', `/iam/v2/identities/${me}`), 400, 9, 'the last owner of the organization');
+  const aBinding = (
+    await s.call('GET', `/iam/v2/roleBindings?uidp.children_of=${a.org}`, undefined, a.headers)
+  ).body.roleBindings.find((x: any) => x.identityUid === shared);
+  ok(await s.call('DELETE', `/iam/v2/roleBindings/${aBinding.uid}`, undefined, a.headers), 'a lets it go');
+  expectCode(await s.call('DELETE', `/iam/v2/identities/${shared}`, undefined, b.headers), 403, 7, 'not its creator');
+  ok(await s.call('DELETE', `/iam/v2/identities/${shared}`, undefined, a.headers), 'its creator deletes it');
+  expectCode(
+    await s.call('GET', `/iam/v2/identities/${shared}`, undefined, a.headers),
+    403,
+    7,
+    'gone: refused as any unknown uid',
   );
 });
 

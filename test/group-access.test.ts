@@ -320,4 +320,39 @@ test('updateIdentityMetadata changes the caller alone, by mask or by the fields 
   );
 });
 
+test('an invite made for an email binds only an identity with that verified email from a trusted issuer', async () => {
+  const viewer = (await s.call('GET', '/iam/v2/roles?name=viewer')).body.roles[0].uid;
+  const made = await s.call('POST', `/iam/v2/groupInvites/${org}`, {
+    roleUid: viewer,
+    ttl: '3600s',
+    singleUse: true,
+    email: 'Invitee@EXAMPLE.com',
+  });
+  assert.is(made.status, 200, JSON.stringify(made.body));
+  const accept = (token: string) => s.call('POST', '/iam/v2/groupInvites:accept', { code: made.body.code }, as(token));
+  const invalidations = async () =>
+    Number(/^grants_cache_invalidations_total (\d+)$/m.exec((await s.call('GET', '/metrics')).body)![1]);
+  const before = await invalidations();
+  const refusals = [
+    ['no verified email', await userWith(trusted, 'Invitee@example.com', false)],
+    ['another address', await userWith(trusted, 'someone@example.com')],
+    ['another local part case', await userWith(trusted, 'invitee@example.com')],
+    ['the address from an issuer not trusted', await userWith(untrusted, 'Invitee@example.com')],
+  ] as const;
+  assert.is(await invalidations(), before, 'new identities and their token exchanges leave the grants caches alone');
+  for (const [what, token] of refusals) {
+    const r = await accept(token);
+    assert.is(r.status, 403, `${what}: ${JSON.stringify(r.body)}`);
+    assert.is(r.body.code, 7, what);
+    assert.not.match(JSON.stringify(r.body), /invitee/i, `${what}: the invited address is not told`);
+  }
+  // Through v1's register too, and the refusals did not use up the single-use invite.
+  const stranger = await userWith(trusted, 'someone.else@example.com');
+  assert.is((await s.call('POST', '/auth/v1/register', { code: made.body.code }, as(stranger))).status, 403);
+  const accepted = await accept(await userWith(trusted, 'Invitee@example.COM'));
+  assert.is(accepted.status, 200, JSON.stringify(accepted.body));
+  assert.is(accepted.body.group, org);
+  assert.is(await invalidations(), before + 1, 'the binding it made empties them');
+});
+
 test.run();

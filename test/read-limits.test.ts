@@ -110,8 +110,10 @@ test('lists of every length share their statements: the statements kept do not g
     const start = await fresh.statementsKept();
     for (let n = 2; n <= 61; n++)
       assert.is((await fresh.call('GET', `/advisory/v2/metadata?ids=${values(n)}`, undefined, anonymous)).status, 200);
+    // A handful of shapes (the page and its count, on the request thread or the read worker), never one per
+    // length: with a statement per length this is 60 or more.
     const grown = (await fresh.statementsKept()) - start;
-    assert.ok(grown <= 4, `60 lengths of one list made ${grown} statements`);
+    assert.ok(grown <= 10, `60 lengths of one list made ${grown} statements`);
   } finally {
     await fresh.stop();
   }
