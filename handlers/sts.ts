@@ -129,10 +129,10 @@ export class TokenExchange {
         return cached.jwks;
       }
     }
-    const discovery = (await issuerDocument(
-      new URL(`${iss.replace(/\/+$/, '')}/.well-known/openid-configuration`),
-      this.outbound,
-    )) as { jwks_uri?: unknown } | null;
+    const discoveryUrl = `${iss.replace(/\/+$/, '')}/.well-known/openid-configuration`;
+    // An identity may name any text as its issuer: one that is no URL is a token that cannot assume it.
+    if (!URL.canParse(discoveryUrl)) throw new Mismatch('the issuer is not a URL');
+    const discovery = (await issuerDocument(new URL(discoveryUrl), this.outbound)) as { jwks_uri?: unknown } | null;
     if (typeof discovery?.jwks_uri !== 'string' || !URL.canParse(discovery.jwks_uri))
       throw new OutboundFailure(`the discovery document of ${iss} has no jwks_uri`);
     const jwks = createRemoteJWKSet(new URL(discovery.jwks_uri), {

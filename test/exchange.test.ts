@@ -270,6 +270,33 @@ test('an issuer that is down gives UNAVAILABLE quickly instead of hanging', asyn
   assert.is(refused.status, 403, 'a plain http issuer elsewhere than loopback: refused, never fetched');
 });
 
+test('an issuer that trickles its answer is cut at the deadline; an issuer that is no URL is the one refusal', async () => {
+  // A byte every 400 ms: never silent long enough for a socket timeout, so only a deadline ends it.
+  const trickle = createServer((_req, res) => {
+    res.writeHead(200, { 'content-type': 'application/json' });
+    const timer = setInterval(() => res.write(' '), 400);
+    res.on('close', () => clearInterval(timer));
+  });
+  await new Promise<void>((r) => trickle.listen(0, '127.0.0.1', r));
+  const slowIssuer = `http://127.0.0.1:${(trickle.address() as AddressInfo).port}`;
+  try {
+    const slow = await newIdentity('trickled', { issuer: slowIssuer, subject: 'x' });
+    const started = Date.now();
+    const r = await exchange(await sign({ sub: 'x', iss: slowIssuer }), `identity=${slow}`);
+    assert.is(r.status, 503, JSON.stringify(r.body));
+    assert.ok(Date.now() - started < 9000, `answered after ${Date.now() - started} ms, past the 5 s deadline`);
+  } finally {
+    trickle.closeAllConnections();
+    await new Promise((r) => trickle.close(r));
+  }
+  for (const issuer of ['notaurl', 'https://[bad', 'https://a b']) {
+    const odd = await newIdentity(`odd-${issuer.length}`, { issuer, subject: 'x' });
+    const r = await exchange(await sign({ sub: 'x', iss: issuer }), `identity=${odd}`);
+    assert.is(r.status, 403, `${issuer}: ${JSON.stringify(r.body)}`);
+    assert.match(r.body.message, /cannot assume this identity/);
+  }
+});
+
 const newIdentity = async (name: string, claimMatch: Record<string, unknown>) => {
   const r = await s.call('POST', `/iam/v2/identities/${s.bootstrap.organization}`, { name, claimMatch });
   assert.is(r.status, 200, JSON.stringify(r.body));
@@ -358,6 +385,9 @@ test('a pattern that can backtrack without bound is refused when written (v2 cre
     { issuer: upstreamUrl, subject: 's', claimPatterns: { ref: '(a)\\1' } },
     { issuer: upstreamUrl, subject: 's', audiencePattern: '(?=a).*' },
     { issuer: upstreamUrl, subjectPattern: 'a'.repeat(257) },
+    // A fixed count of an optional part: 24 optional parts (found by an attack on the first version of the check).
+    { issuerPattern: '(?:\\w?){24}\\w{24}!', subject: 's' },
+    { issuer: upstreamUrl, subject: 's', claimPatterns: { ref: '(?:a?){30}a{30}' } },
   ]) {
     const r = await s.call('POST', `/iam/v2/identities/${org}`, { name: 'redos', claimMatch });
     assert.is(r.status, 400, JSON.stringify(claimMatch));

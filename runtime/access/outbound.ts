@@ -192,6 +192,17 @@ export function outboundRequest(
   if (refused) return Promise.reject(new RefusedAddress(refused));
   const send = url.protocol === 'https:' ? httpsRequest : httpRequest;
   return new Promise((resolve, reject) => {
+    const late = () => new OutboundFailure(`no answer within ${r.timeoutMs} ms`);
+    // The whole exchange within timeoutMs: the socket's own timeout is for silence, and a trickle is not silent.
+    const deadline = setTimeout(() => req.destroy(late()), r.timeoutMs);
+    const settle =
+      <T>(done: (value: T) => void) =>
+      (value: T) => {
+        clearTimeout(deadline);
+        done(value);
+      };
+    resolve = settle(resolve);
+    reject = settle(reject);
     const req = send(url, {
       method: r.method ?? 'GET',
       headers: { ...r.headers, ...(r.body ? { 'content-length': String(r.body.length) } : {}) },
@@ -210,10 +221,10 @@ export function outboundRequest(
       res.on('end', () => resolve({ status: res.statusCode ?? 0, headers: res.headers, body: Buffer.concat(chunks) }));
       res.on('error', (e) => reject(e instanceof OutboundFailure ? e : new OutboundFailure('the answer was cut')));
     });
-    req.on('timeout', () => req.destroy(new OutboundFailure(`no answer within ${r.timeoutMs} ms`)));
+    req.on('timeout', () => req.destroy(late()));
     req.on('error', (e: Error) => {
       if (e instanceof RefusedAddress || e instanceof OutboundFailure) return reject(e);
-      if (e.name === 'AbortError') return reject(new OutboundFailure(`no answer within ${r.timeoutMs} ms`));
+      if (e.name === 'AbortError') return reject(late());
       reject(new OutboundFailure(`cannot connect (${(e as NodeJS.ErrnoException).code ?? 'connection failed'})`));
     });
     req.end(r.body);

@@ -22,6 +22,8 @@ export const maxMatchWays = 1_000_000;
 interface Piece {
   /** it holds a quantifier that repeats (its maximum is above 1) */
   repeats: boolean;
+  /** it holds a part that is optional or matches a varying count (?, *, +, {n,m} with n < m) */
+  varies?: boolean;
   /** the characters it can begin with when each alternative begins with a literal; undefined: not known */
   first?: string[];
   /** it holds alternatives that may begin alike (not known to begin with distinct literals) */
@@ -60,6 +62,7 @@ class PatternParser {
     const distinct = first !== undefined && new Set(first).size === first.length;
     return {
       repeats: branches.some((b) => b.repeats),
+      varies: branches.some((b) => b.varies),
       first,
       overlapping: branches.some((b) => b.overlapping) || (branches.length > 1 && !distinct),
     };
@@ -67,19 +70,21 @@ class PatternParser {
 
   private sequence(): Piece {
     let repeats = false;
+    let varies = false;
     let overlapping = false;
     let first: string[] | undefined;
     let started = false;
     while (this.at < this.source.length && this.source[this.at] !== '|' && this.source[this.at] !== ')') {
       const term = this.term();
       repeats ||= term.repeats;
+      varies ||= term.varies ?? false;
       overlapping ||= term.overlapping ?? false;
       if (!started && term.consumes) {
         first = term.first;
         started = true;
       }
     }
-    return { repeats, first, overlapping };
+    return { repeats, varies, first, overlapping };
   }
 
   /** An atom and its quantifier. */
@@ -89,12 +94,15 @@ class PatternParser {
     if (!q) return atom;
     if (!atom.consumes) this.fail('it repeats an assertion');
     if (q.max > 1 && atom.repeats) this.fail('it repeats a part that repeats itself (a nested quantifier)');
+    // (?:x?){24}: a fixed count of an optional part is as many optional parts, each a way to split the value.
+    if (q.max > 1 && atom.varies) this.fail('it repeats a part that is optional (a nested quantifier)');
     if (q.max > 1 && atom.overlapping)
       this.fail('it repeats a group whose alternatives can begin with the same character');
     if (q.min !== q.max) this.more(maxMatchedLength + 1);
     return {
       consumes: true,
       repeats: atom.repeats || q.max > 1,
+      varies: atom.varies || q.min !== q.max,
       overlapping: atom.overlapping,
       first: q.min === 0 ? undefined : atom.first,
     };
@@ -134,7 +142,8 @@ class PatternParser {
       else if (this.source[this.at] === '?') this.at = this.source.indexOf('>', this.at) + 1; // (?<name>
       const inner = this.alternatives();
       this.at++; // ')'
-      return { repeats: inner.repeats, first: inner.first, overlapping: inner.overlapping, consumes: true };
+      const { repeats, varies, first, overlapping } = inner;
+      return { repeats, varies, first, overlapping, consumes: true };
     }
     return { repeats: false, consumes: true, first: [c] };
   }
