@@ -162,16 +162,7 @@ export async function openPostgresStore(
     } finally {
       waiting--;
     }
-    try {
-      const result = await fn(sqlOn(client));
-      await client.query('commit');
-      return result;
-    } catch (e) {
-      await client.query('rollback').catch(() => undefined);
-      throw e;
-    } finally {
-      client.release();
-    }
+    return finishTransaction(client, fn);
   };
   await transaction((sql) => buildCounts(sql, countedTables(orm)));
   const access = await listenForAccessChanges(url);
@@ -206,6 +197,17 @@ async function withoutTimeout<T>(pool: pg.Pool, fn: (sql: Sql) => Promise<T>): P
   const client = await pool.connect();
   try {
     await client.query('begin read only; set local statement_timeout = 0');
+  } catch (e) {
+    await client.query('rollback').catch(() => undefined);
+    client.release();
+    throw e;
+  }
+  return finishTransaction(client, fn);
+}
+
+/** The rest of a transaction begun on client: fn, then commit, or rollback when anything failed; client released. */
+async function finishTransaction<T>(client: pg.PoolClient, fn: (sql: Sql) => Promise<T>): Promise<T> {
+  try {
     const result = await fn(sqlOn(client));
     await client.query('commit');
     return result;

@@ -2,7 +2,7 @@
 // keep the Ce-Id, a sink that never accepts ends FAILED and visible, a kill -9 loses nothing, unsafe sinks are
 // refused.
 import { createServer, type IncomingMessage, type Server } from 'node:http';
-import { createServer as createNetServer, type AddressInfo } from 'node:net';
+import type { AddressInfo } from 'node:net';
 import { createHash } from 'node:crypto';
 import { test } from 'uvu';
 import * as assert from 'uvu/assert';
@@ -11,6 +11,7 @@ import { spawn } from 'node:child_process';
 import { sinkUrlProblem } from '../runtime/events/sink-address.js';
 import { addressProblem } from '../runtime/access/outbound.js';
 import { nextAttemptAt, outcomeOfStatus } from '../runtime/events/retry.js';
+import { countConnections } from './support/connection-counter.js';
 import { createOrg, startTestServer, type TestServer } from './support/server.js';
 import { grpcClient } from './support/grpc-client.js';
 import { exitOf, runScript, spawnServer } from './support/process.js';
@@ -303,13 +304,8 @@ test('unsafe sinks: refused at create, and private addresses refused at delivery
 test('with loopback not allowed (the default), loopback sinks and IPv6 forms carrying 127.0.0.1 are refused', async () => {
   const strict = await startTestServer(undefined, { ...fast, OUTBOUND_ALLOW_LOOPBACK: 'off' });
   // A listener on loopback that counts connections: none may reach it.
-  let connections = 0;
-  const listener = createNetServer((socket) => {
-    connections++;
-    socket.destroy();
-  });
-  await new Promise<void>((r) => listener.listen(0, '127.0.0.1', () => r()));
-  const port = (listener.address() as AddressInfo).port;
+  const listener = await countConnections();
+  const { port } = listener;
   try {
     const root = strict.bootstrap.organization;
     for (const host of [
@@ -340,10 +336,10 @@ test('with loopback not allowed (the default), loopback sinks and IPv6 forms car
       return r.body.deliveries?.[0];
     });
     assert.match(failed.lastError, /loopback/);
-    assert.is(connections, 0, 'no connection reached the loopback listener');
+    assert.is(listener.connections(), 0, 'no connection reached the loopback listener');
   } finally {
     await strict.stop();
-    await new Promise((r) => listener.close(r));
+    await listener.close();
   }
 });
 

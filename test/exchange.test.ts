@@ -3,11 +3,12 @@ import { readFileSync } from 'node:fs';
 import { createServer, type Server } from 'node:http';
 import * as grpc from '@grpc/grpc-js';
 import protobuf from 'protobufjs';
-import { createServer as createNetServer, type AddressInfo } from 'node:net';
+import type { AddressInfo } from 'node:net';
 import { exportJWK, generateKeyPair, SignJWT, type JWTPayload } from 'jose';
 import { test } from 'uvu';
 import * as assert from 'uvu/assert';
 import { readStatusDetails } from '../runtime/grpc/status.js';
+import { countConnections } from './support/connection-counter.js';
 import { startTestServer, type TestServer } from './support/server.js';
 import { query } from './support/db.js';
 import { maxIssuerDocumentBytes, maxKeySets, TokenExchange } from '../handlers/sts.js';
@@ -460,13 +461,9 @@ async function tokenOf(iss: string) {
 
 test('issuers on loopback, metadata, private and IPv4-carrying IPv6 addresses are refused without a request', async () => {
   const strict = await startTestServer(undefined, { OUTBOUND_ALLOW_LOOPBACK: 'off' });
-  let connections = 0;
-  const listener = createNetServer((socket) => {
-    connections++;
-    socket.destroy();
-  });
-  await new Promise<void>((r) => listener.listen(0, '127.0.0.1', () => r()));
-  const port = (listener.address() as AddressInfo).port;
+  // A listener on loopback that counts connections: none may reach it.
+  const listener = await countConnections();
+  const { port } = listener;
   try {
     for (const iss of [
       `http://127.0.0.1:${port}`,
@@ -491,10 +488,10 @@ test('issuers on loopback, metadata, private and IPv4-carrying IPv6 addresses ar
       });
       assert.is(r.status, 403, `${iss}: ${JSON.stringify(r.body)}`);
     }
-    assert.is(connections, 0, 'no connection reached the loopback listener');
+    assert.is(listener.connections(), 0, 'no connection reached the loopback listener');
   } finally {
     await strict.stop();
-    await new Promise((r) => listener.close(r));
+    await listener.close();
   }
 });
 
