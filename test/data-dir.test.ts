@@ -1,5 +1,6 @@
 // Secrets at rest: DATA_DIR and the files in it are the server's user's alone, and the key that seals stored
 // credentials (SECRETS_KEY, or DATA_DIR's key file) is checked and rotates.
+import { spawn } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
 import { chmodSync, existsSync, mkdtempSync, rmSync, statSync } from 'node:fs';
 import { tmpdir } from 'node:os';
@@ -66,6 +67,27 @@ test('a new DATA_DIR is 0700 and the database, its WAL and shared memory, the ke
     }
   } finally {
     rmSync(root, { recursive: true, force: true });
+  }
+});
+
+test('a DATA_DIR that cannot be made stops npm start at once with one line naming it (a recursive mkdir had spun)', async () => {
+  for (const dataDir of ['/proc/platform-api-x', '/proc/self/platform-api/y', '/dev/null/x']) {
+    const started = Date.now();
+    const child = spawn(process.execPath, ['scripts/start.mjs'], {
+      env: { ...process.env, PORT: '0', DATA_DIR: dataDir, LOG: 'off' },
+    });
+    let stderr = '';
+    child.stderr.on('data', (chunk) => (stderr += chunk));
+    const killer = setTimeout(() => child.kill('SIGKILL'), 30_000);
+    const code = await exitOf(child);
+    clearTimeout(killer);
+    assert.is(code, 1, `${dataDir}: ${stderr} (${Date.now() - started} ms)`);
+    const lines = stderr
+      .trim()
+      .split('\n')
+      .filter((l) => l.startsWith('platform-api'));
+    assert.equal(lines.length, 1, stderr);
+    assert.match(lines[0], new RegExp(`configuration error: DATA_DIR=${dataDir} is not writable: .*; set DATA_DIR`));
   }
 });
 

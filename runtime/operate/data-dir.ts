@@ -3,7 +3,7 @@
 // start (a data directory from before holds them 0644). A directory the operator made is left as it is (it may
 // be a volume other tooling needs to enter), with a warning when others may list it.
 import { chmodSync, closeSync, existsSync, mkdirSync, openSync, statSync } from 'node:fs';
-import { join } from 'node:path';
+import { dirname, join } from 'node:path';
 
 /** The files the server keeps in DATA_DIR (the SQLite ones when the database is there). */
 const ours = [
@@ -23,9 +23,20 @@ export function privateFile(file: string): void {
   else closeSync(openSync(file, 'a', 0o600));
 }
 
+/**
+ * mkdir -p, one level at a time: Node's recursive mkdir never returns on some paths it cannot make (/proc/x
+ * spins at full CPU), where this throws at the first level that fails.
+ */
+function makeDirectory(dir: string, mode: number): void {
+  if (existsSync(dir)) return;
+  const parent = dirname(dir);
+  if (parent !== dir) makeDirectory(parent, mode);
+  mkdirSync(dir, { mode });
+}
+
 /** Makes DATA_DIR (0700) if need be and its files private; answers a warning when others may enter it. */
 export function protectDataDir(dataDir: string): string | undefined {
-  mkdirSync(dataDir, { recursive: true, mode: 0o700 });
+  makeDirectory(dataDir, 0o700);
   for (const name of ours) if (existsSync(join(dataDir, name))) chmodSync(join(dataDir, name), 0o600);
   const mode = statSync(dataDir).mode & 0o777;
   if ((mode & 0o077) === 0) return undefined;
