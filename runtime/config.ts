@@ -35,6 +35,8 @@ export interface Config {
   grpcLimits: GrpcLimits;
   /** on SIGTERM, how long requests and rpcs in flight may take before their connections are cut */
   shutdownGraceMs: number;
+  /** on SIGTERM, how long /readyz answers 503 while requests are still taken, before the port closes */
+  drainMs: number;
   /** SECRETS_KEY: the keys that seal stored credentials (the first seals); undefined: DATA_DIR's key file */
   secretsKeys?: Buffer[];
   /** who may say, in X-Forwarded-For, which address a request comes from (TRUSTED_PROXIES); undefined: nobody */
@@ -295,6 +297,7 @@ export function readConfig(env: NodeJS.ProcessEnv = process.env): Config {
     keepAliveTimeoutMs,
     maxConnections: wholeNumber(env, 'MAX_CONNECTIONS', 1000, 1, 1_000_000),
     grpcLimits: grpcLimits(env),
+    drainMs: wholeNumber(env, 'DRAIN_SECONDS', 5, 0, 3600) * 1000,
     shutdownGraceMs: seconds(env, 'SHUTDOWN_GRACE', 10),
     ...(proxies ? { trustedProxies: trustedProxies(proxies) } : {}),
     ...(env.SECRETS_KEY ? { secretsKeys: secretsKeys(env.SECRETS_KEY) } : {}),

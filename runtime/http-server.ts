@@ -58,6 +58,17 @@ function writeRaw(socket: Duplex, e: ApiError, errorDomain: string): void {
 }
 
 /**
+ * The start of a graceful stop: the port still takes connections (a load balancer has not yet seen /readyz turn
+ * 503, and what is already on its way must not be reset), but every answer from now on closes its connection,
+ * so no idle keep-alive connection is left to be cut when the port closes.
+ */
+export function drainConnections(server: Server): void {
+  server.prependListener('request', (_req: IncomingMessage, res: ServerResponse) =>
+    res.setHeader('connection', 'close'),
+  );
+}
+
+/**
  * Stops taking connections and waits for those open to finish their requests; after graceMs the rest are cut,
  * `open` too: the connections the port handed elsewhere (h2c to gRPC) or has not yet handed to anyone.
  */

@@ -10,7 +10,7 @@ usage: npm start
 Serves the API until SIGTERM or SIGINT. Installs and generates first as needed. Takes no arguments; configured by
 the environment: PORT (8080; 0 picks a free port; HTTP and gRPC), GRPC_PORT (gRPC alone as well), HOST
 (127.0.0.1), DATA_DIR (./data), DATABASE_URL, ISSUER_URL, TOKEN_AUDIENCE, LOG (on|off), METRICS, CORS_ORIGINS,
-MAX_BODY_BYTES, RATE_LIMIT, TRUSTED_PROXIES, MAX_CONNECTIONS, SHUTDOWN_GRACE, GRPC_* (connection limits),
+MAX_BODY_BYTES, RATE_LIMIT, TRUSTED_PROXIES, MAX_CONNECTIONS, DRAIN_SECONDS, SHUTDOWN_GRACE, GRPC_* (connection limits),
 SECRETS_KEY. See README.md, "Configuration".`,
 });
 
@@ -38,7 +38,13 @@ try {
   const stop = async (signal: string) => {
     if (stopping) return;
     stopping = true;
-    say(`${signal}: finishing requests in flight and closing the database`, { signal });
+    // Orchestrators send SIGTERM and then stop routing here: until their load balancer has seen /readyz turn 503,
+    // new requests keep coming, and are answered, not reset.
+    say(`${signal}: draining for ${config.drainMs / 1000} s (/readyz answers 503), then finishing requests in flight`, {
+      signal,
+    });
+    server.drain();
+    await new Promise((resolve) => setTimeout(resolve, config.drainMs));
     await server.close();
     say('platform-api stopped');
     process.exit(0);

@@ -12,7 +12,7 @@ import { Policy, type Principal } from '../runtime/authorization.js';
 import { ensureBootstrap } from '../runtime/bootstrap.js';
 import { defaultIssuer, type Config } from '../runtime/config.js';
 import { createApp, type RouteTable } from '../runtime/http.js';
-import { closeWithin, listen } from '../runtime/http-server.js';
+import { closeWithin, drainConnections, listen } from '../runtime/http-server.js';
 import {
   defaultGeneratedDir,
   loadDataParts,
@@ -71,6 +71,8 @@ export interface RunningServer {
   issuer: TokenIssuer;
   /** The statements its store keeps prepared (tests count them: they must not grow with request shapes). */
   statementsKept(): Promise<number>;
+  /** Begins a graceful stop: /readyz answers 503, answers close their connections; close() ends it. */
+  drain(): void;
   close(): Promise<void>;
 }
 
@@ -88,8 +90,11 @@ function operatorRoutes(
   policy: Policy,
   metrics: Metrics | undefined,
   worker: () => DeliveryWorker | undefined,
+  draining: () => boolean,
 ): { before: RouteTable[]; after: RouteTable[] } {
   const health = healthRoutes({
+    // First, and at once: a load balancer stops sending here while the server still answers (DRAIN_SECONDS).
+    shutdown: async () => (draining() ? 'the server is shutting down (draining)' : undefined),
     database: async () => void (await store.read.all('select 1')),
     schema: async () => ((await store.schemaChanged()) ? 'another process changed the schema since start' : undefined),
     ...(config.events ? { events: async () => deliveryProblem(worker()) } : {}),
@@ -146,6 +151,27 @@ function watchStorage(metrics: Metrics, store: Store, resources: Resources): voi
   metrics.watchAccessChanges(() => resources.accessVersion);
 }
 
+/** The server as its own issuer, at ISSUER_URL or the URL it listens on (with PORT=0 known only once listening). */
+async function openIssuer(config: Config, url: string, metrics: Metrics | undefined): Promise<TokenIssuer> {
+  const iss = config.issuerUrl ?? url;
+  const issuer = await TokenIssuer.open(config.dataDir, iss, config.audience ?? iss);
+  if (metrics) issuer.observe = (outcome, reason) => metrics.tokenChecked(outcome, reason);
+  recordIssuer(config.dataDir, { issuer: iss, audience: config.audience ?? iss });
+  return issuer;
+}
+
+/** What the gRPC server takes of the configuration. */
+function grpcOptions(config: Config, parts: GeneratedParts) {
+  return {
+    generatedDir: parts.dir,
+    errorDomain: (domain: string) => `${domain}.${parts.model.service}.dev`,
+    maxMessageBytes: config.maxBodyBytes,
+    limits: config.grpcLimits,
+    requestTimeoutMs: config.requestTimeoutMs,
+    ...(config.trustedProxies ? { trustedProxies: config.trustedProxies } : {}),
+  };
+}
+
 /** Every rpc: the generated table, and the token service where api.yaml names its package. */
 function rpcTable(parts: GeneratedParts, operations: Operations, exchange: TokenExchange): Record<string, RpcMethod> {
   const { tokenService } = parts.model.proto;
@@ -188,7 +214,15 @@ export async function startServer(config: Config, generated?: GeneratedParts): P
   const authenticate = tokenAuthentication(() => issuer!, policy, metrics);
   const exchange = new TokenExchange(resources, () => issuer!, config.outbound);
   let deliveries: DeliveryWorker | undefined;
-  const operator = operatorRoutes(config, store, policy, metrics, () => deliveries);
+  let draining = false;
+  const operator = operatorRoutes(
+    config,
+    store,
+    policy,
+    metrics,
+    () => deliveries,
+    () => draining,
+  );
   // One set of buckets for both transports: a caller is limited wherever it calls.
   const rateLimit = config.rateLimit && new RateLimit(config.rateLimit.perSecond, config.rateLimit.burst);
   const app = createApp({
@@ -216,15 +250,10 @@ export async function startServer(config: Config, generated?: GeneratedParts): P
   });
   performance.mark('http app');
   const grpc = createGrpcServer({
-    generatedDir: parts.dir,
+    ...grpcOptions(config, parts),
     rpcs: rpcTable(parts, operations, exchange),
     authenticate,
-    errorDomain: (domain) => `${domain}.${model.service}.dev`,
     log,
-    maxMessageBytes: config.maxBodyBytes,
-    limits: config.grpcLimits,
-    requestTimeoutMs: config.requestTimeoutMs,
-    ...(config.trustedProxies ? { trustedProxies: config.trustedProxies } : {}),
     ...operatorHooks(metrics, rateLimit),
   });
   performance.mark('grpc');
@@ -232,13 +261,8 @@ export async function startServer(config: Config, generated?: GeneratedParts): P
   const connections = shareConnections(server, (socket) => grpc.inject(socket), config.headersTimeoutMs);
   const grpcPort = config.grpcPort === undefined ? undefined : await grpc.listen(config.host, config.grpcPort);
   performance.mark('listen');
-  const { port } = server.address() as AddressInfo;
-  // With PORT=0 the issuer URL is known only once listening.
-  const url = defaultIssuer({ ...config, port, issuerUrl: undefined });
-  const iss = config.issuerUrl ?? url;
-  issuer = await TokenIssuer.open(config.dataDir, iss, config.audience ?? iss);
-  if (metrics) issuer.observe = (outcome, reason) => metrics.tokenChecked(outcome, reason);
-  recordIssuer(config.dataDir, { issuer: iss, audience: config.audience ?? iss });
+  const url = defaultIssuer({ ...config, port: (server.address() as AddressInfo).port, issuerUrl: undefined });
+  issuer = await openIssuer(config, url, metrics);
   performance.mark('keys');
   deliveries = config.events && new DeliveryWorker(resources, () => issuer!, config.events, quotas, log);
   deliveries?.start();
@@ -248,6 +272,10 @@ export async function startServer(config: Config, generated?: GeneratedParts): P
     ...(grpcPort !== undefined ? { grpcPort } : {}),
     issuer,
     statementsKept: () => store.statementsKept(),
+    drain: () => {
+      draining = true;
+      drainConnections(server);
+    },
     close: async () => {
       await deliveries?.stop();
       await Promise.all([grpc.close(config.shutdownGraceMs), closeWithin(server, config.shutdownGraceMs, connections)]);

@@ -28,7 +28,10 @@ test('/healthz and /readyz answer without a token', async () => {
   assert.equal(alive.body, { status: 'ok' });
   const ready = await s.call('GET', '/readyz', undefined, anonymous);
   assert.is(ready.status, 200, JSON.stringify(ready.body));
-  assert.equal(ready.body, { status: 'ok', checks: { database: 'ok', schema: 'ok', events: 'ok' } });
+  assert.equal(ready.body, {
+    status: 'ok',
+    checks: { shutdown: 'ok', database: 'ok', schema: 'ok', events: 'ok' },
+  });
   assert.is((await s.call('POST', '/readyz', {}, anonymous)).status, 405);
   assert.is((await s.call('GET', '/healthz?verbose=1', undefined, anonymous)).status, 400);
 });

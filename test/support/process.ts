@@ -33,11 +33,12 @@ export interface ServerProcess {
 
 /**
  * Starts the server as npm start does (from its build) and resolves once it prints its listening line. Loopback
- * sinks and issuers are allowed (the tests' own listen there) unless env says otherwise. With `fdLimit` it runs
- * under that descriptor limit (ulimit -n), the node process itself being the child.
+ * sinks and issuers are allowed (the tests' own listen there), and SIGTERM stops it without a drain (no load
+ * balancer to tell), unless env says otherwise. With `fdLimit` it runs under that descriptor limit (ulimit -n),
+ * the node process itself being the child.
  */
 export function spawnServer(env: Record<string, string>, fdLimit?: number): Promise<ServerProcess> {
-  const options = { env: { ...process.env, LOG: 'off', OUTBOUND_ALLOW_LOOPBACK: 'on', ...env } };
+  const options = { env: { ...process.env, LOG: 'off', OUTBOUND_ALLOW_LOOPBACK: 'on', DRAIN_SECONDS: '0', ...env } };
   const child =
     fdLimit === undefined
       ? spawn(process.execPath, ['scripts/start.mjs'], options)
