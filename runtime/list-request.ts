@@ -58,7 +58,7 @@ export function parseOrderBy(raw: string | undefined, r: ResourceModel): ListReq
  * A parameter that may be repeated or comma-separated, as its distinct strings (a schema may not have made it a
  * list); more than maxListValues is INVALID_ARGUMENT, before any statement is made for them.
  */
-function list(value: unknown, field: string): string[] {
+export function listValues(value: unknown, field: string): string[] {
   const values = [...new Set([value ?? []].flat().flatMap((v) => String(v).split(',')))].filter(Boolean);
   if (values.length > maxListValues)
     throw invalidArgument([{ field, description: `at most ${maxListValues} distinct values, not ${values.length}` }]);
@@ -92,7 +92,7 @@ function storedForm(value: unknown, type: FieldType): unknown {
 export function parseListRequest(q: Query, r: ResourceModel): ListRequest {
   const pageSize = count(q, 'page_size', 'page_size', 'pageSize');
   const skip = count(q, 'skip', 'skip', undefined, maxSkip) ?? 0;
-  const ids = list(param(q, 'uidp.ids'), 'uidp.ids');
+  const ids = listValues(param(q, 'uidp.ids'), 'uidp.ids');
   return {
     pageSize: pageSize === undefined || pageSize === 0 ? defaultPageSize : Math.min(pageSize, maxPageSize),
     pageToken: param<string>(q, 'page_token', 'pageToken') || undefined,
@@ -108,7 +108,7 @@ export function parseListRequest(q: Query, r: ResourceModel): ListRequest {
     filters: r.filters
       .filter((f) => q[f.param] !== undefined && q[f.param] !== '')
       .map((f) => {
-        const value = f.match === 'anyOf' ? list(q[f.param], f.param) : q[f.param];
+        const value = f.match === 'anyOf' ? listValues(q[f.param], f.param) : q[f.param];
         return { filter: f, value: storedForm(value, filterField(r, f).type) };
       }),
   };

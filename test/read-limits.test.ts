@@ -70,6 +70,18 @@ test('a list parameter holds at most 1,000 distinct values, on v2, v1 and gRPC a
   const v1 = await s.call('GET', `/registry/v1/repos?uidp.ids=${values(1001, 'u')}`);
   assert.is(v1.status, 400, 'v1');
   assert.match(v1.body.message, 'uidp.ids: at most 1000 distinct values');
+  // v1's own id, repeated or comma-separated, is counted and refused under its own name.
+  for (const query of [
+    `id=${values(1001, 'u')}`,
+    values(1001, 'u')
+      .split(',')
+      .map((v) => `id=${v}`)
+      .join('&'),
+  ]) {
+    const byId = await s.call('GET', `/iam/v1/identities?${query}`);
+    assert.is(byId.status, 400, JSON.stringify(byId.body).slice(0, 200));
+    assert.match(byId.body.message, 'id: at most 1000 distinct values');
+  }
   const grpc = grpcClient(s.url, '');
   try {
     for (const n of [1001, 40_000]) {

@@ -18,6 +18,7 @@ import type { Resources } from '../resources.js';
 import { callOf, requestBody } from '../route-operations.js';
 import { isUidPath, uidCapture } from '../uid.js';
 import { checkParameterNames, type Validators } from '../validation.js';
+import { listValues } from '../list-request.js';
 import { V1Shape } from './rename.js';
 
 export interface V1Deps {
@@ -56,8 +57,9 @@ function v2Query(query: Record<string, unknown>, params: Record<string, string>)
     if (name === 'id') continue;
     out[Object.hasOwn(params, name) ? params[name] : name] = value;
   }
-  const id = query.id;
-  if (typeof id === 'string' && id !== '') out['uidp.ids'] = [...[out['uidp.ids'] ?? []].flat(), id];
+  // Counted under v1's own name: folded into uidp.ids first, a refusal would name a parameter never sent.
+  const ids = listValues(query.id, 'id');
+  if (ids.length > 0) out['uidp.ids'] = [...[out['uidp.ids'] ?? []].flat(), ...ids];
   return out;
 }
 
