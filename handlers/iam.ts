@@ -184,7 +184,7 @@ export const iam: Omit<IamHandlers, 'register'> = {
    */
   async lookupIdentity(request: LookupIdentityRequest, context): Promise<LookupIdentityResponse> {
     const identities = context.model.resources.identities;
-    const [found] = await context.resources.tableOf('identities').find(
+    const [found, another] = await context.resources.tableOf('identities').find(
       and(
         equal('claimMatch.issuer', request.issuer),
         equal('claimMatch.subject', request.subject),
@@ -192,9 +192,19 @@ export const iam: Omit<IamHandlers, 'register'> = {
         or(isNull('parentUid'), and(...(context.visible as Condition<IdentityRecord>[]))),
       ),
       byUidOrder,
-      1,
+      2,
     );
     if (!found) throw notFound(identities.type, `${request.issuer} ${request.subject}`);
+    // Anyone may make a root identity with anyone's issuer and subject: answering one of several would hand the
+    // caller whichever another tenant made, to bind as the person it looked up.
+    if (another)
+      throw failedPrecondition([
+        {
+          type: 'AMBIGUOUS',
+          subject: `${request.issuer} ${request.subject}`,
+          description: 'more than one identity has this issuer and subject: look it up by its uid instead',
+        },
+      ]);
     return { uid: found.uid };
   },
 

@@ -117,6 +117,36 @@ async function migrateLocked(pool: pg.Pool, orm: MikroORM, schemaVersion: number
   }
 }
 
+/** Connections of a process's pool. */
+const poolSize = 10;
+/**
+ * Write transactions of a process holding a connection at once. A write reads through the pool too (grants, a
+ * parent), so writers waiting for the write lock must never hold every connection: the one holding the lock
+ * would wait for a connection forever (seen: nine writers waiting on the lock, the tenth idle in its
+ * transaction). The lock lets one write run at a time anyway.
+ */
+const maxWriters = poolSize / 2;
+
+/** A counting semaphore: take() resolves when a slot is free, give() frees one. */
+class WriterSlots {
+  private readonly queue: (() => void)[] = [];
+  constructor(private free: number) {}
+
+  take(): Promise<void> {
+    if (this.free > 0) {
+      this.free--;
+      return Promise.resolve();
+    }
+    return new Promise((resolve) => this.queue.push(resolve));
+  }
+
+  give(): void {
+    const next = this.queue.shift();
+    if (next) next();
+    else this.free++;
+  }
+}
+
 export async function openPostgresStore(
   url: string,
   entities: EntitySchema[],
@@ -125,7 +155,7 @@ export async function openPostgresStore(
 ): Promise<Store> {
   // Every statement of the pool's connections is stopped past the read timeout; write transactions lift it
   // for themselves (their lock wait and statements are the runtime's own, bounded by construction).
-  const pool = new pg.Pool({ connectionString: url, max: 10, statement_timeout: limits.timeoutMs });
+  const pool = new pg.Pool({ connectionString: url, max: poolSize, statement_timeout: limits.timeoutMs });
   // An idle client's error (the server went away) must not end the process: the next query reports it.
   pool.on('error', () => undefined);
   try {
@@ -148,21 +178,24 @@ export async function openPostgresStore(
   const read = sqlOn(pool, limits);
   // Write transactions of this process waiting for a connection or for the write lock (the metrics' queue depth).
   let waiting = 0;
+  const writers = new WriterSlots(maxWriters);
   const transaction = async <T>(fn: (sql: Sql) => Promise<T>): Promise<T> => {
     waiting++;
     let client: pg.PoolClient | undefined;
     try {
+      await writers.take();
       client = await pool.connect();
       await client.query('begin; set local statement_timeout = 0');
       await client.query('select pg_advisory_xact_lock($1)', [writeLock]);
     } catch (e) {
       await client?.query('rollback').catch(() => undefined);
       client?.release();
+      writers.give();
       throw e;
     } finally {
       waiting--;
     }
-    return finishTransaction(client, fn);
+    return finishTransaction(client, fn).finally(() => writers.give());
   };
   await transaction((sql) => buildCounts(sql, countedTables(orm)));
   const access = await listenForAccessChanges(url);

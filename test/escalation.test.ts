@@ -524,6 +524,21 @@ test("a tenant cannot bind another's root identity, nor read it: refused as an u
   answers.push(hidden.body);
   const person = await lookup('https://foreign-issuer.example', 'foreign-subject', t.headers);
   assert.equal(ok(person, 'a root identity: the uid a person has, as the reference answers'), { uid: foreign });
+  // A tenant that makes a root identity with the same issuer and subject does not take over the lookup (it would
+  // answer the lower uid, the tenant's half the time): two matches are one refusal that names neither.
+  const twin = await s.call(
+    'POST',
+    '/iam/v2/identities',
+    { name: 'twin', claimMatch: { issuer: 'https://foreign-issuer.example', subject: 'foreign-subject' } },
+    t.headers,
+  );
+  const twinUid = ok(twin, 'a twin made by the tenant').uid;
+  for (const headers of [undefined, t.headers]) {
+    const ambiguous = await lookup('https://foreign-issuer.example', 'foreign-subject', headers);
+    expectCode(ambiguous, 400, 9, 'two identities match');
+    assert.not.ok(JSON.stringify(ambiguous.body).includes(twinUid) || JSON.stringify(ambiguous.body).includes(foreign));
+  }
+  ok(await s.call('DELETE', `/iam/v2/identities/${twinUid}`, undefined, t.headers), 'the tenant deletes its twin');
   const seen = JSON.stringify(answers);
   for (const secret of ['foreign person', 'secret description', 'foreign-issuer', 'foreign-subject'])
     assert.not.ok(seen.includes(secret), `nothing of the foreign identity is told: ${secret}`);
