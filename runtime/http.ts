@@ -11,7 +11,7 @@ import { jsonBody } from './json-body.js';
 import type { TokenIssuer } from './issuer.js';
 import type { ApiModel } from './model.js';
 import type { Metrics } from './metrics.js';
-import { rateLimited, type RateLimit } from './rate-limit.js';
+import type { RateLimit } from './rate-limit.js';
 import { cors } from './cors.js';
 import { callerAddress, type TrustedProxies } from './operate/caller-address.js';
 
@@ -162,9 +162,7 @@ function answer(log: AppOptions['log'], errorDomain: (path: string) => string): 
 function limit(rateLimit: RateLimit, ctx: HttpContext, proxies: TrustedProxies | undefined): void {
   if (probePaths.has(ctx.path)) return;
   const subject = ctx.state.principal?.subject;
-  const who = subject ? `identity ${subject}` : `address ${addressOf(ctx, proxies)}`;
-  const wait = rateLimit.take(who);
-  if (wait > 0) throw rateLimited(who, rateLimit.perSecond, wait);
+  rateLimit.require(subject ? `identity ${subject}` : `address ${addressOf(ctx, proxies)}`);
 }
 
 function addressOf(ctx: HttpContext, proxies: TrustedProxies | undefined): string {
@@ -177,11 +175,8 @@ function addressOf(ctx: HttpContext, proxies: TrustedProxies | undefined): strin
  */
 function refusedToken(rateLimit: RateLimit | undefined, ctx: HttpContext, proxies: TrustedProxies | undefined) {
   return (e: unknown): never => {
-    if (rateLimit && e instanceof ApiError && e.codeName === 'UNAUTHENTICATED') {
-      const who = `address ${addressOf(ctx, proxies)}`;
-      const wait = rateLimit.take(who);
-      if (wait > 0) throw rateLimited(who, rateLimit.perSecond, wait);
-    }
+    if (rateLimit && e instanceof ApiError && e.codeName === 'UNAUTHENTICATED')
+      rateLimit.require(`address ${addressOf(ctx, proxies)}`);
     throw e;
   };
 }

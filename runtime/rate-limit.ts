@@ -35,6 +35,12 @@ export class RateLimit {
     return Math.max(1, Math.ceil((1 - bucket.tokens) / this.perSecond));
   }
 
+  /** Takes a token for who (an identity or an address), or refuses the call with RESOURCE_EXHAUSTED. */
+  require(who: string): void {
+    const wait = this.take(who);
+    if (wait > 0) throw rateLimited(who, this.perSecond, wait);
+  }
+
   /** Drops the buckets that would be full by now, then (if that is not enough) the oldest half. */
   private forget(nowMs: number): void {
     for (const [caller, b] of this.buckets)
@@ -46,7 +52,7 @@ export class RateLimit {
 }
 
 /** RESOURCE_EXHAUSTED (429) with when to retry, as AIP-193 details. */
-export function rateLimited(who: string, perSecond: number, retryAfterSeconds: number): ApiError {
+function rateLimited(who: string, perSecond: number, retryAfterSeconds: number): ApiError {
   return new ApiError(
     'RESOURCE_EXHAUSTED',
     `Resource exhausted: more than ${perSecond} requests per second from ${who}; retry after ${retryAfterSeconds} s`,

@@ -12,7 +12,7 @@ import type { RpcMethod } from './operations.js';
 import { decodeRequest, encodeResponse, jsonName } from './proto-json.js';
 import { loadProtoRoot, protoFiles } from './proto-root.js';
 import { statusDetails } from './status.js';
-import { rateLimited, type RateLimit } from '../rate-limit.js';
+import type { RateLimit } from '../rate-limit.js';
 import type { GrpcLimits } from '../config.js';
 import { callerAddress, type TrustedProxies } from '../operate/caller-address.js';
 
@@ -45,11 +45,6 @@ function addressOf(call: grpc.ServerUnaryCall<Buffer, Buffer>, proxies: TrustedP
 }
 
 /** Takes a token from a bucket, or refuses the call with RESOURCE_EXHAUSTED. */
-function limit(rateLimit: RateLimit, who: string): void {
-  const wait = rateLimit.take(who);
-  if (wait > 0) throw rateLimited(who, rateLimit.perSecond, wait);
-}
-
 export interface GrpcServer {
   /** serves one connection that opened with the HTTP/2 preface (the HTTP port's) */
   inject(socket: Duplex): void;
@@ -145,10 +140,10 @@ async function callerOf(
   const principal = method.readsBearer
     ? {}
     : await principalOf(call.metadata, o.authenticate).catch((e: unknown) => {
-        if (rateLimit && e instanceof ApiError && e.codeName === 'UNAUTHENTICATED') limit(rateLimit, address());
+        if (rateLimit && e instanceof ApiError && e.codeName === 'UNAUTHENTICATED') rateLimit.require(address());
         throw e;
       });
-  if (rateLimit) limit(rateLimit, principal.subject ? `identity ${principal.subject}` : address());
+  rateLimit?.require(principal.subject ? `identity ${principal.subject}` : address());
   return { principal, bearer };
 }
 
