@@ -368,7 +368,7 @@ function tokenServicePaths(): Record<string, Record<string, JsonSchema>> {
     operationId,
     summary: 'Exchange',
     description:
-      'Exchanges an OIDC token of another issuer, sent as the bearer token, for a token of this server for an identity whose claimMatch it satisfies (README "Access control").',
+      'Exchanges an OIDC token of another issuer, sent as the bearer token, for a token of this server for an identity whose claimMatch it satisfies (docs/access-control.md, "Token exchange").',
     tags: ['sts'],
     security: [{ bearer: [] }],
     parameters: [

@@ -110,7 +110,7 @@ function onOff(env: NodeJS.ProcessEnv, name: string, fallback: 'on' | 'off'): bo
   return text === 'on';
 }
 
-/** Event delivery: retries, limits and retention (README, "Events"). */
+/** Event delivery: retries, limits and retention (docs/events.md, "Guarantees and limits"). */
 function eventsConfig(env: NodeJS.ProcessEnv, outbound: OutboundPolicy): DeliveryConfig | undefined {
   if (!onOff(env, 'EVENTS', 'on')) return undefined;
   const hour = 3_600_000;
@@ -193,7 +193,7 @@ function metricsMode(env: NodeJS.ProcessEnv): Config['metrics'] {
   return text;
 }
 
-/** The h2c connection limits (README, "gRPC"): without them a connection and its rpcs could stay forever. */
+/** The h2c connection limits (docs/transports.md, "gRPC"): without them a connection and its rpcs could stay forever. */
 function grpcLimits(env: NodeJS.ProcessEnv): GrpcLimits {
   return {
     idleMs: seconds(env, 'GRPC_IDLE_TIMEOUT', 300),

@@ -1,6 +1,6 @@
 // A list's totalCount from the per-scope counts (runtime/scope-counts.ts), when its conditions are a hierarchy
 // scope and what the caller may see: a few index reads however many records there are. Lists with filters,
-// ids or ancestors are counted by SQL instead (README, "What every resource gets").
+// ids or ancestors are counted by SQL instead (docs/transports.md, "HTTP: what every resource gets").
 import type { Visible } from './authorization.js';
 import type { ListRequest } from './list-request.js';
 import type { Table } from './table.js';

@@ -1,4 +1,4 @@
-// A webhook receiver that trusts only what the issuer's published keys verify (README, "Events"):
+// A webhook receiver that trusts only what the issuer's published keys verify (docs/events.md, "Deliveries"):
 // node samples/webhook-receiver.mjs ISSUER_URL SUBSCRIPTION_UID [PORT]. A delivery is accepted only when its token
 // is for this subscription (aud <issuer>/webhooks/<uid>), from its group (sub webhook:<the uid's group>), for this
 // body (webhook.digest) and these Ce-* headers (webhook.id, type, ...): a request captured elsewhere, or replayed

@@ -13,7 +13,7 @@ const args = whole ? ['test', '\\.test\\.ts$'] : process.argv.slice(2);
 /**
  * The end-to-end tests whose servers go to PostgreSQL in the second pass. The others need no database (the
  * generator, the contract, the command lines), are about SQLite itself (schema-state, table, write-lock), are
- * PostgreSQL's own (postgres), or run `npm start` or a spawned server in a data directory as a user would (readme,
+ * PostgreSQL's own (postgres), or run `npm start` or a spawned server in a data directory as a user would (walkthrough,
  * start, start-build, fuzz).
  */
 const onBothEngines = [

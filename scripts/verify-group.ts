@@ -16,7 +16,7 @@ const { values, positionals } = parseCommandLine({
   usage: `
 usage: npm run -s verify-group -- UID [--unverify]
 Marks the organization (root group) UID verified, so that callers whose trusted email has its name as domain find
-it with groups:lookupGroup and may ask to join it (README "Organizations found by email"). Its name must be a
+it with groups:lookupGroup and may ask to join it (docs/access-control.md, "Organizations found by email"). Its name must be a
 domain (example.com) that no other verified organization has.
   --unverify   takes the mark away
 Reads DATA_DIR (./data) or DATABASE_URL; the server need not stop. The change is recorded as the group's

@@ -11,7 +11,7 @@ Serves the API until SIGTERM or SIGINT. Installs and generates first as needed. 
 the environment: PORT (8080; 0 picks a free port; HTTP and gRPC), GRPC_PORT (gRPC alone as well), HOST
 (127.0.0.1), DATA_DIR (./data), DATABASE_URL, ISSUER_URL, TOKEN_AUDIENCE, LOG (on|off), METRICS, CORS_ORIGINS,
 MAX_BODY_BYTES, RATE_LIMIT, TRUSTED_PROXIES, MAX_CONNECTIONS, DRAIN_SECONDS, SHUTDOWN_GRACE, GRPC_* (connection limits),
-SECRETS_KEY. See README.md, "Configuration".`,
+SECRETS_KEY. See docs/operating.md, "Configuration".`,
 });
 
 try {

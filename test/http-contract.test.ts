@@ -48,8 +48,9 @@ const departures: Record<string, string> = {
     'a token of ours carries its identity alone: scoped and capability-limited tokens are not issued',
   'POST /sts/exchange: query not served: cap, identityProvider, scope, scopes':
     'a token of ours carries its identity alone: scoped and capability-limited tokens are not issued',
-  'POST /sts/exchange_refresh_token: query not served: aud, cap, scope, scopes': 'not served (README "Not served")',
-  'GET /sts/headless_sessions: query not served: code': 'not served (README "Not served")',
+  'POST /sts/exchange_refresh_token: query not served: aud, cap, scope, scopes':
+    'not served (docs/transports.md, "Not served")',
+  'GET /sts/headless_sessions: query not served: code': 'not served (docs/transports.md, "Not served")',
   // Path parameter names.
   'GET /registry/v2/repos/{repoReadme.uid}/readme: path /registry/v2/repos/{uid}/readme':
     'a dotted parameter name is not one OpenAPI linters (Spectral path-params) can read',
@@ -98,7 +99,7 @@ const departures: Record<string, string> = {
   'PATCH /registry/v2/repos/{uid}: body lacks customOverlay': 'custom overlays are not in the spec',
   'GET /sts/exchange: answer lacks refreshToken': 'this issuer issues no refresh tokens',
   'POST /sts/exchange: answer lacks refreshToken': 'this issuer issues no refresh tokens',
-  // Calls not served (README "Not served"): declared with the request, answered UNIMPLEMENTED.
+  // Calls not served (docs/transports.md, "Not served"): declared with the request, answered UNIMPLEMENTED.
   'POST /iam/v2/identityProviders/{identityProviderUid}:generateScimToken: answer lacks etag, expireTime, identityProviderUid':
     'not served',
   'POST /iam/v2/identityProviders/{identityProviderUid}:regenerateScimToken: answer lacks etag, expireTime, identityProviderUid, previousTokenExpireTime, requestedOverlap':
@@ -114,8 +115,8 @@ const departures: Record<string, string> = {
   'POST /iam/v2/groupInvites:accept: ours alone': 'accepting an invite over v2 (the reference does it in v1 only)',
   'POST /iam/v2/groups: ours alone': 'a root group (an organization) made with no parent',
   'POST /iam/v2/identities: ours alone': 'a root identity made with no group',
-  'GET /events/v2/deliveries: ours alone': 'event deliveries, readable (README "Events")',
-  'GET /events/v2/deliveries/{uid}: ours alone': 'event deliveries, readable (README "Events")',
+  'GET /events/v2/deliveries: ours alone': 'event deliveries, readable (docs/events.md, "Guarantees and limits")',
+  'GET /events/v2/deliveries/{uid}: ours alone': 'event deliveries, readable (docs/events.md, "Guarantees and limits")',
   'POST /events/v2/subscriptions/{uid}/deliveries:redrive: ours alone': 'failed deliveries put back on their way',
 };
 

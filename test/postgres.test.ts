@@ -27,7 +27,7 @@ let databaseUrl: string;
 
 async function instance(databaseUrl: string): Promise<Instance> {
   // Behind one public URL (the issuer of both), sharing the data directory's keys and page-token secret
-  // (README, "Several instances").
+  // (docs/operating.md, "Several instances on PostgreSQL").
   const server = await startServer(
     readConfig({
       PORT: '0',

@@ -29,7 +29,7 @@ interface RefMessage {
  */
 const departures: Record<string, string> = {
   'chainguard.capabilities.Capability: extra value 90001 CAP_METRICS_READ':
-    'ours alone: reading /metrics when METRICS=token (README, "Operating")',
+    'ours alone: reading /metrics when METRICS=token (docs/operating.md, "The operator endpoints")',
   'chainguard.platform.iam.v2.IdentityProvider: missing field scim': 'SCIM provisioning is not part of the spec',
   'chainguard.platform.iam.v2.GroupInvite: missing field role': 'the invite names its role by uid (role_uid)',
   'chainguard.platform.iam.v2.ExternalGroupRoleMapping: missing field identity_provider_uid':
@@ -188,7 +188,7 @@ test('every service we declare is one the reference has, under the same package 
   };
   walk(root);
   assert.ok(ours.length >= 34, `${ours.length} services`);
-  // Ours alone, documented in the README: the reference shows nothing of its deliveries.
+  // Ours alone, documented in docs/events.md: the reference shows nothing of its deliveries.
   const extensions = [
     'chainguard.platform.events.v2.DeliveriesService',
     'chainguard.platform.events.v2beta1.DeliveriesService',
