@@ -16,6 +16,7 @@ import type {
 import { standardFields, type ApiInfo } from '../runtime/model.js';
 import { snakeCase } from '../runtime/field-names.js';
 import type { ProtoApiModel, ProtoOperationModel } from '../runtime/model.js';
+import { applySchemaLock, readSchemaLock } from './schema-lock.js';
 import { checkProto, normalizeFields, normalizeOperation, normalizeRequest, type RawProtoField } from './spec-proto.js';
 
 /** A spec problem, reported as "file: path: what is wrong". */
@@ -210,6 +211,7 @@ export function loadSpec(specDir: string): ApiModel {
   }
   checkCapabilitiesUsed(loading);
   checkProto(loading.model, problems);
+  applySchemaLock(loading.model, readSchemaLock(specDir), (c) => loading.origin.get(c)!, problems);
   if (problems.length > 0) throw new SpecError(problems);
   return loading.model;
 }
@@ -475,7 +477,7 @@ function addBuiltInRoles({ model, problems, grants, access, origin, specDir }: L
 }
 
 /** A default or an example must be what the field itself would accept, else it is stored and served as it is. */
-function valueProblem(f: FieldModel, value: unknown): string | undefined {
+export function valueProblem(f: FieldModel, value: unknown): string | undefined {
   const one = (v: unknown): string | undefined => {
     if (f.type === 'enum') return f.values?.includes(v as string) ? undefined : `is not one of ${f.values?.join(', ')}`;
     if (f.type === 'string' || f.type === 'timestamp' || f.type === 'duration')
@@ -516,6 +518,9 @@ function checkFieldDeclarations(fields: Record<string, FieldModel>, at: string, 
       const wrong = f[key] === undefined ? undefined : valueProblem(f, f[key]);
       if (wrong) problems.push(`${at}/${name}/${key}: ${JSON.stringify(f[key])} ${wrong}`);
     }
+    const fill = typeof f.existingRows === 'object' ? f.existingRows.default : undefined;
+    const wrongFill = fill === undefined ? undefined : valueProblem(f, fill);
+    if (wrongFill) problems.push(`${at}/${name}/existingRows/default: ${JSON.stringify(fill)} ${wrongFill}`);
     if (f.fields) checkFieldDeclarations(f.fields, `${at}/${name}/fields`, problems);
     if (f.mapValue?.fields) checkFieldDeclarations(f.mapValue.fields, `${at}/${name}/mapValue/fields`, problems);
   }
