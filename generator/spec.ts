@@ -785,6 +785,19 @@ function fieldAt(fields: Record<string, FieldModel>, path: string): FieldModel |
   return rest.length === 0 || !f ? f : fieldAt(f.fields ?? {}, rest.join('.'));
 }
 
+/** v1's JSON names of the top-level fields: a renamed one must not be another field's. */
+function checkV1Wire(renames: Record<string, string>, all: Record<string, FieldModel>, at: string, problems: string[]) {
+  const v1Names = new Map<string, string>();
+  for (const name of Object.keys(all)) {
+    const v1Name = renames[name] ?? name;
+    const other = v1Names.get(v1Name);
+    // named at the rename, whichever of the two comes first
+    const [renamed, kept] = renames[name] !== undefined ? [name, other] : [other, name];
+    if (other !== undefined) problems.push(`${at}/fields/${renamed}: the v1 name ${v1Name} is also ${kept}'s`);
+    v1Names.set(v1Name, name);
+  }
+}
+
 /** v1's renames name fields, enum values and list parameters that v2 has. */
 function checkV1Names(
   v1: NonNullable<RawResource['v1']>,
@@ -795,17 +808,7 @@ function checkV1Names(
 ): void {
   for (const path of Object.keys(v1.fields ?? {}))
     if (!fieldAt(all, path)) problems.push(`${at}/fields/${path}: no field "${path}"`);
-  // v1's JSON names of the top-level fields: each renamed one must not be another field's.
-  const v1Names = new Map<string, string>();
-  for (const name of Object.keys(all)) {
-    const v1Name = v1.fields?.[name] ?? name;
-    const other = v1Names.get(v1Name);
-    if (other !== undefined)
-      problems.push(
-        `${at}/fields/${v1.fields?.[name] !== undefined ? name : other}: the v1 name ${v1Name} is also ${v1.fields?.[name] !== undefined ? other : name}'s`,
-      );
-    v1Names.set(v1Name, name);
-  }
+  checkV1Wire(v1.fields ?? {}, all, at, problems);
   for (const [path, values] of Object.entries(v1.values ?? {})) {
     const f = fieldAt(all, path);
     if (f?.type !== 'enum') problems.push(`${at}/values/${path}: not an enum field`);
