@@ -86,7 +86,7 @@ function entityProperties(
       type,
       ...(type === 'bigint' ? { runtimeType: 'string' } : {}),
       nullable: true,
-      fieldName: snake(name),
+      fieldName: f.column ?? snake(name),
     };
   }
   for (const s of r.subresources) props[`subresource_${s.name}`] = { type: 'json', nullable: true };

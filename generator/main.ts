@@ -12,6 +12,7 @@ import { emitGrpcTable, emitProtoFiles } from './emit-proto.js';
 import { protoSurface } from './proto-model.js';
 import { routesOf } from './routes-table.js';
 import { loadSpec, SpecError } from './spec.js';
+import { lockFile, writeSchemaLock } from './schema-lock.js';
 
 const { values } = parseCommandLine({
   name: 'generate',
@@ -26,8 +27,11 @@ const started = performance.now();
 
 try {
   // Taken before reading: a source changed meanwhile makes the record stale, and ensure-ready regenerate.
-  const sources = sourceHashes(values.spec);
+  let sources = sourceHashes(values.spec);
   const model = loadSpec(values.spec!);
+  // The stored shape this spec has (spec/schema.lock.json), committed with it; recorded in the sources too.
+  const locked = writeSchemaLock(values.spec!, model);
+  if (locked) sources = sourceHashes(values.spec);
   const routes = routesOf(model);
   const problems: string[] = [];
   const surface = protoSurface(model, problems);
@@ -61,6 +65,10 @@ try {
       `${Object.keys(model.resources).length} resources, ${routes.length} routes, ${surface.rpcs.length} rpcs in ${ms} ms`,
   );
   for (const name of Object.keys(files)) console.log(`  ${join(out, name)}`);
+  if (locked)
+    console.log(
+      `recorded the stored shape of schemaVersion ${model.schemaVersion} in ${join(values.spec!, lockFile)}: commit it with the spec`,
+    );
 } catch (e) {
   if (e instanceof SpecError) {
     console.error(`npm run generate: the spec has ${e.problems.length} problem(s); nothing was generated:`);

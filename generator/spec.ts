@@ -10,12 +10,14 @@ import type {
   CapabilityModel,
   EndpointModel,
   FieldModel,
+  FilterModel,
   ResourceModel,
   V1Model,
 } from '../runtime/model.js';
 import { standardFields, type ApiInfo } from '../runtime/model.js';
 import { snakeCase } from '../runtime/field-names.js';
 import type { ProtoApiModel, ProtoOperationModel } from '../runtime/model.js';
+import { applySchemaLock, readSchemaLock } from './schema-lock.js';
 import { checkProto, normalizeFields, normalizeOperation, normalizeRequest, type RawProtoField } from './spec-proto.js';
 
 /** A spec problem, reported as "file: path: what is wrong". */
@@ -210,6 +212,7 @@ export function loadSpec(specDir: string): ApiModel {
   }
   checkCapabilitiesUsed(loading);
   checkProto(loading.model, problems);
+  applySchemaLock(loading.model, readSchemaLock(specDir), (c) => loading.origin.get(c)!, problems);
   if (problems.length > 0) throw new SpecError(problems);
   return loading.model;
 }
@@ -475,7 +478,7 @@ function addBuiltInRoles({ model, problems, grants, access, origin, specDir }: L
 }
 
 /** A default or an example must be what the field itself would accept, else it is stored and served as it is. */
-function valueProblem(f: FieldModel, value: unknown): string | undefined {
+export function valueProblem(f: FieldModel, value: unknown): string | undefined {
   const one = (v: unknown): string | undefined => {
     if (f.type === 'enum') return f.values?.includes(v as string) ? undefined : `is not one of ${f.values?.join(', ')}`;
     if (f.type === 'string' || f.type === 'timestamp' || f.type === 'duration')
@@ -497,11 +500,16 @@ function valueProblem(f: FieldModel, value: unknown): string | undefined {
  * snake_case, so `fooBar` and `foo_bar` (or a proto name given twice) would be one column and one proto field.
  * Defaults and examples must be values of their field.
  */
-function checkFieldDeclarations(fields: Record<string, FieldModel>, at: string, problems: string[]): void {
+/** The columns and wire names the server keeps for every record: no declared field may take one. */
+const standardColumns = new Map(['uid', 'parentUid', 'createTime', 'updateTime'].map((n) => [snakeCase(n), n]));
+
+function checkFieldDeclarations(fields: Record<string, FieldModel>, at: string, problems: string[], top = true): void {
   const snake = new Map<string, string>();
   const proto = new Map<string, string>();
   for (const [name, f] of Object.entries(fields)) {
     const wire = snakeCase(name);
+    const standard = top && !(name in standardFields) ? standardColumns.get(wire) : undefined;
+    if (standard) problems.push(`${at}/${name}: its column and wire name ${wire} are the server's own (${standard})`);
     const twin = snake.get(wire);
     if (twin !== undefined && twin !== name)
       problems.push(`${at}/${name}: its column and proto name ${wire} are also those of ${twin}; rename one`);
@@ -516,8 +524,11 @@ function checkFieldDeclarations(fields: Record<string, FieldModel>, at: string, 
       const wrong = f[key] === undefined ? undefined : valueProblem(f, f[key]);
       if (wrong) problems.push(`${at}/${name}/${key}: ${JSON.stringify(f[key])} ${wrong}`);
     }
-    if (f.fields) checkFieldDeclarations(f.fields, `${at}/${name}/fields`, problems);
-    if (f.mapValue?.fields) checkFieldDeclarations(f.mapValue.fields, `${at}/${name}/mapValue/fields`, problems);
+    const fill = typeof f.existingRows === 'object' ? f.existingRows.default : undefined;
+    const wrongFill = fill === undefined ? undefined : valueProblem(f, fill);
+    if (wrongFill) problems.push(`${at}/${name}/existingRows/default: ${JSON.stringify(fill)} ${wrongFill}`);
+    if (f.fields) checkFieldDeclarations(f.fields, `${at}/${name}/fields`, problems, false);
+    if (f.mapValue?.fields) checkFieldDeclarations(f.mapValue.fields, `${at}/${name}/mapValue/fields`, problems, false);
   }
 }
 
@@ -545,8 +556,17 @@ function capabilitiesUsed(model: ApiModel): [string, Capability][] {
   ];
 }
 
-function checkCapabilitiesUsed({ model, problems }: Loading): void {
-  for (const [where, cap] of capabilitiesUsed(model)) {
+function checkCapabilitiesUsed({ model, problems, origin, endpointOrigin }: Loading): void {
+  // Named in the file that holds the mistake: "resource c: /path" and "endpoint d.n" become "file: /resources/i/path".
+  const at = (where: string) =>
+    where
+      .replace(/^resource (\S+): /, (_, c: string) => origin.get(c) ?? `resource ${c}: `)
+      .replace(
+        /^endpoint (\S+)\.(\S+)$/,
+        (x, d: string, n: string) =>
+          endpointOrigin[model.endpoints.findIndex((e) => e.domain === d && e.name === n)] ?? x,
+      );
+  for (const [where, cap] of capabilitiesUsed(model).map(([w, c]): [string, Capability] => [at(w), c])) {
     if (cap === 'none' || cap === 'authenticated') continue;
     for (const c of cap)
       if (!model.capabilities[c]) problems.push(`${where}: unknown capability ${c} (declare it under capabilities:)`);
@@ -580,6 +600,14 @@ function checkNamedFields(r: RawResource, at: string, problems: string[]): void 
       if (!r.fields[f] && !(standard && f in standardFields)) problems.push(`${at}: no field "${f}" (named by ${by})`);
 }
 
+/** What a filter's match cannot do with its field's type: a substring of a non-text, an order of no order. */
+function matchProblem(match: FilterModel['match'], f: FieldModel): string | undefined {
+  if (match === 'contains' && f.type !== 'string') return 'contains looks for text in a string field';
+  if ((match === 'atLeast' || match === 'atMost') && (f.type === 'bool' || f.type === 'enum'))
+    return 'a range needs an ordered type (numbers, times, strings)';
+  return undefined;
+}
+
 function checkFilters(r: RawResource, all: Record<string, FieldModel>, at: string, problems: string[]): void {
   const filters = r.filters ?? [];
   filters.forEach((flt, j) => {
@@ -594,6 +622,10 @@ function checkFilters(r: RawResource, all: Record<string, FieldModel>, at: strin
       if (!field) problems.push(`${at}/filters/${j}: no field "${name}"`);
       else if (flt.match !== 'set' && notScalar(field))
         problems.push(`${at}/filters/${j}/field: "${name}" is not a scalar field`);
+      else if (matchProblem(flt.match, field))
+        problems.push(
+          `${at}/filters/${j}/match: ${flt.match} on "${name}" (${field.type}): ${matchProblem(flt.match, field)}`,
+        );
     }
   });
   const params = [...filters.map((f) => f.param), ...(r.unservedFilters ?? [])];
@@ -753,6 +785,19 @@ function fieldAt(fields: Record<string, FieldModel>, path: string): FieldModel |
   return rest.length === 0 || !f ? f : fieldAt(f.fields ?? {}, rest.join('.'));
 }
 
+/** v1's JSON names of the top-level fields: a renamed one must not be another field's. */
+function checkV1Wire(renames: Record<string, string>, all: Record<string, FieldModel>, at: string, problems: string[]) {
+  const v1Names = new Map<string, string>();
+  for (const name of Object.keys(all)) {
+    const v1Name = renames[name] ?? name;
+    const other = v1Names.get(v1Name);
+    // named at the rename, whichever of the two comes first
+    const [renamed, kept] = renames[name] !== undefined ? [name, other] : [other, name];
+    if (other !== undefined) problems.push(`${at}/fields/${renamed}: the v1 name ${v1Name} is also ${kept}'s`);
+    v1Names.set(v1Name, name);
+  }
+}
+
 /** v1's renames name fields, enum values and list parameters that v2 has. */
 function checkV1Names(
   v1: NonNullable<RawResource['v1']>,
@@ -763,6 +808,7 @@ function checkV1Names(
 ): void {
   for (const path of Object.keys(v1.fields ?? {}))
     if (!fieldAt(all, path)) problems.push(`${at}/fields/${path}: no field "${path}"`);
+  checkV1Wire(v1.fields ?? {}, all, at, problems);
   for (const [path, values] of Object.entries(v1.values ?? {})) {
     const f = fieldAt(all, path);
     if (f?.type !== 'enum') problems.push(`${at}/values/${path}: not an enum field`);

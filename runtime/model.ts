@@ -4,6 +4,21 @@
 export type FieldType =
   'string' | 'bool' | 'int32' | 'int64' | 'double' | 'timestamp' | 'duration' | 'enum' | 'object' | 'map';
 
+/** How stored rows take a change of a field: each value converted, one value for all, or left unset to refill. */
+export type ExistingRows = 'convert' | 'clear' | { default: unknown };
+
+/** A change of how a field is stored (generator/schema-lock.ts records it), applied to rows stored before `since`. */
+export interface StoredChange {
+  /** the schemaVersion that made it */
+  since: number;
+  /** type: a new column for a new type; rename: a new column for a new name; required: old rows may lack it */
+  kind: 'type' | 'rename' | 'required';
+  /** type and rename: the columns it was stored in before, newest first (the first a database has is read) */
+  from?: string[];
+  /** copy: the same values under a new name */
+  rows: ExistingRows | 'copy';
+}
+
 export interface FieldModel {
   type: FieldType;
   repeated?: boolean;
@@ -29,6 +44,14 @@ export interface FieldModel {
   values?: string[];
   default?: unknown;
   example?: unknown;
+  /** the field's earlier name (spec): its stored values are copied over, the old column kept */
+  renamedFrom?: string;
+  /** how rows stored before a change of type or required-ness take it (spec): runtime/storage/stored-rows.ts */
+  existingRows?: ExistingRows;
+  /** its column when not its snake_case name: a new one for each type it was stored as (spec/schema.lock.json) */
+  column?: string;
+  /** the changes of how it is stored, oldest first, that rows stored before `since` go through at migration */
+  changes?: StoredChange[];
   fields?: Record<string, FieldModel>;
   mapValue?: FieldModel;
   /** collection of the record this field's value is the uid of */
@@ -167,6 +190,8 @@ export interface ResourceModel {
   creatorRole?: string;
   /** Declared fields, without uid/createTime/updateTime. */
   fields: Record<string, FieldModel>;
+  /** columns the spec no longer reads (a removed, renamed or retyped field's): kept with their values, never reused */
+  retired?: Record<string, { field: string; type: string }>;
   filters: FilterModel[];
   /** list parameters of the reference contract this server does not serve: refused by name */
   unservedFilters: string[];

@@ -53,7 +53,8 @@ export async function openResources(
   observe?: StatementObserver,
 ): Promise<{ store: Store; resources: Resources }> {
   protectDataDir(config.dataDir);
-  const store = await openStore(config.database, parts.entities, parts.model.schemaVersion, observe, config.reads);
+  const schema = { version: parts.model.schemaVersion, resources: parts.model.resources };
+  const store = await openStore(config.database, parts.entities, schema, observe, config.reads);
   const pageTokens = new PageToken(pageTokenSecret(config.dataDir));
   const secrets = SecretSeal.open(config.dataDir, config.secretsKeys);
   return { store, resources: new Resources(store, parts.model, pageTokens, secrets, config.v1ListMax) };

@@ -13,7 +13,7 @@ import { deadlineExceeded, unavailable } from './errors.js';
 import { postgresql } from './dialect.js';
 import type { Row } from './records.js';
 import { buildCounts } from './scope-counts.js';
-import { migrate } from './schema-versions.js';
+import { migrate, type StoredSchema } from './schema-versions.js';
 import type { Sql } from './sql.js';
 import { countedTables, storedEntities, type ReadLimits, type Store } from './store.js';
 
@@ -103,13 +103,13 @@ async function checkCollation(pool: pg.Pool, url: string): Promise<void> {
 }
 
 /** The schema brought to the model under the advisory lock: instances starting together migrate once. */
-async function migrateLocked(pool: pg.Pool, orm: MikroORM, schemaVersion: number): Promise<void> {
+async function migrateLocked(pool: pg.Pool, orm: MikroORM, schema: StoredSchema | number): Promise<void> {
   const schemaClient = await pool.connect();
   try {
     // Waiting for another instance's migration is no read: no timeout (reset before the connection goes back).
     await schemaClient.query('set statement_timeout = 0');
     await schemaClient.query('select pg_advisory_lock($1)', [schemaLock]);
-    await migrate(orm, schemaVersion);
+    await migrate(orm, schema);
   } finally {
     await schemaClient.query('select pg_advisory_unlock($1)', [schemaLock]).catch(() => undefined);
     await schemaClient.query('reset statement_timeout').catch(() => undefined);
@@ -150,7 +150,7 @@ class WriterSlots {
 export async function openPostgresStore(
   url: string,
   entities: EntitySchema[],
-  schemaVersion: number,
+  schema: StoredSchema | number,
   limits: ReadLimits,
 ): Promise<Store> {
   // Every statement of the pool's connections is stopped past the read timeout; write transactions lift it
@@ -168,7 +168,7 @@ export async function openPostgresStore(
   try {
     await checkCollation(pool, url);
     orm = await openPostgresOrm(url, entities);
-    await migrateLocked(pool, orm, schemaVersion);
+    await migrateLocked(pool, orm, schema);
   } catch (e) {
     // A refused database leaves no connection open: a caller that goes on (a test, a CLI) can still exit.
     await orm?.close();

@@ -154,13 +154,18 @@ export function uidFor(r: ResourceModel, parent: string | undefined, mint = newU
   return r.uid === 'parent' ? parent! : mint(parent);
 }
 
-/** Immutable fields keep their value; required fields keep one. */
+/**
+ * Immutable fields keep their value; required fields keep one. A change that leaves a required field as it was
+ * passes: a row stored before the field was required may lack it (runtime/storage/stored-rows.ts), and a
+ * change of another field must not fail for it.
+ */
 function checkUpdatable(r: ResourceModel, next: Row, current: Row): void {
   for (const [name, f] of Object.entries(r.fields)) {
-    if (f.immutable && JSON.stringify(next[name]) !== JSON.stringify(current[name])) {
+    const changed = JSON.stringify(next[name]) !== JSON.stringify(current[name]);
+    if (f.immutable && changed) {
       throw invalidArgument([{ field: name, description: `${name} cannot be changed after create` }]);
     }
-    if (f.required && !f.outputOnly && (next[name] === undefined || next[name] === '')) {
+    if (f.required && !f.outputOnly && changed && (next[name] === undefined || next[name] === '')) {
       throw invalidArgument([{ field: name, description: `${name} is required` }]);
     }
   }
@@ -672,7 +677,7 @@ export class Resources {
     await this.store.transaction(async (sql) => {
       await this.find(r, uid, sql);
       this.refuseManaged(r, uid);
-      await this.deleteWithChildren(sql, r, uid);
+      await this.deleteWithChildren(sql, r, uid, actor);
       await this.event(sql, r, operationOf(r, 'delete')?.event, uid, { uid }, actor);
     });
     this.noteWrite(r, 'delete');
@@ -689,7 +694,7 @@ export class Resources {
         const row = await this.table(r.type).get(uid, sql);
         if (!row) continue;
         this.refuseManaged(r, uid);
-        await this.deleteWithChildren(sql, r, uid);
+        await this.deleteWithChildren(sql, r, uid, actor);
         await this.event(sql, r, operationOf(r, 'delete')?.event, uid, { uid }, actor);
         gone.push(toResource(row as Row, r));
       }
@@ -742,8 +747,11 @@ export class Resources {
     return row;
   }
 
-  /** Restricting children block the delete; cascading children go with their parent. */
-  private async deleteWithChildren(sql: Sql, r: ResourceModel, uid: string): Promise<void> {
+  /**
+   * Restricting children block the delete; cascading children go with their parent, each recording its own
+   * declared delete event (a subscriber to tags hears of the tags a repo's delete took).
+   */
+  private async deleteWithChildren(sql: Sql, r: ResourceModel, uid: string, actor?: string): Promise<void> {
     const violations: PreconditionViolation[] = [];
     for (const childName of r.children) {
       const child = this.model.resources[childName];
@@ -779,7 +787,11 @@ export class Resources {
         0,
         sql,
       );
-      for (const row of rows) await this.deleteWithChildren(sql, child, row.uid as string);
+      const event = operationOf(child, 'delete')?.event;
+      for (const { uid: childUid } of rows as { uid: string }[]) {
+        await this.deleteWithChildren(sql, child, childUid, actor);
+        await this.event(sql, child, event, childUid, { uid: childUid }, actor);
+      }
     }
     await this.table(r.type).delete(sql, uid);
   }

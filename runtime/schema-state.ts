@@ -7,7 +7,7 @@
 import { createHash } from 'node:crypto';
 import { EntitySchema } from '@mikro-orm/core';
 import type { MikroORM } from '@mikro-orm/better-sqlite';
-import { additive, migrate } from './schema-versions.js';
+import { migrate, pendingStatements, type StoredSchema } from './schema-versions.js';
 
 interface SchemaState {
   id: number;
@@ -41,18 +41,19 @@ async function isRecorded(connection: Connection, ddlHash: string): Promise<bool
 }
 
 /** Creates or migrates the schema to the model's, unless the record says that the database has it already. */
-export async function ensureSchema(orm: MikroORM, schemaVersion: number): Promise<void> {
+export async function ensureSchema(orm: MikroORM, schema: StoredSchema | number): Promise<void> {
+  const schemaVersion = typeof schema === 'number' ? schema : schema.version;
   const generator = orm.getSchemaGenerator();
   const connection = orm.em.getConnection();
   const ddlHash = createHash('sha256')
     .update(`schema version ${schemaVersion}\n${await generator.getCreateSchemaSQL()}`)
     .digest('hex');
   if (await isRecorded(connection, ddlHash)) return;
-  await migrate(orm, schemaVersion);
+  await migrate(orm, schema);
   // The write lock first: no other process can change the schema between the check and the record.
   await connection.execute('begin immediate');
   try {
-    if ((await generator.getUpdateSchemaSQL(additive)).trim() === '') {
+    if ((await pendingStatements(orm)) === '') {
       const [{ version }] = await connection.execute('select schema_version as version from pragma_schema_version');
       await connection.execute(
         'insert into schema_state (id, ddl_hash, schema_version) values (1, ?, ?) ' +

@@ -7,6 +7,7 @@ import { existsSync } from 'node:fs';
 import { sqlite } from './dialect.js';
 import { privateFile } from './operate/data-dir.js';
 import { ensureSchema, schemaStateEntity } from './schema-state.js';
+import type { StoredSchema } from './schema-versions.js';
 import { buildCounts } from './scope-counts.js';
 import { openSlowReads } from './slow-reads.js';
 import { GroupCommit } from './group-commit.js';
@@ -42,7 +43,7 @@ export function openSqliteOrm(databaseFile: string, entities: EntitySchema[]): P
 export async function openSqliteStore(
   databaseFile: string,
   entities: EntitySchema[],
-  schemaVersion = 1,
+  schema: StoredSchema | number = 1,
   observe?: StatementObserver,
   limits: ReadLimits = defaultReadLimits,
 ): Promise<Store> {
@@ -54,7 +55,7 @@ export async function openSqliteStore(
   await connection.execute('pragma busy_timeout = 10000');
   await connection.execute('pragma synchronous = NORMAL');
   try {
-    await ensureSchema(orm, schemaVersion);
+    await ensureSchema(orm, schema);
   } catch (e) {
     // A refused database leaves no connection open: a caller that goes on (a test, a CLI) can still exit.
     await orm.close();

@@ -5,7 +5,7 @@
 import type { EntitySchema, MikroORM } from '@mikro-orm/core';
 import type { Dialect } from './dialect.js';
 import { quoteIdentifier } from './dialect.js';
-import { schemaMigrationEntity } from './schema-versions.js';
+import { schemaMigrationEntity, type StoredSchema } from './schema-versions.js';
 import { outboxEntity } from './outbox.js';
 import { isCounted, scopeCountEntity } from './scope-counts.js';
 import type { Sql } from './sql.js';
@@ -113,21 +113,19 @@ export function countedTables(orm: MikroORM) {
 }
 
 /**
- * schemaVersion: the model's (runtime/schema-versions.ts); the database is migrated to it. observe: how long
+ * schema: the model's version and resources (runtime/schema-versions.ts); the database is migrated to it. observe: how long
  * each statement of our own took.
  */
 export async function openStore(
   database: Database,
   entities: EntitySchema[],
-  schemaVersion = 1,
+  schema: StoredSchema | number = 1,
   observe?: StatementObserver,
   limits: ReadLimits = defaultReadLimits,
 ): Promise<Store> {
   if (database.engine === 'postgresql') {
-    const store = await (
-      await import('./postgres-store.js')
-    ).openPostgresStore(database.url, entities, schemaVersion, limits);
+    const store = await (await import('./postgres-store.js')).openPostgresStore(database.url, entities, schema, limits);
     return observe ? timeStatements(store, observe) : store;
   }
-  return (await import('./sqlite-store.js')).openSqliteStore(database.file, entities, schemaVersion, observe, limits);
+  return (await import('./sqlite-store.js')).openSqliteStore(database.file, entities, schema, observe, limits);
 }

@@ -38,6 +38,7 @@ const onBothEngines = [
   'read-limits',
   'requests',
   'robustness',
+  'schema-evolution',
   'tokens',
   'total-count',
   'v1',

@@ -161,6 +161,33 @@ test('creates, updates and deletes of several kinds arrive, each with a token th
   await hook.close();
 });
 
+test("a cascade delete records each child's declared delete event, by the same actor", async () => {
+  const hook = await sink();
+  const folder = await group(org, 'cascade');
+  await subscribe(folder, hook.url);
+  const repo = (await s.call('POST', `/registry/v2/repos/${folder}`, { name: 'cascade' })).body.uid;
+  const tags: string[] = [];
+  for (const name of ['v1', 'v2'])
+    tags.push(
+      (await s.call('POST', `/registry/v2/tags/${repo}`, { name, digest: `sha256:${'c'.repeat(64)}` })).body.uid,
+    );
+  assert.is((await s.call('DELETE', `/registry/v2/repos/${repo}`)).status, 200);
+  const deleted = (type: string, subject: string) =>
+    hook.got.find(
+      (r) =>
+        r.headers['ce-type'] === `dev.chainguard.api.platform.registry.${type}.deleted.v1` &&
+        r.headers['ce-subject'] === subject,
+    );
+  await until(
+    'the repo and its tags deleted',
+    () => [deleted('repo', repo), ...tags.map((t) => deleted('tag', t))].every(Boolean) || undefined,
+  );
+  const actor = JSON.parse(deleted('repo', repo)!.body).actor;
+  assert.ok(actor.subject, 'the repo delete names its actor');
+  for (const t of tags) assert.equal(JSON.parse(deleted('tag', t)!.body), { actor, body: { uid: t } });
+  await hook.close();
+});
+
 test("a parent group's subscription receives its descendants' events; a sibling's does not", async () => {
   const [above, sibling] = [await sink(), await sink()];
   const parent = await group(org, 'parent');

@@ -207,7 +207,30 @@ test('mistakes that would break the server later fail at generate, each named by
       '      size_name: { type: string }',
       '      colour: { type: enum, values: [COLOUR_UNSPECIFIED, RED], default: PURPLE }',
       '      stock: { type: int64, example: many }',
-      '    operations: { list: { capability: CAP_PRODUCTS_LIST } }',
+      // 7: a column and wire name the server keeps for itself
+      '      parent_uid: { type: string }',
+      // 8: a substring of a number, a range over an enum
+      '    filters:',
+      '      - { param: stockText, field: stock, match: contains }',
+      '      - { param: minColour, field: colour, match: atLeast }',
+      // 9: a v1 name another field has
+      '    v1: { collection: products, fields: { stock: colour } }',
+      // 10: a capability nobody declares
+      '    operations: { list: { capability: CAP_PRODUCTS_LIST }, get: { capability: CAP_PRODUCTS_GIT } }',
+    ].join('\n'),
+  );
+  // 11: an enum value given twice (its own file: a file that fails the schema is not read further)
+  const shades = join(spec, 'shades.yaml');
+  writeFileSync(
+    shades,
+    [
+      'domain: shades',
+      'title: Shades',
+      'resources:',
+      '  - type: Shade',
+      '    collection: shades',
+      '    fields: { tone: { type: enum, values: [TONE_UNSPECIFIED, DARK, DARK] } }',
+      '    operations: {}',
     ].join('\n'),
   );
   const r = generate(spec, join(scratch, 'mistakes-out'));
@@ -220,6 +243,12 @@ test('mistakes that would break the server later fail at generate, each named by
     `${at}/resources/1/fields/size_name: its column and proto name size_name are also those of sizeName`,
     `${at}/resources/1/fields/colour/default: "PURPLE" is not one of COLOUR_UNSPECIFIED, RED`,
     `${at}/resources/1/fields/stock/example: "many" is not a whole number`,
+    `${at}/resources/1/fields/parent_uid: its column and wire name parent_uid are the server's own (parentUid)`,
+    `${at}/resources/1/filters/0/match: contains on "stock" (int64): contains looks for text in a string field`,
+    `${at}/resources/1/filters/1/match: atLeast on "colour" (enum): a range needs an ordered type`,
+    `${at}/resources/1/v1/fields/stock: the v1 name colour is also colour's`,
+    `${at}/resources/1/operations/get: unknown capability CAP_PRODUCTS_GIT`,
+    `${shades}: /resources/0/fields/tone/values: must NOT have duplicate items`,
   ])
     assert.ok(r.stderr.includes(problem), `expected:\n${problem}\nin:\n${r.stderr}`);
 });

@@ -7,7 +7,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import Database from 'better-sqlite3';
 import { EntitySchema } from '@mikro-orm/core';
-import { SchemaGenerator } from '@mikro-orm/better-sqlite';
+import { SchemaComparator } from '@mikro-orm/better-sqlite';
 import { test } from 'uvu';
 import * as assert from 'uvu/assert';
 import { openStore } from '../runtime/store.js';
@@ -28,16 +28,16 @@ const widget = (extra: Record<string, object> = {}) =>
 
 /** Opens and closes a store on file; says whether it compared the schema with the model. */
 async function open(file: string, entities: EntitySchema[], version = 1): Promise<boolean> {
-  const compare = SchemaGenerator.prototype.getUpdateSchemaSQL;
+  const compare = SchemaComparator.prototype.compare;
   let compared = false;
-  SchemaGenerator.prototype.getUpdateSchemaSQL = function (...args) {
+  SchemaComparator.prototype.compare = function (...args) {
     compared = true;
     return compare.apply(this, args);
   };
   try {
     await (await openStore({ engine: 'sqlite', file }, entities, version)).close();
   } finally {
-    SchemaGenerator.prototype.getUpdateSchemaSQL = compare;
+    SchemaComparator.prototype.compare = compare;
   }
   return compared;
 }
