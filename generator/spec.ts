@@ -15,7 +15,7 @@ import type {
 } from '../runtime/model.js';
 import { standardFields, type ApiInfo } from '../runtime/model.js';
 import { snakeCase } from '../runtime/field-names.js';
-import type { ProtoApiModel, ProtoOperationModel } from '../runtime/model.js';
+import type { ProtoApiModel, ProtoOperationModel, V1ProtoModel } from '../runtime/model.js';
 import { checkProto, normalizeFields, normalizeOperation, normalizeRequest, type RawProtoField } from './spec-proto.js';
 
 /** A spec problem, reported as "file: path: what is wrong". */
@@ -104,6 +104,7 @@ interface RawDomain {
   endpoints?: RawEndpoint[];
   capabilities?: RawCapabilities;
   proto?: { package: string; aliases?: string[] };
+  v1Proto?: V1ProtoModel;
 }
 interface RawAccess {
   capabilities: RawCapabilities;
@@ -273,6 +274,7 @@ function readApi(file: string, problems: string[]): ApiModel {
     proto: {
       packages: {},
       aliases: {},
+      v1: {},
       ...(api?.proto?.hierarchyFilter ? { hierarchyFilter: api.proto.hierarchyFilter } : {}),
       ...(api?.proto?.tokenService ? { tokenService: api.proto.tokenService } : {}),
     },
@@ -348,6 +350,7 @@ function readDomain(loading: Loading, file: string): void {
   model.domains.push(raw.domain);
   model.domainTitles[raw.domain] = raw.title;
   if (raw.proto) readProtoPackage(loading, file, raw.domain, raw.proto);
+  Object.assign(model.proto.v1, raw.v1Proto && { [raw.domain]: raw.v1Proto });
   raw.resources.forEach((r, i) => {
     const at = `${file}: /resources/${i}`;
     if (model.resources[r.collection]) {
