@@ -337,6 +337,11 @@ function readProtoPackage(loading: Loading, file: string, domain: string, proto:
   if (proto.aliases?.length) loading.model.proto.aliases[domain] = proto.aliases;
 }
 
+/** The domain's v1 package over gRPC (generator/proto-v1.ts checks it). */
+function readV1Proto(model: ApiModel, raw: RawDomain): void {
+  if (raw.v1Proto) model.proto.v1[raw.domain] = raw.v1Proto;
+}
+
 function readDomain(loading: Loading, file: string): void {
   const { model, problems, origin } = loading;
   const raw = readYaml(file, problems);
@@ -350,7 +355,7 @@ function readDomain(loading: Loading, file: string): void {
   model.domains.push(raw.domain);
   model.domainTitles[raw.domain] = raw.title;
   if (raw.proto) readProtoPackage(loading, file, raw.domain, raw.proto);
-  Object.assign(model.proto.v1, raw.v1Proto && { [raw.domain]: raw.v1Proto });
+  readV1Proto(model, raw);
   raw.resources.forEach((r, i) => {
     const at = `${file}: /resources/${i}`;
     if (model.resources[r.collection]) {
