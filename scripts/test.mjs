@@ -30,6 +30,7 @@ const onBothEngines = [
   'grpc',
   'grpc-fuzz',
   'grpc-reference-client',
+  'grpc-v1-reference-client',
   'group-access',
   'import',
   'int64',
