@@ -31,6 +31,7 @@ const onBothEngines = [
   'grpc-fuzz',
   'grpc-reference-client',
   'grpc-v1-reference-client',
+  'provider-calls',
   'group-access',
   'import',
   'int64',
