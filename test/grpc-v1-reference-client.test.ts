@@ -91,6 +91,10 @@ test('v1 Registry: repos and tags created, listed, updated and deleted; empty li
   assert.is(repo.value.name, 'nginx');
   assert.is(repo.value.catalog_tier, 'APPLICATION');
   assert.equal(repo.value.aliases, ['web']);
+  assert.ok(
+    Number(repo.value.create_time.seconds) > 1_700_000_000,
+    'v1 HTTP spells it created_at; the proto create_time',
+  );
   assert.equal(
     (await call('registry.Registry', 'ListRepos', { id })).value.items.map((r: any) => r.name),
     ['nginx'],

@@ -37,7 +37,12 @@ export interface V1Http {
   template: string;
   /** "*": the whole request is the body; a field's name: that field is; absent: the fields not in the path are the query */
   body?: string;
+  /** the request's and the answer's fields that v1's HTTP bodies name otherwise (created_at for create_time) */
+  names?: { request?: NameTree; response?: NameTree };
 }
+
+/** By JSON name: the name v1's HTTP body gives the field (to), and the renames inside its message (fields). */
+export type NameTree = Record<string, { to?: string; fields?: NameTree }>;
 
 export interface V1RpcRoute {
   path: string;

@@ -11,13 +11,27 @@ import { HttpContext } from '../http-context.js';
 import { unsafeJson } from '../input-safety.js';
 import type { Row } from '../records.js';
 import type { RpcMethod } from './operations.js';
-import type { V1RpcRoute } from './rpc.js';
+import type { NameTree, V1RpcRoute } from './rpc.js';
 
 /** Runs a request through the HTTP routes that serve v1; undefined when none serves it. */
 export type V1Dispatch = (ctx: HttpContext) => Promise<void> | undefined;
 
 const unimplemented = (path: string) =>
   new ApiError('UNIMPLEMENTED', `Unimplemented: ${path.slice(1)} is not served by this server`);
+
+/** A message's JSON with the names of `tree` given (toHttp) or taken back; arrays element by element. */
+function renamed(value: unknown, tree: NameTree | undefined, toHttp: boolean): unknown {
+  if (!tree || value === null || typeof value !== 'object') return value;
+  if (Array.isArray(value)) return value.map((v) => renamed(v, tree, toHttp));
+  const back = toHttp ? undefined : new Map(Object.entries(tree).flatMap(([json, n]) => (n.to ? [[n.to, json]] : [])));
+  const out: Row = {};
+  for (const [k, v] of Object.entries(value)) {
+    const json = back?.get(k) ?? k;
+    const names = Object.hasOwn(tree, json) ? tree[json] : undefined;
+    out[toHttp ? (names?.to ?? k) : json] = renamed(v, names?.fields, toHttp);
+  }
+  return out;
+}
 
 /** The HTTP request of an rpc: path variables from their fields, the body, every other field a query parameter. */
 function transcode(route: V1RpcRoute, request: Row): { path: string; query: Row; body?: Row } {
@@ -77,11 +91,12 @@ export function v1Rpcs(routes: V1RpcRoute[], notServed: string[], dispatch: V1Di
         // What HTTP refuses in the request line and the body (NUL characters, prototype keys), refused here too.
         const unsafe = unsafeJson(request);
         if (unsafe) throw invalidArgument([unsafe]);
-        const { path, query, body } = transcode(route, request);
+        const names = route.v1.names;
+        const { path, query, body } = transcode(route, renamed(request, names?.request, true) as Row);
         const search = queryString(query);
         const answer = await run(dispatch, route.v1.method, search ? `${path}?${search}` : path, principal, body);
         if (!answer) throw unimplemented(route.path);
-        return answer;
+        return renamed(answer, names?.response, false) as Row;
       },
     };
   }
