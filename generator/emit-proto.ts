@@ -1,7 +1,7 @@
 // Prints the gRPC surface (proto-model.ts) as .proto files, one per package, and generated/grpc.ts, the table that
 // wires each rpc to the one pipeline as generated/routes.ts wires each HTTP route.
 import type { ApiModel } from '../runtime/model.js';
-import type { RpcRoute } from '../runtime/grpc/rpc.js';
+import type { RpcRoute, V1RpcRoute } from '../runtime/grpc/rpc.js';
 import { cap } from './emit-openapi.js';
 import { banner, endpointHandler, hooks } from './emit-typescript.js';
 import type { ProtoEnumDecl, ProtoFieldDecl, ProtoMessageDecl, ProtoSurface } from './proto-model.js';
@@ -80,7 +80,8 @@ class FilePrinter {
         this.lines.push(`${inner}}`);
       }
     }
-    if (m.reserved?.numbers?.length) this.lines.push(`${inner}reserved ${m.reserved.numbers.join(', ')};`);
+    const numbers = [...(m.reserved?.numbers ?? []), ...(m.reserved?.ranges ?? []).map(([a, b]) => `${a} to ${b}`)];
+    if (numbers.length) this.lines.push(`${inner}reserved ${numbers.join(', ')};`);
     if (m.reserved?.names?.length)
       this.lines.push(`${inner}reserved ${m.reserved.names.map((n) => `"${n}"`).join(', ')};`);
     this.lines.push(`${indent}}`);
@@ -120,7 +121,7 @@ export function emitProtoFiles(surface: ProtoSurface): Record<string, string> {
 /** generated/grpc.ts: every rpc by its :path, calling the runtime with the route of its fields. */
 export function emitGrpcTable(model: ApiModel, surface: ProtoSurface): string {
   const lines = surface.rpcs
-    .filter((rpc) => !rpc.external)
+    .filter((rpc) => !rpc.external && !rpc.v1)
     .map((rpc) => {
       const route: RpcRoute = {
         path: rpc.path,
@@ -139,6 +140,9 @@ export function emitGrpcTable(model: ApiModel, surface: ProtoSurface): string {
       const sub = rpc.subresource ? `, ${JSON.stringify(rpc.subresource)}` : hooks(r, rpc.kind);
       return `    ${key}: ops.${rpc.kind}(apiModel.resources.${r.collection}, ${json}${sub}),`;
     });
+  const v1: V1RpcRoute[] = surface.rpcs
+    .filter((r) => r.v1)
+    .map((r) => ({ path: r.path, request: r.request, response: r.response, v1: r.v1! }));
   const endpoints = [...new Set(surface.rpcs.filter((r) => r.endpoint).map((r) => `${cap(r.endpoint!.name)}Request`))];
   const typed = new Set<string>();
   for (const r of surface.rpcs) {
@@ -150,6 +154,7 @@ export function emitGrpcTable(model: ApiModel, surface: ProtoSurface): string {
   return [
     banner,
     "import type { RpcMethod, RpcOperations } from '../runtime/grpc/operations.js';",
+    "import type { V1RpcRoute } from '../runtime/grpc/rpc.js';",
     "import { apiModel } from './model.js';",
     `import type { Handlers${endpoints.map((n) => `, ${n}`).join('')} } from './routes.js';`,
     ...(typed.size ? [`import type { ${[...typed].sort().join(', ')} } from './types.js';`] : []),
@@ -160,6 +165,14 @@ export function emitGrpcTable(model: ApiModel, surface: ProtoSurface): string {
     ...lines,
     '  };',
     '}',
+    '',
+    '/** Every v1 rpc and the v1 HTTP route it is transcoded to (runtime/grpc/v1.ts). */',
+    'export const v1Rpcs: V1RpcRoute[] = [',
+    ...v1.map((r) => `  ${JSON.stringify(r)},`),
+    '];',
+    '',
+    '/** The v1 rpcs not served: each answers a structured UNIMPLEMENTED. */',
+    `export const v1Unimplemented: string[] = ${JSON.stringify(surface.v1Unimplemented)};`,
     '',
   ].join('\n');
 }

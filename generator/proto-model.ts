@@ -10,9 +10,10 @@ import type {
   ResourceModel,
 } from '../runtime/model.js';
 import { filterField } from '../runtime/model.js';
-import type { RpcKind, RpcRoute } from '../runtime/grpc/rpc.js';
+import type { RpcKind, RpcRoute, V1Http } from '../runtime/grpc/rpc.js';
 import { lowerCamelCase as lowerCamel, snakeCase } from '../runtime/field-names.js';
 import { parentField } from './spec-proto.js';
+import { addV1Packages } from './proto-v1.js';
 
 export interface ProtoFieldDecl {
   name: string;
@@ -43,6 +44,8 @@ export interface RpcDecl extends RpcRoute {
   endpoint?: EndpointModel;
   /** served by an adapter of its own (the token service), so in the .proto but not in the rpc table */
   external?: true;
+  /** a v1 rpc: the v1 HTTP route it is transcoded to (generator/proto-v1.ts) */
+  v1?: V1Http;
 }
 export interface ProtoSurface {
   messages: Map<string, ProtoMessageDecl>;
@@ -50,6 +53,8 @@ export interface ProtoSurface {
   rpcs: RpcDecl[];
   /** package of every message, enum and service declared */
   packages: Set<string>;
+  /** the :path of every v1 rpc not served (a structured UNIMPLEMENTED) */
+  v1Unimplemented: string[];
 }
 
 const timestamp = 'google.protobuf.Timestamp';
@@ -70,7 +75,13 @@ function resolve(pkg: string, name: string): string {
 }
 
 class SurfaceBuilder {
-  readonly surface: ProtoSurface = { messages: new Map(), enums: new Map(), rpcs: [], packages: new Set() };
+  readonly surface: ProtoSurface = {
+    messages: new Map(),
+    enums: new Map(),
+    rpcs: [],
+    packages: new Set(),
+    v1Unimplemented: [],
+  };
 
   constructor(
     private readonly model: ApiModel,
@@ -556,6 +567,7 @@ export function protoSurface(model: ApiModel, problems: string[]): ProtoSurface 
   for (const e of model.endpoints) if (e.version !== 'v1') b.endpoint(e);
   const s = b.surface;
   addAliases(model, s, problems);
+  addV1Packages(model, s, problems);
   for (const name of [...s.messages.keys(), ...s.enums.keys()]) s.packages.add(packageOf(name));
   return s;
 }

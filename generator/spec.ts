@@ -16,7 +16,7 @@ import type {
 } from '../runtime/model.js';
 import { standardFields, type ApiInfo } from '../runtime/model.js';
 import { snakeCase } from '../runtime/field-names.js';
-import type { ProtoApiModel, ProtoOperationModel } from '../runtime/model.js';
+import type { ProtoApiModel, ProtoOperationModel, V1ProtoModel } from '../runtime/model.js';
 import { applySchemaLock, readSchemaLock } from './schema-lock.js';
 import { checkProto, normalizeFields, normalizeOperation, normalizeRequest, type RawProtoField } from './spec-proto.js';
 
@@ -106,6 +106,7 @@ interface RawDomain {
   endpoints?: RawEndpoint[];
   capabilities?: RawCapabilities;
   proto?: { package: string; aliases?: string[] };
+  v1Proto?: V1ProtoModel;
 }
 interface RawAccess {
   capabilities: RawCapabilities;
@@ -276,6 +277,7 @@ function readApi(file: string, problems: string[]): ApiModel {
     proto: {
       packages: {},
       aliases: {},
+      v1: {},
       ...(api?.proto?.hierarchyFilter ? { hierarchyFilter: api.proto.hierarchyFilter } : {}),
       ...(api?.proto?.tokenService ? { tokenService: api.proto.tokenService } : {}),
     },
@@ -338,6 +340,11 @@ function readProtoPackage(loading: Loading, file: string, domain: string, proto:
   if (proto.aliases?.length) loading.model.proto.aliases[domain] = proto.aliases;
 }
 
+/** The domain's v1 package over gRPC (generator/proto-v1.ts checks it). */
+function readV1Proto(model: ApiModel, raw: RawDomain): void {
+  if (raw.v1Proto) model.proto.v1[raw.domain] = raw.v1Proto;
+}
+
 function readDomain(loading: Loading, file: string): void {
   const { model, problems, origin } = loading;
   const raw = readYaml(file, problems);
@@ -351,6 +358,7 @@ function readDomain(loading: Loading, file: string): void {
   model.domains.push(raw.domain);
   model.domainTitles[raw.domain] = raw.title;
   if (raw.proto) readProtoPackage(loading, file, raw.domain, raw.proto);
+  readV1Proto(model, raw);
   raw.resources.forEach((r, i) => {
     const at = `${file}: /resources/${i}`;
     if (model.resources[r.collection]) {

@@ -8,6 +8,7 @@ import { ping } from './ping.js';
 import { registry } from './registry.js';
 import { advisoryEvents } from './v1-advisory-events.js';
 import { eolTags } from './v1-eol-tags.js';
+import { identityLookup } from './v1-identity-lookup.js';
 import { register } from './v1-register.js';
 import { vulnReports } from './v1-vuln-reports.js';
 import type { V1Extension } from '../runtime/v1/adapter.js';
@@ -23,4 +24,5 @@ export const handlers: Handlers = {
 /** What v1 has beyond its generic adapter and its declared endpoints, by collection. */
 export const v1Extensions: Record<string, V1Extension> = {
   advisories: advisoryEvents,
+  identities: identityLookup,
 };

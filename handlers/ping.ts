@@ -5,4 +5,7 @@ export const ping: PingHandlers = {
   async ping(): Promise<PingResponse> {
     return { response: 'pong' };
   },
+  async pingV1(): Promise<PingResponse> {
+    return { response: 'pong' };
+  },
 };

@@ -100,6 +100,8 @@ export interface ProtoFieldModel {
 export interface ProtoReserved {
   numbers?: number[];
   names?: string[];
+  /** inclusive ranges: reserved 3 to 6 */
+  ranges?: [number, number][];
 }
 
 /** Numbers of the standard fields (uid, createTime, updateTime) a message carries. */
@@ -316,6 +318,29 @@ export interface ProtoApiModel {
   capabilities?: { enum: string; unspecified: string };
   /** the package of the token service (SecurityTokenService: Exchange), as the reference's clients call it */
   tokenService?: string;
+  /** domain -> its v1 package over gRPC (spec `v1Proto`) */
+  v1: Record<string, V1ProtoModel>;
+}
+
+/**
+ * v1 over gRPC (spec `v1Proto`): the reference's v1 package of a domain, written out as its protos have it, since
+ * v1's messages are not v2's renamed. Each rpc is transcoded to the v1 HTTP route its http rule names.
+ */
+export interface V1ProtoModel {
+  package: string;
+  services: Record<string, { rpcs?: Record<string, V1RpcModel>; unimplemented?: string[] }>;
+  /** message -> field -> "<number> [repeated|optional] <type> [oneof=<name>] [json=<json name>]"; and reserved */
+  messages: Record<string, Record<string, string | ProtoReserved>>;
+  /** enum -> value -> number */
+  enums?: Record<string, Record<string, number>>;
+}
+export interface V1RpcModel {
+  request: string;
+  response: string;
+  /** the google.api.http rule: "<METHOD> <path template>" */
+  http: string;
+  /** "*" (the whole request) or the request field that is the body; none: every field not in the path is a query */
+  body?: string;
 }
 
 /** What a filter's parameter holds: the field it compares, the parent's uid, or the values of a `set` filter. */

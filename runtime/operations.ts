@@ -208,6 +208,21 @@ export class Operations {
   }
 
   /**
+   * A write's answer, presented once the write has committed. A presenting read refused for want of room
+   * (UNAVAILABLE, RESOURCE_EXHAUSTED) must not be the answer: clients retry those two as "nothing happened", and
+   * a retried create would make a second record. Refused, the records are answered as stored.
+   */
+  private async presentWritten(records: Row[], principal: Principal, present?: Present): Promise<Row[]> {
+    try {
+      return present ? await present(records, this.context(principal)) : records;
+    } catch (e) {
+      if (e instanceof ApiError && (e.codeName === 'UNAVAILABLE' || e.codeName === 'RESOURCE_EXHAUSTED'))
+        return records;
+      throw e;
+    }
+  }
+
+  /**
    * One page, or with `whole` every match without paging (v1's lists): the records the caller may list, within
    * the parent when the route nests the list under one.
    */
@@ -289,7 +304,7 @@ export class Operations {
       prepare: prepare && ((record, transaction) => prepare(record, { ...this.context(call.principal), transaction })),
       guard: this.policy.noEscalation(call.principal, r),
     });
-    return this.present(created, call.principal, options.present);
+    return (await this.presentWritten([created], call.principal, options.present))[0];
   }
 
   /**
@@ -316,7 +331,7 @@ export class Operations {
       prepare: prepare && ((record, transaction) => prepare(record, { ...this.context(call.principal), transaction })),
       guard: this.policy.noEscalation(call.principal, r),
     });
-    return Promise.all(created.map((record) => this.present(record, call.principal, options.present)));
+    return this.presentWritten(created, call.principal, options.present);
   }
 
   /**
@@ -342,7 +357,7 @@ export class Operations {
     });
     await this.policy.requireCapability(call.principal, this.capability(r, 'delete'), this.scope(r, parent));
     const deleted = await this.resources.deleteMany(r, names as string[], call.principal.subject);
-    return present ? present(deleted, this.context(call.principal)) : deleted;
+    return this.presentWritten(deleted, call.principal, present);
   }
 
   async update(r: ResourceModel, call: Call, present?: Present): Promise<Row> {
@@ -353,7 +368,7 @@ export class Operations {
       actor: call.principal.subject,
       guard: this.policy.noEscalation(call.principal, r),
     });
-    return this.present(updated, call.principal, present);
+    return (await this.presentWritten([updated], call.principal, present))[0];
   }
 
   async delete(r: ResourceModel, call: Call): Promise<void> {

@@ -30,6 +30,8 @@ const onBothEngines = [
   'grpc',
   'grpc-fuzz',
   'grpc-reference-client',
+  'grpc-v1-reference-client',
+  'provider-calls',
   'group-access',
   'import',
   'int64',

@@ -3,7 +3,7 @@
 // bundles it and rebuilds when it changes.
 import type { EntitySchema } from '@mikro-orm/core';
 import { entities } from '../generated/entities.js';
-import { createRpcTable } from '../generated/grpc.js';
+import { createRpcTable, v1Rpcs, v1Unimplemented } from '../generated/grpc.js';
 import { apiModel } from '../generated/model.js';
 import { createRouter, createSteps } from '../generated/routes.js';
 import { defaultGeneratedDir } from '../runtime/open-resources.js';
@@ -16,4 +16,6 @@ export const generated: GeneratedParts = {
   createRouter,
   createSteps,
   createRpcTable,
+  v1Rpcs,
+  v1Unimplemented,
 };

@@ -32,6 +32,9 @@ import { createRpcOperations, type RpcMethod } from '../runtime/grpc/operations.
 import { shareConnections } from '../runtime/grpc/same-port.js';
 import { createGrpcServer, type GrpcOptions } from '../runtime/grpc/server.js';
 import { tokenServiceRpcs } from '../runtime/grpc/token-service.js';
+import { v1Rpcs } from '../runtime/grpc/v1.js';
+import type { V1RpcRoute } from '../runtime/grpc/rpc.js';
+import type { HttpContext } from '../runtime/http-context.js';
 import { loadValidators } from '../runtime/validation.js';
 import type { Store } from '../runtime/store.js';
 import type { Resources } from '../runtime/resources.js';
@@ -47,6 +50,9 @@ export interface GeneratedParts extends DataParts {
   createRouter: typeof CreateRouter;
   createSteps: typeof CreateSteps;
   createRpcTable: typeof CreateRpcTable;
+  /** the v1 rpcs and the v1 HTTP routes they are transcoded to; the v1 rpcs not served */
+  v1Rpcs: V1RpcRoute[];
+  v1Unimplemented: string[];
 }
 
 /** Loads what npm run generate wrote; another directory serves another spec (tests use this). */
@@ -54,13 +60,19 @@ export async function loadGenerated(dir = defaultGeneratedDir): Promise<Generate
   const [data, routes, grpc] = await Promise.all([
     loadDataParts(dir),
     loadGeneratedModule<{ createRouter: typeof CreateRouter; createSteps: typeof CreateSteps }>(dir, 'routes.ts'),
-    loadGeneratedModule<{ createRpcTable: typeof CreateRpcTable }>(dir, 'grpc.ts'),
+    loadGeneratedModule<{
+      createRpcTable: typeof CreateRpcTable;
+      v1Rpcs: V1RpcRoute[];
+      v1Unimplemented: string[];
+    }>(dir, 'grpc.ts'),
   ]);
   return {
     ...data,
     createRouter: routes.createRouter,
     createSteps: routes.createSteps,
     createRpcTable: grpc.createRpcTable,
+    v1Rpcs: grpc.v1Rpcs,
+    v1Unimplemented: grpc.v1Unimplemented,
   };
 }
 
@@ -172,11 +184,22 @@ function grpcOptions(config: Config, parts: GeneratedParts) {
   };
 }
 
-/** Every rpc: the generated table, and the token service where api.yaml names its package. */
-function rpcTable(parts: GeneratedParts, operations: Operations, exchange: TokenExchange): Record<string, RpcMethod> {
+/**
+ * Every rpc: the generated table, v1's rpcs run by the routes that serve v1 over HTTP (the v1 adapter, and the
+ * generated router's v1 endpoints), and the token service where api.yaml names its package.
+ */
+function rpcTable(
+  parts: GeneratedParts,
+  operations: Operations,
+  exchange: TokenExchange,
+  v1Routes: Router[],
+): Record<string, RpcMethod> {
   const { tokenService } = parts.model.proto;
+  const dispatchV1 = (ctx: HttpContext) =>
+    v1Routes.reduce<Promise<void> | undefined>((a, r) => a ?? r.dispatch(ctx), undefined);
   return {
     ...parts.createRpcTable(createRpcOperations(operations), handlers),
+    ...v1Rpcs(parts.v1Rpcs, parts.v1Unimplemented, dispatchV1),
     ...(tokenService ? tokenServiceRpcs(tokenService, (token, request) => exchange.exchangeFor(token, request)) : {}),
   };
 }
@@ -251,7 +274,7 @@ export async function startServer(config: Config, generated?: GeneratedParts): P
   performance.mark('http app');
   const grpc = createGrpcServer({
     ...grpcOptions(config, parts),
-    rpcs: rpcTable(parts, operations, exchange),
+    rpcs: rpcTable(parts, operations, exchange, [v1, v2]),
     authenticate,
     log,
     ...operatorHooks(metrics, rateLimit),

@@ -1,87 +1,17 @@
 // A client built from the reference system's own protos, not ours: its codec is made from the facts of those
 // protos (../shared/reference/grpc-v2.json and grpc-v2beta1.json, the same services under the pre-release package
 // names the reference's Terraform provider calls), so these calls prove the wire works for the reference's clients.
-import { readFileSync } from 'node:fs';
 import * as grpc from '@grpc/grpc-js';
 import protobuf from 'protobufjs';
 import { test } from 'uvu';
 import * as assert from 'uvu/assert';
 import { readStatusDetails } from '../runtime/grpc/status.js';
+import { readFacts, referenceRoot } from './support/reference-protos.js';
 import { startTestServer, type TestServer } from './support/server.js';
-
-interface FactField {
-  name: string;
-  number: number;
-  type: string;
-  kind: string;
-  label?: string;
-}
-interface Facts {
-  messages: Record<string, { fields?: FactField[]; wellKnown?: boolean }>;
-  enums: Record<string, { values: { name: string; number: number }[] }>;
-  domains: Record<
-    string,
-    { services: { name: string; rpcs: { name: string; request: string; response: string }[] }[] }
-  >;
-}
-
-const read = (version: string): Facts => JSON.parse(readFileSync(`../shared/reference/grpc-${version}.json`, 'utf8'));
-/** Both files as one: the packages differ, and what they share (google.protobuf, capabilities, common) is the same. */
-const facts: Facts = [read('v2'), read('v2beta1')].reduce((all, f) => ({
-  messages: { ...all.messages, ...f.messages },
-  enums: { ...all.enums, ...f.enums },
-  domains: {
-    ...all.domains,
-    ...Object.fromEntries(Object.entries(f.domains).map(([d, v]) => [`${d}:${v.services[0]?.name}`, v])),
-  },
-}));
-
-/** The namespace or message a full name is declared in, made on the way. */
-function parentOf(root: protobuf.Root, name: string): protobuf.Namespace | protobuf.Type {
-  const parent = name.slice(0, name.lastIndexOf('.'));
-  const found = root.lookup(parent);
-  return found instanceof protobuf.Type || found instanceof protobuf.Namespace ? found : root.define(parent);
-}
-
-function field(f: FactField): protobuf.Field | protobuf.MapField {
-  const type = f.kind === 'scalar' ? f.type : `.${f.type}`;
-  const map = /^map<(\w+),/.exec(f.label ?? '');
-  if (map) return new protobuf.MapField(f.name, f.number, map[1], type);
-  return new protobuf.Field(f.name, f.number, type, f.label === 'repeated' ? 'repeated' : undefined);
-}
-
-function referenceRoot(): protobuf.Root {
-  const root = new protobuf.Root();
-  for (const file of ['timestamp', 'duration', 'field_mask', 'empty'])
-    root.addJSON(protobuf.common.get(`google/protobuf/${file}.proto`)!.nested!);
-  const byDepth = (a: string, b: string) => a.split('.').length - b.split('.').length || a.localeCompare(b);
-  const names = [
-    ...Object.keys(facts.messages).filter((n) => !facts.messages[n].wellKnown),
-    ...Object.keys(facts.enums),
-  ];
-  for (const name of names.sort(byDepth)) {
-    const short = name.slice(name.lastIndexOf('.') + 1);
-    if (facts.enums[name])
-      parentOf(root, name).add(
-        new protobuf.Enum(short, Object.fromEntries(facts.enums[name].values.map((v) => [v.name, v.number]))),
-      );
-    else parentOf(root, name).add(new protobuf.Type(short));
-  }
-  for (const [name, m] of Object.entries(facts.messages))
-    if (!m.wellKnown) for (const f of m.fields ?? []) root.lookupType(name).add(field(f));
-  for (const d of Object.values(facts.domains))
-    for (const s of d.services) {
-      const service = new protobuf.Service(s.name.slice(s.name.lastIndexOf('.') + 1));
-      for (const r of s.rpcs) service.add(new protobuf.Method(r.name, 'rpc', `.${r.request}`, `.${r.response}`));
-      parentOf(root, s.name).add(service);
-    }
-  root.resolveAll();
-  return root;
-}
 
 let s: TestServer;
 let client: grpc.Client;
-const root = referenceRoot();
+const root = referenceRoot(readFacts(['v2', 'v2beta1']));
 
 /** One rpc through the reference codec: the answer as the reference's message, or the error and its details. */
 function call(service: string, rpc: string, request: object): Promise<{ code: number; value?: any; details?: any[] }> {

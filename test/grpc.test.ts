@@ -367,10 +367,11 @@ test('every v2 rpc is served under its v2beta1 name too, by the same operation',
 test('every rpc of the generated protos was called above', () => {
   const definitions = loadDefinitions();
   const all = Object.keys(definitions)
-    // v2beta1 is checked above; the token service (oidc) with a real upstream issuer in exchange.test.ts.
+    // v2beta1 is checked above; the token service (oidc) with a real upstream issuer in exchange.test.ts; v1's
+    // packages (no version in their names) by a client of the reference's protos in grpc-v1-reference-client.test.ts.
     .filter(
       (k) =>
-        k.startsWith('chainguard.platform.') &&
+        /^chainguard\.platform\.\w+\.v\d/.test(k) &&
         k.endsWith('Service') &&
         !k.includes('.v2beta1.') &&
         !k.includes('.oidc.'),
@@ -487,6 +488,9 @@ test('server reflection (v1 and v1alpha) lists every service, so grpcurl list wo
     assert.ok(registry.messageType.some((m: any) => m.name === 'Repo'));
     assert.ok(names.includes('chainguard.platform.registry.v2.ReposService'), names.join(' '));
     assert.ok(names.includes('chainguard.platform.iam.v2.RoleBindingsService'));
+    // v1's services (spec v1Proto), as the reference's provider and SDK call them.
+    for (const v1 of ['events.Subscriptions', 'registry.Registry', 'iam.Identities', 'iam.Groups', 'ping.PingService'])
+      assert.ok(names.includes(`chainguard.platform.${v1}`), v1);
     assert.ok(names.filter((n) => n.startsWith('chainguard.platform.')).length >= 17, version);
   }
 });
