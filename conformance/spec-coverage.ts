@@ -170,6 +170,8 @@ export const ruleCoverage: Record<string, RuleCoverage> = {
   },
   'create/requires-*': { checks: ['spec:2.identity.name', 'spec:7.badrequest', 'spec:7.message', 'spec:1.conv.5'] },
   'create/rejects-invalid-*': { checks: ['spec:2.identity.name', 'spec:8.identity.name', 'spec:7.badrequest'] },
+  'create/pattern-excludes-*': { checks: ['spec:2.identity.name', 'spec:8.identity.name'] },
+  'create/one-violation-per-field': { checks: ['spec:7.badrequest'] },
   'get/returns-created': {
     checks: [
       'spec:1.conv.3',
@@ -198,6 +200,7 @@ export const ruleCoverage: Record<string, RuleCoverage> = {
     ],
   },
   'list/page-size-bounds': { checks: ['spec:4.list.page_size.max', 'spec:8.page_size.max'] },
+  'list/page-size-max': { checks: ['spec:4.list.page_size.max', 'spec:8.page_size.max'] },
   'list/page-size-default': {
     checks: ['spec:4.list.page_size.default', 'spec:8.page_size.default', 'spec:2.envelope.totalCount'],
   },
