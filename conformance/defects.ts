@@ -470,7 +470,37 @@ function apiDefects(): Defect[] {
   ];
 }
 
+/** Departures of the gRPC surfaces no HTTP route mirrors. */
+function grpcSurfaceDefects(): Defect[] {
+  return [
+    {
+      name: 'a v2beta1 name answering another shape than v2',
+      breaks: 'spec:9.2',
+      proves: ['api/v2beta1-names'],
+      over: ['grpc'],
+      answer: (a, c) =>
+        c.rpcPath?.includes('.v2beta1.') && c.rpc === 'GetRepo' && a.status === 200
+          ? { ...a, body: { ...a.body, name: undefined } }
+          : a,
+    },
+    {
+      name: 'the gRPC token exchange answering a forged token as INTERNAL',
+      breaks: 'decision',
+      proves: ['api/token-exchange-grpc'],
+      over: ['grpc'],
+      answer: (a, c) => (c.rpc === 'Exchange' && a.status === 401 ? error(500, 13, 'INTERNAL') : a),
+    },
+  ];
+}
+
 /** The catalogue, made fresh for each use (a few rows keep what they saw, as a defective server would). */
 export function defectCatalogue(): Defect[] {
-  return [...createDefects(), ...readDefects(), ...walkDefects(), ...writeDefects(), ...apiDefects()];
+  return [
+    ...createDefects(),
+    ...readDefects(),
+    ...walkDefects(),
+    ...writeDefects(),
+    ...apiDefects(),
+    ...grpcSurfaceDefects(),
+  ];
 }

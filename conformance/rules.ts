@@ -833,6 +833,52 @@ export const apiShapeChecks: Record<string, (fx: Fixture) => Promise<void>> = {
   },
 };
 
+/** Rules of the gRPC surfaces no HTTP route mirrors: the v2 services under their v2beta1 names, the token service. */
+export const grpcSurfaceChecks: Record<string, (fx: Fixture) => Promise<void>> = {
+  'api/v2beta1-names': async (fx) => {
+    if (!fx.client.rpc) throw new Skip('the v2beta1 names are names of gRPC services (run with --protocol grpc)');
+    const repos = fx.resource('repos');
+    const rpcOf = (method: string, path: string) => {
+      const found = fx.plan.rpcs.find((r) => r.method === method && r.path === path);
+      if (!found) throw new Skip(`the plan has no rpc for ${method} ${path}`);
+      return found.grpc;
+    };
+    const made = await fx.create(repos, fx.root);
+    const get = rpcOf('GET', `${repos.base}/{uid}`);
+    const list = rpcOf('GET', repos.base);
+    const beta = (path: string) => path.replace(`.${fx.plan.version}.`, '.v2beta1.');
+    const x = await fx.client.rpc(beta(get), { uid: made.uid });
+    if (x.status === statusOf[12]) throw new Skip(`the target does not serve ${beta(get)} (UNIMPLEMENTED)`);
+    const v2 = expectOk(await fx.client.rpc(get, { uid: made.uid }), `${get}`);
+    // Spec 9.2: v2beta1 was renamed v2 with the shapes unchanged: where the old name answers, it answers the same.
+    expect(
+      JSON.stringify(expectOk(x, beta(get))) === JSON.stringify(v2),
+      `${beta(get)} answering as ${get}`,
+      x.body,
+      x,
+    );
+    const query = { uidp: { childrenOf: fx.root } };
+    const y = await fx.client.rpc(beta(list), query);
+    const listed = expectOk(await fx.client.rpc(list, query), list);
+    expect(
+      JSON.stringify(expectOk(y, beta(list))) === JSON.stringify(listed),
+      `${beta(list)} answering as ${list}`,
+      y.body,
+      y,
+    );
+  },
+  'api/token-exchange-grpc': async (fx) => {
+    if (!fx.client.rpc) throw new Skip('the token service is a gRPC service (run with --protocol grpc)');
+    const forged = `${Buffer.from('{"alg":"ES256","typ":"JWT"}').toString('base64url')}.${Buffer.from('{"sub":"x"}').toString('base64url')}.c2lnbmF0dXJl`;
+    const x = await fx.client.rpc(
+      '/chainguard.platform.oidc.SecurityTokenService/Exchange',
+      { identity: missingUid(fx) },
+      { authorization: `Bearer ${forged}` },
+    );
+    expectError(x, 16, 'UNAUTHENTICATED');
+  },
+};
+
 export function ruleFor(rule: string): { fn: RuleFn; arg: string } | undefined {
   if (resourceRules[rule]) return { fn: resourceRules[rule], arg: '' };
   for (const [pattern, fn] of Object.entries(resourceRules)) {

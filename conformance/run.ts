@@ -2,7 +2,7 @@
 import type { ConformancePlan, PlannedRule } from './plan.js';
 import { coverageOf, specStatements } from './spec-coverage.js';
 import { ConformanceFailure, Skip, type ApiClient, type Exchange } from './client.js';
-import { apiRuleChecks, apiShapeChecks, Fixture, ruleFor } from './rules.js';
+import { apiRuleChecks, apiShapeChecks, Fixture, grpcSurfaceChecks, ruleFor } from './rules.js';
 
 export interface RuleResult {
   name: string;
@@ -116,7 +116,7 @@ async function runRule(fx: Fixture, r: PlannedRule): Promise<RuleResult> {
       if (!found) throw new Skip(`this suite has no check for ${r.rule}`);
       await found.fn(fx, fx.resource(r.resource), found.arg);
     } else {
-      const check = apiRuleChecks[r.rule] ?? apiShapeChecks[r.rule];
+      const check = apiRuleChecks[r.rule] ?? apiShapeChecks[r.rule] ?? grpcSurfaceChecks[r.rule];
       if (!check) throw new Skip(`this suite has no check for ${r.rule}`);
       await check(fx);
     }

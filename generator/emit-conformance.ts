@@ -231,6 +231,8 @@ export const apiRules = [
   'api/role-binding-hydrated',
   'api/v1-beside-v2',
   'api/tags-deprecated-listed',
+  'api/v2beta1-names',
+  'api/token-exchange-grpc',
 ];
 
 /** Each v2 route with the rpc of the same operation; routes without one (HTTP only) are left out. */

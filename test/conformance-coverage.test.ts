@@ -5,7 +5,7 @@ import { readFileSync } from 'node:fs';
 import { test } from 'uvu';
 import * as assert from 'uvu/assert';
 import type { ConformancePlan } from '../conformance/plan.js';
-import { apiRuleChecks, apiShapeChecks, resourceRules } from '../conformance/rules.js';
+import { apiRuleChecks, apiShapeChecks, grpcSurfaceChecks, resourceRules } from '../conformance/rules.js';
 import { selectRules } from '../conformance/run.js';
 import {
   coverageMatrix,
@@ -41,7 +41,12 @@ test("every statement's section is a section of the spec", () => {
 });
 
 test('every rule, implemented or planned, declares what it checks', () => {
-  for (const rule of [...Object.keys(resourceRules), ...Object.keys(apiRuleChecks), ...Object.keys(apiShapeChecks)])
+  for (const rule of [
+    ...Object.keys(resourceRules),
+    ...Object.keys(apiRuleChecks),
+    ...Object.keys(apiShapeChecks),
+    ...Object.keys(grpcSurfaceChecks),
+  ])
     assert.ok(ruleCoverage[rule], `${rule} has no entry in conformance/spec-coverage.ts`);
   for (const r of plan.rules) assert.ok(coverageOf(r.rule), `${r.name} declares no spec ids`);
 });
