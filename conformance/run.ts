@@ -103,7 +103,7 @@ export async function runConformance(o: RunOptions): Promise<RuleResult[]> {
 function checked(rule: string): Pick<RuleResult, 'spec' | 'decision'> {
   const c = coverageOf(rule);
   const spec = (c?.checks ?? []).map((id) => ({ id, says: specStatements.find((s) => s.id === id)?.says ?? '' }));
-  return { spec, ...(c?.decision ? { decision: c.decision } : {}) };
+  return { ...(spec.length > 0 ? { spec } : {}), ...(c?.decision ? { decision: c.decision } : {}) };
 }
 
 /** One line, so that the text report holds it as the JSON does. */

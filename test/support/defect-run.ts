@@ -70,6 +70,7 @@ export function defectTests(protocol: Protocol): void {
             `${d.name}: the failure names ${d.breaks}`,
           );
         assert.ok(r!.request && r!.expected && r!.actual !== undefined, `${d.name}: ${JSON.stringify(r)}`);
+        if (d.reports) assert.match(r!.actual!, d.reports, d.name);
       }
     }
   });
