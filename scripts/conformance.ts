@@ -49,7 +49,8 @@ Runs the rules generated from spec/ (generated/conformance/plan.json) against an
   --profile spec|all           spec: only what the spec requires, leaving out the rules that check decisions of
                                ours where the spec says "not shown" (default all)
   --coverage                   print the spec coverage matrix (each statement of the spec and the rules that
-                               check it, or why none does) and exit: 1 if a statement has neither
+                               check it, or why none does; per rule and protocol, the planted defect that proves
+                               it can fail) and exit: 1 if a statement has neither or a rule has no defect
 Prints each failure (the spec lines its rule checks, the request, what was expected and what came back), then
 each skip with its reason, then "N passed, N failed, N skipped" last; --json FILE holds the same facts.
 Exits 0 when every rule run passed, 1 on any failure, 2 on a usage error or an unreachable target.`,
