@@ -30,6 +30,8 @@ export interface ApiClient {
   call(method: string, path: string, body?: unknown, headers?: Record<string, string>): Promise<Exchange>;
   /** a token of an identity without capabilities under the suite's group, for the 403 rules */
   readonly lowPrivilegeToken?: string;
+  /** gRPC only: an rpc by its :path, for the surfaces no HTTP route mirrors (v2beta1 names, the token service) */
+  rpc?(path: string, request: Record<string, unknown>, headers?: Record<string, string>): Promise<Exchange>;
 }
 
 export class Client implements ApiClient {

@@ -111,7 +111,30 @@ export class GrpcClient implements ApiClient {
         bytes,
         metadata,
         { deadline: Date.now() + 30000 },
-        (error, answer) => resolve({ ...exchange, ...this.answer(rpc, error, answer) }),
+        (error, answer) => resolve({ ...exchange, ...this.answer(this.root.lookupType(rpc.response), error, answer) }),
+      ),
+    );
+  }
+
+  /** An rpc by its :path, beyond the plan's routes (the v2beta1 names, the token service): request as proto3 JSON. */
+  async rpc(path: string, request: Row, headers: Record<string, string> = {}): Promise<Exchange> {
+    const [, service, name] = /^\/(.+)\/([^/]+)$/.exec(path) ?? [];
+    const method = service ? this.root.lookupService(service).methods[name] : undefined;
+    if (!method) throw new Skip(`the protos have no rpc ${path}`);
+    method.resolve();
+    const [requestType, responseType] = [method.resolvedRequestType!, method.resolvedResponseType!];
+    const bytes = Buffer.from(requestType.encode(requestType.fromObject(fromJson(requestType, request))).finish());
+    const metadata = await this.metadata(headers);
+    const exchange = { method: 'RPC', path, rpc: path, requestBody: request };
+    return new Promise((resolve) =>
+      this.channel.makeUnaryRequest(
+        path,
+        passThrough,
+        passThrough,
+        bytes,
+        metadata,
+        { deadline: Date.now() + 30000 },
+        (error, answer) => resolve({ ...exchange, ...this.answer(responseType, error, answer) }),
       ),
     );
   }
@@ -192,7 +215,11 @@ export class GrpcClient implements ApiClient {
     return metadata;
   }
 
-  private answer(rpc: PlannedRpc, error: grpc.ServiceError | null, answer?: Buffer): Pick<Exchange, 'status' | 'body'> {
+  private answer(
+    type: protobuf.Type,
+    error: grpc.ServiceError | null,
+    answer?: Buffer,
+  ): Pick<Exchange, 'status' | 'body'> {
     if (error) {
       const bin = error.metadata?.get('grpc-status-details-bin')[0];
       const body = bin
@@ -200,7 +227,6 @@ export class GrpcClient implements ApiClient {
         : { code: error.code, message: error.details, details: [] as unknown[] };
       return { status: statusOf[error.code] ?? 500, body };
     }
-    const type = this.root.lookupType(rpc.response);
     // proto3 leaves out fields at their default (false, 0, ''): they are printed, as the JSON mapping allows, so
     // that an answer reads as HTTP's, e.g. skipped: 0 on a first page.
     const plain = type.toObject(type.decode(answer!), { longs: String, enums: String, bytes: String, defaults: true });

@@ -59,6 +59,19 @@ export interface PlannedRpc extends Omit<RpcRoute, 'path'> {
   grpc: string;
 }
 
+/**
+ * The fields a create can fail on together: required strings left out and patterned strings given a value their
+ * pattern excludes; an undeclared enum name only when fewer than two remain (gRPC cannot carry one).
+ */
+export function failingFields(p: ResourcePlan): string[] {
+  const strings = new Set([
+    ...p.required.filter((f) => typeof p.createBody[f] === 'string'),
+    ...p.invalid.filter((v) => typeof v.value === 'string' && p.patterns[v.field]).map((v) => v.field),
+  ]);
+  const more = p.invalid.filter((v) => !strings.has(v.field)).map((v) => v.field);
+  return strings.size >= 2 ? [...strings] : [...strings, ...more];
+}
+
 export interface ConformancePlan {
   version: string;
   resources: ResourcePlan[];

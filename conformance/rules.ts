@@ -1,13 +1,15 @@
 // What each rule checks. A rule reads the plan of its resource, creates what it needs under the suite's group
 // through the public API, and fails with what it expected, what came back and the request behind it.
-import type { ConformancePlan, ResourcePlan } from './plan.js';
-import { type ApiClient, expect, expectError, expectOk, Skip, type Exchange } from './client.js';
+import { failingFields, type ConformancePlan, type ResourcePlan } from './plan.js';
+import { type ApiClient, expect, expectError, expectOk, Skip, statusOf, type Exchange } from './client.js';
 
 export class Fixture {
   private counter = 0;
   private readonly memo = new Map<string, Promise<unknown>>();
   /** uids the suite created, with their base path, for clean-up in reverse order */
   readonly created: { base: string; uid: string }[] = [];
+  /** records nothing else refers to or lives under (the page size rules' many), deleted first, several at once */
+  readonly leaves: { base: string; uid: string }[] = [];
 
   constructor(
     readonly client: ApiClient,
@@ -90,6 +92,39 @@ export class Fixture {
     else if (parent !== undefined) q.set(p.uidIsParent ? 'uidp.descendants_of' : 'uidp.children_of', parent);
     const s = q.toString();
     return s ? `${base}?${s}` : base;
+  }
+
+  /**
+   * At least n records under a parent of their own, shared by the page size rules and grown as they ask: more
+   * than the default page size (51), more than the maximum (201). A target that refuses more (a quota) skips.
+   */
+  async recordsUnder(p: ResourcePlan, n: number): Promise<{ parent: string | undefined; records: number }> {
+    const set = await this.once(`big:${p.collection}`, async () => ({ parent: await this.freshParent(p), records: 0 }));
+    const grow = async () => {
+      // Eight at a time: the target takes them as any client's concurrent writes.
+      while (set.records < n) {
+        const batch = Math.min(8, n - set.records);
+        const made = await Promise.all(Array.from({ length: batch }, () => this.tryCreate(p, set.parent)));
+        set.records += made.filter((x) => x === true).length;
+        const refused = made.find((x) => x !== true);
+        if (refused)
+          throw new Skip(`the target took ${set.records} ${p.collection} in one scope and refused more (${refused})`);
+      }
+    };
+    this.growing = this.growing.then(grow, grow);
+    await this.growing;
+    return set;
+  }
+
+  private growing: Promise<void> = Promise.resolve();
+
+  /** A create that the target may refuse with a quota (RESOURCE_EXHAUSTED): true, or what it answered. */
+  private async tryCreate(p: ResourcePlan, parent: string | undefined): Promise<true | string> {
+    const x = await this.client.call('POST', await this.createPath(p, parent), await this.variant(p));
+    if (x.status === statusOf[8]) return `HTTP ${x.status} ${x.body?.message ?? ''}`;
+    const created = expectOk(x, `create ${p.type}`);
+    this.leaves.push({ base: p.base, uid: created.uid });
+    return true;
   }
 
   /** Eight records under a parent of their own, for the paging and ordering rules. */
@@ -263,6 +298,61 @@ export const resourceRules: Record<string, RuleFn> = {
       x,
     );
   },
+  'create/pattern-excludes-*': async (fx, p, field) => {
+    // One probe per class of character a pattern may leave out: upper case, punctuation, white space other than a
+    // space, a letter beyond ASCII, and nothing at all. Probes the pattern accepts are not sent.
+    const pattern = new RegExp(p.patterns[field], 'u');
+    const valid = await fx.variant(p);
+    const base = typeof valid[field] === 'string' ? (valid[field] as string) : '';
+    const probes = ['A', 'Z', '!', '/', '@', '*', '\t', '\u00e9', '\u0416'].map((c) => base + c);
+    probes.push('');
+    let sent = 0;
+    for (const value of probes.filter((v) => !pattern.test(v))) {
+      const x = await fx.client.call('POST', await fx.createPath(p, await fx.sharedParent(p)), {
+        ...(await fx.variant(p)),
+        [field]: value,
+      });
+      if (x.status === 200 && x.body?.uid) fx.created.push({ base: p.base, uid: x.body.uid });
+      expect(
+        x.status !== 200,
+        `${field} ${JSON.stringify(value)} refused (the pattern ${p.patterns[field]} excludes it)`,
+        `HTTP 200 ${JSON.stringify(x.body)}`,
+        x,
+      );
+      const b = expectError(x, 3, 'INVALID_ARGUMENT', 'BadRequest');
+      const br = b.details.find((d: any) => d['@type'].endsWith('google.rpc.BadRequest'));
+      expect(
+        br.fieldViolations.some((v: any) => v.field === field),
+        `a field violation for ${field}`,
+        br.fieldViolations,
+        x,
+      );
+      sent++;
+    }
+    if (sent === 0) throw new Skip(`no probe breaks the pattern of ${field}`);
+  },
+  'create/one-violation-per-field': async (fx, p) => {
+    // Every field that can fail at once: required ones left out, patterned ones given a value they exclude.
+    const body = await fx.variant(p);
+    const failing = failingFields(p);
+    for (const f of failing) {
+      const invalid = p.invalid.find((v) => v.field === f);
+      if (invalid) body[f] = invalid.value;
+      else delete body[f];
+    }
+    const x = await fx.client.call('POST', await fx.createPath(p, await fx.sharedParent(p)), body);
+    if (x.status === 200 && x.body?.uid) fx.created.push({ base: p.base, uid: x.body.uid });
+    const b = expectError(x, 3, 'INVALID_ARGUMENT', 'BadRequest');
+    const br = b.details.find((d: any) => d['@type'].endsWith('google.rpc.BadRequest'));
+    const named = (f: string) =>
+      (br.fieldViolations ?? []).filter((v: any) => v.field === f || v.field.endsWith(`.${f}`));
+    expect(
+      failing.every((f) => named(f).length === 1),
+      `one field violation for each of ${failing.join(', ')}`,
+      br.fieldViolations,
+      x,
+    );
+  },
   'get/returns-created': async (fx, p) => {
     const created = await fx.create(p, await fx.sharedParent(p));
     for (const f of p.createOnly) {
@@ -322,14 +412,33 @@ export const resourceRules: Record<string, RuleFn> = {
       throw new Skip('the target has no records of this resource');
   },
   'list/page-size-default': async (fx, p) => {
-    // The default (50) shows only with more records than it in one scope: 51, under a parent of their own.
-    const parent = await fx.freshParent(p);
-    for (let i = 0; i < 51; i++) await fx.create(p, parent);
+    // The default (50) shows only with more records than it in one scope.
+    const { parent, records } = await fx.recordsUnder(p, 51);
     const x = await fx.client.call('GET', fx.listUrl(p, parent));
     const b = expectOk(x, `list ${p.collection} without page_size`);
     expect(b[p.collection].length === 50, '50 items, the default page size', b[p.collection].length, x);
     expect(!!b.nextPageToken, 'a nextPageToken for the 51st', b.nextPageToken, x);
-    expect(b.totalCount === '51', 'totalCount "51"', b.totalCount, x);
+    expect(b.totalCount === String(records), `totalCount "${records}"`, b.totalCount, x);
+  },
+  'list/page-size-max': async (fx, p) => {
+    // The maximum (200) shows only with more records than it in one scope: 201.
+    const { parent, records } = await fx.recordsUnder(p, 201);
+    const x = await fx.client.call('GET', fx.listUrl(p, parent, { page_size: '200', order_by: 'uid' }));
+    const first = expectOk(x, 'page_size=200 over 201 records');
+    expect(first[p.collection].length === 200, '200 items, the maximum', first[p.collection].length, x);
+    expect(!!first.nextPageToken, 'a nextPageToken for the 201st', first.nextPageToken, x);
+    const y = await fx.client.call(
+      'GET',
+      fx.listUrl(p, parent, { page_size: '200', order_by: 'uid', page_token: first.nextPageToken }),
+    );
+    const rest = expectOk(y, 'the page after 200');
+    expect(rest[p.collection].length === records - 200, `the last ${records - 200}`, rest[p.collection].length, y);
+    // Above the maximum the spec does not say whether the server refuses or caps: either, never more than 200.
+    for (const size of ['201', '1000']) {
+      const z = await fx.client.call('GET', fx.listUrl(p, parent, { page_size: size }));
+      if (z.status !== 200) expectError(z, 3, 'INVALID_ARGUMENT');
+      else expect(z.body[p.collection]?.length <= 200, `at most 200 items for page_size=${size}`, z.body, z);
+    }
   },
   'list/exact-last-page': async (fx, p) => {
     const { parent, records } = await fx.walkSet(p);
@@ -338,14 +447,15 @@ export const resourceRules: Record<string, RuleFn> = {
     const second = expectOk(x, 'page 2 of 4, exactly full and the last');
     expect(second[p.collection].length === records.length - 4, `the last ${records.length - 4}`, second, x);
     if (!second.nextPageToken) return;
-    // A token on an exactly full last page may be handed out, but it must lead to nothing more.
+    // Spec 2: the token is empty or absent when no results follow. A token leading to an empty page holds only
+    // under a lenient reading: the failure says which, so that a reader can weigh it.
     const y = await fx.client.call('GET', fx.listUrl(p, parent, { page_size: '4', page_token: second.nextPageToken }));
-    const third = expectOk(y, 'the page after the last');
+    const leadsNowhere = y.status === 200 && y.body?.[p.collection]?.length === 0 && !y.body.nextPageToken;
     expect(
-      third[p.collection].length === 0 && !third.nextPageToken,
-      'no items and no further token after the last page',
-      third,
-      y,
+      false,
+      'no nextPageToken on the page with no more results after it',
+      `nextPageToken ${JSON.stringify(second.nextPageToken)}${leadsNowhere ? ' (it leads to an empty page: the lenient reading holds)' : ''}`,
+      x,
     );
   },
   'list/fresh-after-writes': async (fx, p) => {
@@ -720,6 +830,52 @@ export const apiShapeChecks: Record<string, (fx: Fixture) => Promise<void>> = {
       x,
     );
     expectNoDeprecation(x);
+  },
+};
+
+/** Rules of the gRPC surfaces no HTTP route mirrors: the v2 services under their v2beta1 names, the token service. */
+export const grpcSurfaceChecks: Record<string, (fx: Fixture) => Promise<void>> = {
+  'api/v2beta1-names': async (fx) => {
+    if (!fx.client.rpc) throw new Skip('the v2beta1 names are names of gRPC services (run with --protocol grpc)');
+    const repos = fx.resource('repos');
+    const rpcOf = (method: string, path: string) => {
+      const found = fx.plan.rpcs.find((r) => r.method === method && r.path === path);
+      if (!found) throw new Skip(`the plan has no rpc for ${method} ${path}`);
+      return found.grpc;
+    };
+    const made = await fx.create(repos, fx.root);
+    const get = rpcOf('GET', `${repos.base}/{uid}`);
+    const list = rpcOf('GET', repos.base);
+    const beta = (path: string) => path.replace(`.${fx.plan.version}.`, '.v2beta1.');
+    const x = await fx.client.rpc(beta(get), { uid: made.uid });
+    if (x.status === statusOf[12]) throw new Skip(`the target does not serve ${beta(get)} (UNIMPLEMENTED)`);
+    const v2 = expectOk(await fx.client.rpc(get, { uid: made.uid }), `${get}`);
+    // Spec 9.2: v2beta1 was renamed v2 with the shapes unchanged: where the old name answers, it answers the same.
+    expect(
+      JSON.stringify(expectOk(x, beta(get))) === JSON.stringify(v2),
+      `${beta(get)} answering as ${get}`,
+      x.body,
+      x,
+    );
+    const query = { uidp: { childrenOf: fx.root } };
+    const y = await fx.client.rpc(beta(list), query);
+    const listed = expectOk(await fx.client.rpc(list, query), list);
+    expect(
+      JSON.stringify(expectOk(y, beta(list))) === JSON.stringify(listed),
+      `${beta(list)} answering as ${list}`,
+      y.body,
+      y,
+    );
+  },
+  'api/token-exchange-grpc': async (fx) => {
+    if (!fx.client.rpc) throw new Skip('the token service is a gRPC service (run with --protocol grpc)');
+    const forged = `${Buffer.from('{"alg":"ES256","typ":"JWT"}').toString('base64url')}.${Buffer.from('{"sub":"x"}').toString('base64url')}.c2lnbmF0dXJl`;
+    const x = await fx.client.rpc(
+      '/chainguard.platform.oidc.SecurityTokenService/Exchange',
+      { identity: missingUid(fx) },
+      { authorization: `Bearer ${forged}` },
+    );
+    expectError(x, 16, 'UNAUTHENTICATED');
   },
 };
 

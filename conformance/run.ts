@@ -1,13 +1,18 @@
 // Runs the plan's rules against a target and collects one result per rule.
 import type { ConformancePlan, PlannedRule } from './plan.js';
-import { coverageOf } from './spec-coverage.js';
+import { coverageOf, specStatements } from './spec-coverage.js';
 import { ConformanceFailure, Skip, type ApiClient, type Exchange } from './client.js';
-import { apiRuleChecks, apiShapeChecks, Fixture, ruleFor } from './rules.js';
+import { apiRuleChecks, apiShapeChecks, Fixture, grpcSurfaceChecks, ruleFor } from './rules.js';
 
 export interface RuleResult {
   name: string;
   status: 'passed' | 'failed' | 'skipped';
+  /** why it was skipped, or what went wrong where no expectation was reached */
   reason?: string;
+  /** a failure: the spec lines its rule checks */
+  spec?: { id: string; says: string }[];
+  /** a failure of a rule that checks a decision of ours beyond the spec: which */
+  decision?: string;
   expected?: string;
   actual?: string;
   request?: string;
@@ -84,37 +89,63 @@ export async function runConformance(o: RunOptions): Promise<RuleResult[]> {
       results.push({ name: r.name, status: 'skipped', reason: 'listed in the skip file' });
       continue;
     }
-    try {
-      if (r.resource) {
-        const found = ruleFor(r.rule);
-        if (!found) throw new Skip(`this suite has no check for ${r.rule}`);
-        await found.fn(fx, fx.resource(r.resource), found.arg);
-      } else {
-        const check = apiRuleChecks[r.rule] ?? apiShapeChecks[r.rule];
-        if (!check) throw new Skip(`this suite has no check for ${r.rule}`);
-        await check(fx);
-      }
-      results.push({ name: r.name, status: 'passed' });
-    } catch (e) {
-      if (e instanceof Skip) results.push({ name: r.name, status: 'skipped', reason: e.message });
-      else if (e instanceof ConformanceFailure) {
-        results.push({
-          name: r.name,
-          status: 'failed',
-          expected: e.expected,
-          actual: e.actual,
-          request: describeRequest(e.exchange),
-        });
-      } else results.push({ name: r.name, status: 'failed', reason: e instanceof Error ? e.message : String(e) });
-    }
-    const last = results[results.length - 1];
-    if (last.status === 'failed') o.progress(`FAIL ${r.name}`);
+    const result = await runRule(fx, r);
+    results.push(result);
+    if (result.status === 'failed') o.progress(`failed: ${r.name}`);
   }
 
-  o.progress(`cleaning up ${fx.created.length} records the suite created`);
-  for (const c of [...fx.created].reverse()) {
-    await o.client.call('DELETE', `${c.base}/${c.uid}`).catch(() => undefined);
-  }
+  await cleanUp(o.client, fx);
   if (ownRoot && groups) await o.client.call('DELETE', `${groups.base}/${root}`).catch(() => undefined);
   return results;
+}
+
+/** What a failed rule checks: its spec lines, or the decision of ours it checks. */
+function checked(rule: string): Pick<RuleResult, 'spec' | 'decision'> {
+  const c = coverageOf(rule);
+  const spec = (c?.checks ?? []).map((id) => ({ id, says: specStatements.find((s) => s.id === id)?.says ?? '' }));
+  return { ...(spec.length > 0 ? { spec } : {}), ...(c?.decision ? { decision: c.decision } : {}) };
+}
+
+/** One line, so that the text report holds it as the JSON does. */
+const oneLine = (s: string) => s.replace(/\s*\n\s*/g, ' ');
+
+async function runRule(fx: Fixture, r: PlannedRule): Promise<RuleResult> {
+  try {
+    if (r.resource) {
+      const found = ruleFor(r.rule);
+      if (!found) throw new Skip(`this suite has no check for ${r.rule}`);
+      await found.fn(fx, fx.resource(r.resource), found.arg);
+    } else {
+      const check = apiRuleChecks[r.rule] ?? apiShapeChecks[r.rule] ?? grpcSurfaceChecks[r.rule];
+      if (!check) throw new Skip(`this suite has no check for ${r.rule}`);
+      await check(fx);
+    }
+    return { name: r.name, status: 'passed' };
+  } catch (e) {
+    if (e instanceof Skip) return { name: r.name, status: 'skipped', reason: oneLine(e.message) };
+    if (e instanceof ConformanceFailure)
+      return {
+        name: r.name,
+        status: 'failed',
+        ...checked(r.rule),
+        request: describeRequest(e.exchange) ?? '(none: the expectation is about earlier answers)',
+        expected: oneLine(e.expected),
+        actual: oneLine(e.actual),
+      };
+    return {
+      name: r.name,
+      status: 'failed',
+      ...checked(r.rule),
+      reason: oneLine(e instanceof Error ? e.message : String(e)),
+    };
+  }
+}
+
+/** Deletes what the suite made: the many leaves several at once, then the rest newest first. */
+async function cleanUp(client: ApiClient, fx: Fixture): Promise<void> {
+  for (let i = 0; i < fx.leaves.length; i += 8)
+    await Promise.all(
+      fx.leaves.slice(i, i + 8).map((c) => client.call('DELETE', `${c.base}/${c.uid}`).catch(() => undefined)),
+    );
+  for (const c of [...fx.created].reverse()) await client.call('DELETE', `${c.base}/${c.uid}`).catch(() => undefined);
 }

@@ -4,6 +4,8 @@
 // spec (what the spec leaves "not shown") says so: it checks our documented decision, and `--profile spec`
 // leaves it out, so that a correct foreign server is not failed for our choices.
 
+import { defectCatalogue, type Defect, type Protocol } from './defects.js';
+
 export interface SpecStatement {
   id: string;
   /** what the spec says, in short */
@@ -129,11 +131,7 @@ export const specStatements: SpecStatement[] = [
   },
   { id: 'spec:8.identity.name', says: 'identity names match ^[a-z0-9 ._-]{1,}$' },
   { id: 'spec:9.1', says: 'the version is a path segment per domain' },
-  {
-    id: 'spec:9.2',
-    says: 'v2beta1 was renamed v2, shapes unchanged',
-    unchecked: 'not observable: whether v2beta1 still answers is not stated',
-  },
+  { id: 'spec:9.2', says: 'v2beta1 was renamed v2, shapes unchanged' },
   {
     id: 'spec:9.3',
     says: 'v1 stays beside v2; no deprecation or sunset headers',
@@ -148,6 +146,8 @@ export interface RuleCoverage {
   checks: string[];
   /** set when the rule checks our documented decision beyond the spec: why */
   decision?: string;
+  /** the protocols it runs over, when not both (headers are HTTP's; the v2beta1 names are gRPC's) */
+  over?: Protocol[];
 }
 
 /** By rule (the part after the resource: list/envelope, api/error-body-shape); `*` rules by their pattern. */
@@ -170,6 +170,8 @@ export const ruleCoverage: Record<string, RuleCoverage> = {
   },
   'create/requires-*': { checks: ['spec:2.identity.name', 'spec:7.badrequest', 'spec:7.message', 'spec:1.conv.5'] },
   'create/rejects-invalid-*': { checks: ['spec:2.identity.name', 'spec:8.identity.name', 'spec:7.badrequest'] },
+  'create/pattern-excludes-*': { checks: ['spec:2.identity.name', 'spec:8.identity.name'] },
+  'create/one-violation-per-field': { checks: ['spec:7.badrequest'] },
   'get/returns-created': {
     checks: [
       'spec:1.conv.3',
@@ -198,6 +200,7 @@ export const ruleCoverage: Record<string, RuleCoverage> = {
     ],
   },
   'list/page-size-bounds': { checks: ['spec:4.list.page_size.max', 'spec:8.page_size.max'] },
+  'list/page-size-max': { checks: ['spec:4.list.page_size.max', 'spec:8.page_size.max'] },
   'list/page-size-default': {
     checks: ['spec:4.list.page_size.default', 'spec:8.page_size.default', 'spec:2.envelope.totalCount'],
   },
@@ -236,10 +239,12 @@ export const ruleCoverage: Record<string, RuleCoverage> = {
   'delete/refused-when-not-empty': { checks: ['spec:4.rules.5', 'spec:7.not-empty', 'spec:7.dependent'] },
   'api/unknown-route-not-found': {
     checks: [],
+    over: ['http'],
     decision: 'an unknown path is NOT_FOUND with an AIP-193 body; the spec does not say',
   },
   'api/malformed-json-invalid-argument': {
     checks: [],
+    over: ['http'],
     decision: 'a body that is not JSON is INVALID_ARGUMENT; the spec does not say',
   },
   'api/error-body-shape': { checks: ['spec:7.body', 'spec:7.type-url', 'spec:7.errorinfo', 'spec:1.conv.5'] },
@@ -247,19 +252,43 @@ export const ruleCoverage: Record<string, RuleCoverage> = {
   'api/bad-token-unauthenticated': { checks: ['spec:5.1'] },
   'api/low-privilege-permission-denied': { checks: ['spec:5.2'] },
   'api/built-in-viewer-role': { checks: ['spec:2.role.viewer', 'spec:2.uid.root'] },
-  'api/json-answers': { checks: ['spec:4.json', 'spec:9.3'] },
+  'api/json-answers': { checks: ['spec:4.json', 'spec:9.3'], over: ['http'] },
   'api/identity-create-shows-last-seen': { checks: ['spec:2.identity.lastSeenTime'] },
   'api/role-binding-hydrated': { checks: ['spec:2.rolebinding.hydrated', 'spec:1.conv.1'] },
-  'api/v1-beside-v2': { checks: ['spec:5.4', 'spec:9.3', 'spec:9.4'] },
+  'api/v1-beside-v2': { checks: ['spec:5.4', 'spec:9.3', 'spec:9.4'], over: ['http'] },
+  'api/v2beta1-names': { checks: ['spec:9.2'], over: ['grpc'] },
+  'api/token-exchange-grpc': {
+    checks: [],
+    decision:
+      "a forged upstream token at chainguard.platform.oidc.SecurityTokenService/Exchange is UNAUTHENTICATED, as the reference's clients exchange tokens over gRPC; the spec does not show how tokens are issued (5.5)",
+    over: ['grpc'],
+  },
   'api/tags-deprecated-listed': { checks: ['spec:2.tag.fields', 'spec:3.tag.deprecated', 'spec:4.rules.6'] },
 };
 
+/** The pattern of ruleCoverage a rule name (with or without the resource prefix) falls under. */
+export function patternOf(rule: string): string | undefined {
+  const name = rule.replace(/^[a-z]+\.[A-Za-z]+\//, '');
+  if (ruleCoverage[name]) return name;
+  return Object.keys(ruleCoverage).find((p) => p.endsWith('*') && name.startsWith(p.slice(0, -1)));
+}
+
 /** The coverage of a rule by its name (with or without the resource prefix), through `*` patterns. */
 export function coverageOf(rule: string): RuleCoverage | undefined {
-  const name = rule.replace(/^[a-z]+\.[A-Za-z]+\//, '');
-  if (ruleCoverage[name]) return ruleCoverage[name];
-  const pattern = Object.keys(ruleCoverage).find((p) => p.endsWith('*') && name.startsWith(p.slice(0, -1)));
+  const pattern = patternOf(rule);
   return pattern ? ruleCoverage[pattern] : undefined;
+}
+
+/** Per rule and protocol it runs over, the defects of the catalogue that prove it can fail (none: a gap). */
+export function provenBy(): { rule: string; protocol: Protocol; defects: Defect[] }[] {
+  const catalogue = defectCatalogue();
+  return Object.entries(ruleCoverage).flatMap(([rule, c]) =>
+    (c.over ?? (['http', 'grpc'] as Protocol[])).map((protocol) => ({
+      rule,
+      protocol,
+      defects: catalogue.filter((d) => d.over.includes(protocol) && d.proves.some((r) => patternOf(r) === rule)),
+    })),
+  );
 }
 
 export interface MatrixRow extends SpecStatement {
@@ -276,7 +305,10 @@ export function coverageMatrix(): MatrixRow[] {
   }));
 }
 
-/** What is wrong with the matrix: ids checked by no rule and given no reason, and ids rules name that do not exist. */
+/**
+ * What is wrong with the matrix: ids checked by no rule and given no reason, ids rules name that do not exist, a
+ * rule no defect proves able to fail, a defect breaking a line its rules do not check.
+ */
 export function coverageProblems(): string[] {
   const ids = new Set(specStatements.map((s) => s.id));
   const problems: string[] = [];
@@ -288,6 +320,15 @@ export function coverageProblems(): string[] {
     for (const id of c.checks) if (!ids.has(id)) problems.push(`${rule}: checks ${id}, which the matrix does not have`);
     if (c.checks.length === 0 && !c.decision) problems.push(`${rule}: checks no spec id and names no decision`);
   }
+  for (const { rule, protocol, defects } of provenBy())
+    if (defects.length === 0) problems.push(`${rule}: no planted defect proves it can fail over ${protocol}`);
+  for (const d of defectCatalogue())
+    for (const rule of d.proves) {
+      const c = coverageOf(rule);
+      if (!c) problems.push(`defect "${d.name}": proves ${rule}, which the matrix does not have`);
+      else if (d.breaks === 'decision' ? !c.decision : !c.checks.includes(d.breaks))
+        problems.push(`defect "${d.name}": breaks ${d.breaks}, which ${rule} does not check`);
+    }
   return problems;
 }
 
@@ -302,11 +343,18 @@ export function formatCoverage(): string {
     .map(([rule, c]) => `${rule}  ${c.decision}`);
   const checked = rows.filter((r) => r.rules.length > 0).length;
   const gaps = rows.filter((r) => r.unchecked?.startsWith('gap')).length;
+  const proofs = provenBy().map(
+    ({ rule, protocol, defects }) =>
+      `  ${rule} over ${protocol}: ${defects.length > 0 ? defects.map((d) => `${d.name} (breaks ${d.breaks})`).join('; ') : 'NO DEFECT PROVES IT'}`,
+  );
   return [
     ...lines,
     '',
     'rules beyond the spec (our documented decisions; --profile spec leaves them out):',
     ...decisions.map((d) => `  ${d}`),
+    '',
+    'each rule able to fail: the planted defect that proves it (conformance/defects.ts, test/conformance-defects-*):',
+    ...proofs,
     '',
     `${rows.length} spec statements: ${checked} checked, ${gaps} gaps, ${rows.length - checked - gaps} not observable`,
   ].join('\n');

@@ -1,6 +1,12 @@
 // The conformance plan: for each resource, valid and invalid inputs derived from its fields and the rules
 // that apply to it, named stably so that results can be compared across runs and implementations.
-import type { ConformancePlan, PlannedRpc, PlannedRule, ResourcePlan } from '../conformance/plan.js';
+import {
+  failingFields,
+  type ConformancePlan,
+  type PlannedRpc,
+  type PlannedRule,
+  type ResourcePlan,
+} from '../conformance/plan.js';
 import type { ApiModel, FieldModel, ResourceModel } from '../runtime/model.js';
 import type { RpcDecl } from './proto-model.js';
 import { v2Routes, type Route } from './routes-table.js';
@@ -158,6 +164,10 @@ function createRules(p: ResourcePlan): string[] {
     'create/ignores-output-only',
     ...p.required.map((f) => `create/requires-${f}`),
     ...p.invalid.map((v) => `create/rejects-invalid-${v.field}`),
+    ...Object.keys(p.patterns)
+      .filter((f) => !p.outputOnly.includes(f) && !p.references[f])
+      .map((f) => `create/pattern-excludes-${f}`),
+    ...(failingFields(p).length >= 2 ? ['create/one-violation-per-field'] : []),
   ];
 }
 
@@ -167,8 +177,8 @@ function listRulesWithRecords(p: ResourcePlan): string[] {
     'list/page-walk-size-1',
     'list/page-walk-size-7',
     'list/exact-last-page',
-    // 51 records in one scope: not where each record needs a parent of its own.
-    ...(p.uidIsParent ? [] : ['list/page-size-default']),
+    // 201 records in one scope: not where each record needs a parent of its own.
+    ...(p.uidIsParent ? [] : ['list/page-size-default', 'list/page-size-max']),
     ...(p.operations.includes('delete') && !p.uidIsParent ? ['list/fresh-after-writes'] : []),
     ...Object.keys(p.orderBy).flatMap((key) => [`list/order-by-${key}`, `list/order-by-${key}-desc`]),
     'list/skip',
@@ -221,6 +231,8 @@ export const apiRules = [
   'api/role-binding-hydrated',
   'api/v1-beside-v2',
   'api/tags-deprecated-listed',
+  'api/v2beta1-names',
+  'api/token-exchange-grpc',
 ];
 
 /** Each v2 route with the rpc of the same operation; routes without one (HTTP only) are left out. */

@@ -7,6 +7,7 @@ import { readFileSync, writeFileSync } from 'node:fs';
 import { Client, type ApiClient } from '../conformance/client.js';
 import { GrpcClient } from '../conformance/grpc-client.js';
 import type { ConformancePlan } from '../conformance/plan.js';
+import { formatReport, makeReport } from '../conformance/report.js';
 import { runConformance, type Profile } from '../conformance/run.js';
 import { coverageProblems, formatCoverage } from '../conformance/spec-coverage.js';
 import { parseCommandLine } from './cli-args.js';
@@ -48,8 +49,11 @@ Runs the rules generated from spec/ (generated/conformance/plan.json) against an
   --profile spec|all           spec: only what the spec requires, leaving out the rules that check decisions of
                                ours where the spec says "not shown" (default all)
   --coverage                   print the spec coverage matrix (each statement of the spec and the rules that
-                               check it, or why none does) and exit: 1 if a statement has neither
-Prints failures first, then "N passed, N failed, N skipped"; exits 1 on any failure.`,
+                               check it, or why none does; per rule and protocol, the planted defect that proves
+                               it can fail) and exit: 1 if a statement has neither or a rule has no defect
+Prints each failure (the spec lines its rule checks, the request, what was expected and what came back), then
+each skip with its reason, then "N passed, N failed, N skipped" last; --json FILE holds the same facts.
+Exits 0 when every rule run passed, 1 on any failure, 2 on a usage error or an unreachable target.`,
   options: {
     'base-url': { type: 'string' },
     token: { type: 'string' },
@@ -140,24 +144,10 @@ async function main(): Promise<number> {
     profile: values.profile as Profile,
     progress: (line) => console.log(line),
   }).finally(() => client.close?.());
-  const failed = results.filter((r) => r.status === 'failed');
-  const passed = results.filter((r) => r.status === 'passed');
-  const skipped = results.filter((r) => r.status === 'skipped');
-  console.log('');
-  for (const f of failed) {
-    console.log(`FAIL ${f.name}`);
-    if (f.expected)
-      console.log(`  expected: ${f.expected}\n  actual:   ${f.actual}\n  request:  ${f.request ?? '(none)'}`);
-    else console.log(`  ${f.reason}`);
-  }
-  if (values.json) {
-    writeFileSync(
-      values.json,
-      `${JSON.stringify({ target: baseUrl, protocol: values.protocol, durationMs: Date.now() - started, passed: passed.length, failed: failed.length, skipped: skipped.length, results }, null, 2)}\n`,
-    );
-  }
-  console.log(`${passed.length} passed, ${failed.length} failed, ${skipped.length} skipped`);
-  return failed.length > 0 ? 1 : 0;
+  const report = makeReport(baseUrl, values.protocol!, Date.now() - started, results);
+  if (values.json) writeFileSync(values.json, `${JSON.stringify(report, null, 2)}\n`);
+  console.log(`\n${formatReport(report)}`);
+  return report.failed > 0 ? 1 : 0;
 }
 
 /**

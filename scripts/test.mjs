@@ -24,6 +24,7 @@ const onBothEngines = [
   'capabilities',
   'client',
   'conformance',
+  'conformance-grpc',
   'escalation',
   'events',
   'exchange',

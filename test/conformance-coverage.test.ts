@@ -4,13 +4,15 @@
 import { readFileSync } from 'node:fs';
 import { test } from 'uvu';
 import * as assert from 'uvu/assert';
+import { defectCatalogue } from '../conformance/defects.js';
 import type { ConformancePlan } from '../conformance/plan.js';
-import { apiRuleChecks, apiShapeChecks, resourceRules } from '../conformance/rules.js';
+import { apiRuleChecks, apiShapeChecks, grpcSurfaceChecks, resourceRules } from '../conformance/rules.js';
 import { selectRules } from '../conformance/run.js';
 import {
   coverageMatrix,
   coverageOf,
   coverageProblems,
+  provenBy,
   ruleCoverage,
   specStatements,
 } from '../conformance/spec-coverage.js';
@@ -24,6 +26,37 @@ test('npm run conformance -- --coverage prints every spec statement and what che
   for (const s of specStatements) assert.match(r.stdout, `${s.id}  `, s.id);
   assert.match(r.stdout, /^\d+ spec statements: \d+ checked, \d+ gaps, \d+ not observable$/m);
   assert.match(r.stdout, /rules beyond the spec/);
+  // Per rule and protocol, the planted defect that proves it can fail.
+  assert.match(
+    r.stdout,
+    /^ {2}list\/page-size-max over grpc: pages capped at 100 \(breaks spec:4\.list\.page_size\.max\)$/m,
+  );
+  assert.match(r.stdout, /^ {2}api\/json-answers over http: answers as text\/plain/m);
+  assert.not.match(r.stdout, /api\/json-answers over grpc/, 'a rule of HTTP headers is proven over HTTP only');
+  assert.not.match(r.stdout, /NO DEFECT PROVES IT/);
+});
+
+test('every rule of the matrix is proven able to fail over each protocol it runs over, by a defect of a line it checks', () => {
+  const proofs = provenBy();
+  assert.is(
+    proofs.length,
+    Object.values(ruleCoverage).reduce((n, c) => n + (c.over ?? ['http', 'grpc']).length, 0),
+  );
+  for (const p of proofs) assert.ok(p.defects.length > 0, `${p.rule} over ${p.protocol}: no defect proves it`);
+  for (const d of defectCatalogue()) {
+    assert.ok(d.proves.length > 0, `${d.name}: proves no rule`);
+    for (const rule of d.proves) {
+      const c = coverageOf(rule)!;
+      assert.ok(
+        d.breaks === 'decision' ? c.decision : c.checks.includes(d.breaks),
+        `${d.name}: ${rule} checks ${d.breaks}`,
+      );
+      assert.ok(
+        plan.rules.some((r) => r.name === rule),
+        `${d.name}: ${rule} is a rule of the plan`,
+      );
+    }
+  }
 });
 
 test('no statement is left without a rule or a reason, and no rule names a statement that does not exist', () => {
@@ -41,7 +74,12 @@ test("every statement's section is a section of the spec", () => {
 });
 
 test('every rule, implemented or planned, declares what it checks', () => {
-  for (const rule of [...Object.keys(resourceRules), ...Object.keys(apiRuleChecks), ...Object.keys(apiShapeChecks)])
+  for (const rule of [
+    ...Object.keys(resourceRules),
+    ...Object.keys(apiRuleChecks),
+    ...Object.keys(apiShapeChecks),
+    ...Object.keys(grpcSurfaceChecks),
+  ])
     assert.ok(ruleCoverage[rule], `${rule} has no entry in conformance/spec-coverage.ts`);
   for (const r of plan.rules) assert.ok(coverageOf(r.rule), `${r.name} declares no spec ids`);
 });

@@ -90,7 +90,11 @@ function packDetail(d: Detail): { type_url: string; value: Uint8Array } | undefi
 
 /** The serialized google.rpc.Status of an error, as grpc-status-details-bin carries it. */
 export function statusDetails(error: ApiError, errorDomain: string): Buffer {
-  const body = error.body(errorDomain);
+  return encodeStatus(error.body(errorDomain));
+}
+
+/** An AIP-193 body (code, message, details with their @type) as a serialized google.rpc.Status. */
+export function encodeStatus(body: { code: number; message: string; details: Detail[] }): Buffer {
   const details = body.details.map(packDetail).filter((d) => d !== undefined);
   return Buffer.from(Status.encode(Status.fromObject({ code: body.code, message: body.message, details })).finish());
 }
