@@ -1,11 +1,13 @@
 // The request log and /metrics of a spawned server name the route a request was for even when a step before the
 // route refused it (a bad token, 405, 415, malformed JSON, 429), and the log has the address the request came
-// from, with the caller a trusted proxy forwarded for (TRUSTED_PROXIES) beside it.
+// from, with the caller a trusted proxy forwarded for (TRUSTED_PROXIES) beside it. The start line says where
+// the data is, on PostgreSQL too (host, port and database; never the password).
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { test } from 'uvu';
 import * as assert from 'uvu/assert';
+import { newDatabase } from './support/postgres.js';
 import { exitOf, spawnServer } from './support/process.js';
 
 test('refused before its route ran, a request is still logged and counted under the route it was for', async () => {
@@ -90,6 +92,26 @@ test('without TRUSTED_PROXIES, X-Forwarded-For is not believed: the log has the 
     );
   } finally {
     server.child.kill('SIGKILL');
+    rmSync(dataDir, { recursive: true, force: true });
+  }
+});
+
+test('the start line names the database: the SQLite file, or PostgreSQL host, port and database', async () => {
+  const dataDir = mkdtempSync(join(tmpdir(), 'platform-api-request-log-'));
+  const url = new URL(await newDatabase());
+  url.password = 'not-to-be-shown';
+  try {
+    for (const [env, where] of [
+      [{}, join(dataDir, 'platform.sqlite')],
+      [{ DATABASE_URL: url.toString() }, `PostgreSQL ${url.hostname}:${url.port}${url.pathname}`],
+    ] as const) {
+      const server = await spawnServer({ PORT: '0', DATA_DIR: dataDir, LOG: 'off', ...env });
+      server.child.kill('SIGTERM');
+      await exitOf(server.child);
+      assert.match(server.output(), `(HTTP and gRPC; data in ${where})\n`);
+      assert.not.match(server.output(), 'not-to-be-shown');
+    }
+  } finally {
     rmSync(dataDir, { recursive: true, force: true });
   }
 });
