@@ -49,7 +49,8 @@ Runs the rules generated from spec/ (generated/conformance/plan.json) against an
                                ours where the spec says "not shown" (default all)
   --coverage                   print the spec coverage matrix (each statement of the spec and the rules that
                                check it, or why none does) and exit: 1 if a statement has neither
-Prints failures first, then "N passed, N failed, N skipped"; exits 1 on any failure.`,
+Prints failures first, then each skipped rule and why, then "N passed, N failed, N skipped"; exits 1 on any
+failure.`,
   options: {
     'base-url': { type: 'string' },
     token: { type: 'string' },
@@ -150,6 +151,8 @@ async function main(): Promise<number> {
       console.log(`  expected: ${f.expected}\n  actual:   ${f.actual}\n  request:  ${f.request ?? '(none)'}`);
     else console.log(`  ${f.reason}`);
   }
+  // Why a rule did not run is as much the report as a failure: a skip hides what was not checked.
+  for (const k of skipped) console.log(`SKIP ${k.name}: ${k.reason}`);
   if (values.json) {
     writeFileSync(
       values.json,

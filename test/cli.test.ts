@@ -25,6 +25,7 @@ const clis: Record<string, string> = {
   migrate: 'scripts/migrate.ts',
   events: 'scripts/events.ts',
   'verify-group': 'scripts/verify-group.ts',
+  grpc: 'scripts/grpc.ts',
 };
 
 /** stderr's lines without npm's own warnings about the machine's configuration */
