@@ -157,6 +157,7 @@ function compiled(sources: Record<string, string>, banner: string): Record<strin
   const compilerOptions = { target: ts.ScriptTarget.ES2022, module: ts.ModuleKind.ES2022, removeComments: false };
   for (const [name, text] of Object.entries(sources)) {
     const base = name.replace(/\.ts$/, '');
+    // The sources' first lines, kept, say the files are generated.
     out[`dist/${base}.js`] = ts.transpileModule(text, { compilerOptions, fileName: name }).outputText;
     const d = ts.transpileDeclaration(text, { compilerOptions, fileName: name, reportDiagnostics: true });
     const problems = (d.diagnostics ?? []).map((x) => ts.flattenDiagnosticMessageText(x.messageText, '\n'));
@@ -225,6 +226,8 @@ export function createClient(options: ClientOptions): ${name} {
   const sources = { 'types.ts': types, 'engine.ts': engine, 'index.ts': index };
   const license = model.info.license?.identifier;
   const manifest = {
+    // npm's place for a comment in package.json
+    '//': banner.slice(3),
     name: packageName(model),
     version: model.info.release,
     description: `The typed client of ${model.title}, generated from its spec`,
