@@ -1,161 +1,247 @@
-// generated/client/index.ts: the typed TypeScript client, a method per v2 operation named after it (createRepo,
-// listRepos), grouped by domain. Each method takes one request object (path parameters, query
-// parameters, and `body`) and answers the typed response; a list also gets listAll<Collection>, every item across
-// its pages. The engine (fetch, errors, paging, retries) is runtime/client.ts.
-import { batchItemName, type ApiModel, type FieldModel, type ResourceModel } from '../runtime/model.js';
+// generated/client/: the typed TypeScript client as a package of its own (npm pack generated/client), a method per
+// v2 operation named after it (createRepo, listRepos), grouped by domain. Each method takes one request object
+// (path parameters, query parameters, and `body`) and answers the typed response; a list also gets
+// listAll<Collection>, every item across its pages. The folder holds the sources (types.ts: the resources and
+// requests; index.ts: the operations as a table and the client's interface; engine.ts: client/engine.ts copied) and
+// their JavaScript and declarations in dist/, made file by file by the compiler's transpiler: no type check here
+// (npm run typecheck checks the sources), no dependency of the package but Node's fetch.
+import { readFileSync } from 'node:fs';
+import { ts } from 'ts-morph';
+import { batchItemName, filterField, type ApiModel, type FilterModel, type ResourceModel } from '../runtime/model.js';
 import { cap } from './emit-openapi.js';
 import { v2Routes, type Route } from './routes-table.js';
-import { objectType } from './typescript.js';
+import { endpointTypes, fieldType, objectType, propertyName, resourceMembers } from './typescript.js';
 
-const propertyName = (name: string) => (/^[A-Za-z_$][\w$]*$/.test(name) ? name : JSON.stringify(name));
+const engineSource = 'client/engine.ts';
 
-/** What a request may write: every field but output-only ones. */
-function inputFields(fields: Record<string, FieldModel>): Record<string, FieldModel> {
-  return Object.fromEntries(Object.entries(fields).filter(([, f]) => !f.outputOnly));
+/** What a list's filter parameter takes: the compared field's values in input form, several for anyOf. */
+function filterType(r: ResourceModel, f: FilterModel): string {
+  if (f.match === 'contains') return 'string';
+  const one = fieldType(filterField(r, f), 'input');
+  return f.match === 'anyOf' ? `ReadonlyArray<${one}>` : one;
 }
 
 /** The query parameters of a list: paging, the hierarchy filter and the resource's own filters. */
-function listQuery(r: ResourceModel): string {
-  const members = [
+function listQuery(r: ResourceModel): string[] {
+  const orders = Object.keys(r.orderBy).flatMap((k) => [k, `${k} desc`]);
+  return [
     'pageSize?: number',
     'pageToken?: string',
     'skip?: number',
-    `orderBy?: ${Object.keys(r.orderBy)
-      .flatMap((k) => [k, `${k} desc`])
-      .map((k) => JSON.stringify(k))
-      .join(' | ')}`,
+    `orderBy?: ${orders.map((k) => JSON.stringify(k)).join(' | ')}`,
     '"uidp.descendants_of"?: string',
     '"uidp.children_of"?: string',
     '"uidp.ancestors_of"?: string',
     '"uidp.in_root"?: boolean',
-    '"uidp.ids"?: string[]',
-    ...r.filters.map(
-      (f) => `${propertyName(f.param)}?: ${f.match === 'anyOf' ? 'string[]' : 'string | number | boolean'}`,
-    ),
+    '"uidp.ids"?: ReadonlyArray<string>',
+    ...r.filters.map((f) => `${propertyName(f.param)}?: ${filterType(r, f)}`),
   ];
-  return members.join('; ');
 }
 
 const pathMembers = (route: Route) => route.params.map((p) => `${propertyName(p)}: string`);
+const shape = (members: string[]) => `{ ${members.join('; ')} }`;
 
-/** One method (or two, for a list) of the client, as object members; `types` collects the type names used. */
-function methods(route: Route, types: Set<string>): string[] {
+/** A method of the client: its name, its request type, its answer type and how the engine calls it. */
+interface Method {
+  name: string;
+  request: string;
+  optional?: boolean;
+  answer: string;
+  mode: 'body' | 'none' | 'asBody' | 'items';
+}
+
+/** The methods of one route; `types` collects the named request types it declares. */
+function methods(route: Route, types: string[]): Method[] {
   const r = route.resource;
-  const table = JSON.stringify({ method: route.method, path: route.path, params: route.params });
-  const request = (members: string[], optional = false) => `request${optional ? '?' : ''}: { ${members.join('; ')} }`;
+  const input = (fields = r!.fields) =>
+    objectType(Object.fromEntries(Object.entries(fields).filter(([, f]) => !f.outputOnly)), false, 'input');
+  const resource = `${r?.type}Resource`;
   switch (route.kind) {
     case 'list': {
-      types.add(`${r!.type}Resource`);
-      const req = request([...pathMembers(route), listQuery(r!)], route.params.length === 0);
-      const page = `Page<${JSON.stringify(r!.collection)}, ${r!.type}Resource>`;
+      const request = `List${cap(r!.collection)}Request`;
+      types.push(`export type ${request} = ${shape([...pathMembers(route), ...listQuery(r!)])};`);
+      const optional = route.params.length === 0;
+      const page = `Page<${JSON.stringify(r!.collection)}, ${resource}>`;
       return [
-        `list${cap(r!.collection)}: (${req}): Promise<${page}> => c.call(${table}, request)`,
-        `listAll${cap(r!.collection)}: (${req}): AsyncIterable<${r!.type}Resource> => c.items(${table}, ${JSON.stringify(r!.collection)}, request)`,
+        { name: `list${cap(r!.collection)}`, request, optional, answer: `Promise<${page}>`, mode: 'body' },
+        {
+          name: `listAll${cap(r!.collection)}`,
+          request,
+          optional,
+          answer: `AsyncIterable<${resource}>`,
+          mode: 'items',
+        },
       ];
     }
     case 'get':
-      types.add(`${r!.type}Resource`);
       return [
-        `get${r!.type}: (${request(pathMembers(route))}): Promise<${r!.type}Resource> => c.call(${table}, request)`,
+        { name: `get${r!.type}`, request: shape(pathMembers(route)), answer: `Promise<${resource}>`, mode: 'body' },
       ];
     case 'create': {
-      types.add(`${r!.type}Resource`);
       const name = route.params.length ? `create${r!.type}` : `create${r!.type}AtRoot`;
-      const body = `body: ${objectType(inputFields(r!.fields), false)}`;
-      return [
-        `${name}: (${request([...pathMembers(route), body])}): Promise<${r!.type}Resource> => c.call(${table}, request)`,
-      ];
+      const request = shape([...pathMembers(route), `body: ${input()}`]);
+      return [{ name, request, answer: `Promise<${resource}>`, mode: 'body' }];
     }
     case 'batchCreate': {
-      types.add(`${r!.type}Resource`);
       // A shared field may be left out of each request: the top-level one fills it.
+      const { shared } = r!.batchCreate!;
       const fields = Object.fromEntries(
-        Object.entries(inputFields(r!.fields)).map(([name, f]) => [
-          name,
-          r!.batchCreate!.shared.includes(name) ? { ...f, required: false } : f,
-        ]),
+        Object.entries(r!.fields).map(([name, f]) => [name, shared.includes(name) ? { ...f, required: false } : f]),
       );
-      const input = objectType(fields, false);
-      const shared = r!.batchCreate!.shared.map((name) => `${propertyName(name)}?: string`);
-      const req = request([
+      const request = shape([
         'parent: string',
-        `requests: Array<{ parent?: string; ${batchItemName(r!)}: ${input} }>`,
-        ...shared,
+        `requests: Array<{ parent?: string; ${batchItemName(r!)}: ${input(fields)} }>`,
+        ...shared.map((name) => `${propertyName(name)}?: string`),
       ]);
-      return [
-        `batchCreate${cap(r!.collection)}: (${req}): Promise<{ ${r!.collection}: ${r!.type}Resource[] }> => c.call(${table}, { body: request })`,
-      ];
+      const answer = `Promise<{ ${r!.collection}: ${resource}[] }>`;
+      return [{ name: `batchCreate${cap(r!.collection)}`, request, answer, mode: 'asBody' }];
     }
     case 'batchDelete':
-      types.add(`${r!.type}Resource`);
       return [
-        `batchDelete${cap(r!.collection)}: (${request(['parent: string', 'names: string[]'])}): Promise<{ ${r!.collection}: ${r!.type}Resource[]; parent: string }> => c.call(${table}, { body: request })`,
+        {
+          name: `batchDelete${cap(r!.collection)}`,
+          request: '{ parent: string; names: string[] }',
+          answer: `Promise<{ ${r!.collection}: ${resource}[]; parent: string }>`,
+          mode: 'asBody',
+        },
       ];
     case 'update': {
-      types.add(`${r!.type}Resource`);
-      const body = `body: Partial<${objectType(inputFields(r!.fields), false)}>`;
-      const req = request([...pathMembers(route), body, 'updateMask?: string']);
-      return [`update${r!.type}: (${req}): Promise<${r!.type}Resource> => c.call(${table}, request)`];
+      const request = shape([...pathMembers(route), `body: Partial<${input()}>`, 'updateMask?: string']);
+      return [{ name: `update${r!.type}`, request, answer: `Promise<${resource}>`, mode: 'body' }];
     }
     case 'delete':
-      return [
-        `delete${r!.type}: (${request(pathMembers(route))}): Promise<void> => c.call<unknown>(${table}, request).then(() => undefined)`,
-      ];
+      return [{ name: `delete${r!.type}`, request: shape(pathMembers(route)), answer: 'Promise<void>', mode: 'none' }];
     case 'subresourceGet':
     case 'subresourceUpdate': {
       const s = r!.subresources.find((x) => x.name === route.subresource)!;
-      const shown = `{ uid: string } & ${objectType(s.fields, false, 'resource')}`;
+      const answer = `Promise<{ uid: string } & ${objectType(s.fields, false, 'resource')}>`;
       if (route.kind === 'subresourceGet')
-        return [`get${s.type}: (${request(pathMembers(route))}): Promise<${shown}> => c.call(${table}, request)`];
-      const body = `body: ${objectType(inputFields(s.fields), false)}`;
-      return [
-        `update${s.type}: (${request([...pathMembers(route), body])}): Promise<${shown}> => c.call(${table}, request)`,
-      ];
+        return [{ name: `get${s.type}`, request: shape(pathMembers(route)), answer, mode: 'body' }];
+      const request = shape([...pathMembers(route), `body: ${input(s.fields)}`]);
+      return [{ name: `update${s.type}`, request, answer, mode: 'body' }];
     }
     case 'endpoint': {
       const e = route.endpoint!;
-      types.add(`${cap(e.name)}Request`);
-      types.add(`${cap(e.name)}Response`);
+      const { request, response } = endpointTypes(e, 'input');
+      types.push(
+        `export type ${cap(e.name)}Request = ${request};`,
+        `export type ${cap(e.name)}Response = ${response};`,
+      );
       return [
-        `${e.name}: (request: ${cap(e.name)}Request): Promise<${cap(e.name)}Response> => c.call(${table}, request)`,
+        { name: e.name, request: `${cap(e.name)}Request`, answer: `Promise<${cap(e.name)}Response>`, mode: 'body' },
       ];
     }
   }
 }
 
-export function emitClient(model: ApiModel, routes: Route[], banner: string): string {
-  const byDomain = new Map<string, string[]>();
-  const resourceTypes = new Set<string>();
-  const endpointTypes = new Set<string>();
-  for (const route of v2Routes(routes)) {
-    const domain = route.resource?.domain ?? route.endpoint!.domain;
-    const types = route.kind === 'endpoint' ? endpointTypes : resourceTypes;
-    byDomain.set(domain, [...(byDomain.get(domain) ?? []), ...methods(route, types)]);
+/** The client's type name from the API's title: Platform API -> PlatformClient. */
+const clientName = (model: ApiModel) =>
+  `${model.title
+    .replace(/\bAPI\b/g, '')
+    .split(/[^A-Za-z0-9]+/)
+    .filter(Boolean)
+    .map(cap)
+    .join('')}Client`;
+
+/** A package name from the API's title: Platform API -> platform-api-client. */
+const packageName = (model: ApiModel) =>
+  `${model.title
+    .toLowerCase()
+    .split(/[^a-z0-9]+/)
+    .filter(Boolean)
+    .join('-')}-client`;
+
+/** dist/: each source as ESM JavaScript and its declarations, made without a program (isolated declarations). */
+function compiled(sources: Record<string, string>, banner: string): Record<string, string> {
+  const out: Record<string, string> = {};
+  const compilerOptions = { target: ts.ScriptTarget.ES2022, module: ts.ModuleKind.ES2022, removeComments: false };
+  for (const [name, text] of Object.entries(sources)) {
+    const base = name.replace(/\.ts$/, '');
+    // The sources' first lines, kept, say the files are generated.
+    out[`dist/${base}.js`] = ts.transpileModule(text, { compilerOptions, fileName: name }).outputText;
+    const d = ts.transpileDeclaration(text, { compilerOptions, fileName: name, reportDiagnostics: true });
+    const problems = (d.diagnostics ?? []).map((x) => ts.flattenDiagnosticMessageText(x.messageText, '\n'));
+    if (problems.length) throw new Error(`the client's ${name} needs written-out types: ${problems.join('; ')}`);
+    out[`dist/${base}.d.ts`] = `${banner}\n${d.outputText}`;
   }
-  const domains = [...byDomain.keys()].sort();
-  return `${banner}
-import { Client, type ClientOptions, type Page } from '../../runtime/client.js';
-import type { ${[...resourceTypes].sort().join(', ')} } from '../types.js';
-import type { ${[...endpointTypes].sort().join(', ')} } from '../routes.js';
-
-export { ApiCallError, type ClientOptions, type ErrorDetail, type Page } from '../../runtime/client.js';
-
-/** A client of ${model.title}: a method per operation, by domain (client.registry.listRepos(...)). */
-export function createClient(options: ClientOptions) {
-  const c = new Client(options);
-  return {
-${domains
-  .map(
-    (d) =>
-      `    ${propertyName(d)}: {\n${byDomain
-        .get(d)!
-        .map((m) => `      ${m},`)
-        .join('\n')}\n    },`,
-  )
-  .join('\n')}
-  };
+  return out;
 }
 
-export type PlatformClient = ReturnType<typeof createClient>;
+/** The files of generated/client/, by path inside it. */
+export function emitClient(model: ApiModel, routes: Route[], banner: string): Record<string, string> {
+  const byDomain = new Map<string, Method[]>();
+  const requestTypes: string[] = [];
+  const tables = new Map<Method, string>();
+  for (const route of v2Routes(routes)) {
+    const domain = route.resource?.domain ?? route.endpoint!.domain;
+    const made = methods(route, requestTypes);
+    const table = JSON.stringify({ method: route.method, path: route.path, params: route.params });
+    for (const m of made) {
+      const collection = m.mode === 'items' ? `, collection: ${JSON.stringify(route.resource!.collection)}` : '';
+      tables.set(m, `{ route: ${table}, answer: ${JSON.stringify(m.mode)}${collection} }`);
+    }
+    byDomain.set(domain, [...(byDomain.get(domain) ?? []), ...made]);
+  }
+  const domains = [...byDomain.keys()].sort();
+  const name = clientName(model);
+  const group = (d: string, line: (m: Method) => string) =>
+    `  ${propertyName(d)}: {\n${byDomain
+      .get(d)!
+      .map((m) => `    ${line(m)}\n`)
+      .join('')}  };`;
+  const resources = Object.values(model.resources);
+  const typeNames = [
+    ...resources.map((r) => `${r.type}Resource`),
+    ...requestTypes.map((t) => /^export type (\w+)/.exec(t)![1]),
+  ].sort();
+  const types = `${banner}
+// The resources as the API shows them, and the requests of its operations, as a client may send them.
+
+${resources.map((r) => `export type ${r.type}Resource = ${shape(resourceMembers(r))};`).join('\n')}
+
+${requestTypes.join('\n')}
 `;
+  const index = `${banner}
+import { Client, type ClientOptions, type Operation, type Page } from './engine.js';
+import type { ${typeNames.join(', ')} } from './types.js';
+
+export { ApiCallError, type ClientOptions, type ErrorDetail, type FetchLike, type Page } from './engine.js';
+export type * from './types.js';
+
+/** A client of ${model.title}: a method per operation, by domain (client.registry.listRepos(...)). */
+export interface ${name} {
+${domains.map((d) => group(d, (m) => `${m.name}(request${m.optional ? '?' : ''}: ${m.request}): ${m.answer};`)).join('\n')}
+}
+
+const operations: Record<string, Record<string, Operation>> = {
+${domains.map((d) => group(d, (m) => `${m.name}: ${tables.get(m)},`).replace(/;$/, ',')).join('\n')}
+};
+
+/** The client of the API at options.baseUrl. */
+export function createClient(options: ClientOptions): ${name} {
+  return new Client(options).bind(operations) as unknown as ${name};
+}
+`;
+  const engine = `// Copied by npm run generate from ${engineSource}. Do not edit: changes are lost on the next run.\n${readFileSync(engineSource, 'utf8')}`;
+  const sources = { 'types.ts': types, 'engine.ts': engine, 'index.ts': index };
+  const license = model.info.license?.identifier;
+  const manifest = {
+    // npm's place for a comment in package.json
+    '//': banner.slice(3),
+    name: packageName(model),
+    version: model.info.release,
+    description: `The typed client of ${model.title}, generated from its spec`,
+    ...(license ? { license } : {}),
+    type: 'module',
+    engines: { node: '>=20' },
+    main: './dist/index.js',
+    types: './dist/index.d.ts',
+    exports: { '.': { types: './dist/index.d.ts', default: './dist/index.js' } },
+    files: ['dist'],
+  };
+  return {
+    ...sources,
+    ...compiled(sources, banner),
+    'package.json': `${JSON.stringify(manifest, null, 2)}\n`,
+  };
 }

@@ -46,7 +46,7 @@ try {
     'grpc.ts': emitGrpcTable(model, surface),
     ...Object.fromEntries(protos),
     'types.ts': emitTypes(model),
-    'client/index.ts': emitClient(model, routes, banner),
+    ...Object.fromEntries(Object.entries(emitClient(model, routes, banner)).map(([p, t]) => [`client/${p}`, t])),
     'openapi.json': `${JSON.stringify({ 'x-generated': banner.slice(3), ...openapi }, null, 2)}\n`,
     'validators/bodies.cjs': `${banner}\n${validators.bodies}\n`,
     'validators/queries.cjs': `${banner}\n${validators.queries}\n`,

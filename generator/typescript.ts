@@ -1,8 +1,11 @@
 // TypeScript type text for declared fields: handler requests and responses, stored records and resources.
-import type { FieldModel, ResourceModel } from '../runtime/model.js';
+import type { EndpointModel, FieldModel, ResourceModel } from '../runtime/model.js';
 
-/** 'resource' leaves out input-only fields, as responses do (runtime/records.ts outputObject). */
-type Form = 'message' | 'resource';
+/**
+ * 'resource' leaves out input-only fields, as responses do (runtime/records.ts outputObject); 'input' is what a
+ * client may send: an int64 as a string, a number or a bigint (the server reads all three).
+ */
+type Form = 'message' | 'resource' | 'input';
 
 export function fieldType(f: FieldModel, form: Form = 'message'): string {
   const base = scalarType(f, form);
@@ -11,8 +14,9 @@ export function fieldType(f: FieldModel, form: Form = 'message'): string {
 
 function scalarType(f: FieldModel, form: Form): string {
   switch (f.type) {
-    case 'string':
     case 'int64':
+      return form === 'input' ? 'string | number | bigint' : 'string';
+    case 'string':
     case 'timestamp':
     case 'duration':
       return 'string';
@@ -30,7 +34,7 @@ function scalarType(f: FieldModel, form: Form): string {
   }
 }
 
-const propertyName = (name: string) => (/^[A-Za-z_$][\w$]*$/.test(name) ? name : JSON.stringify(name));
+export const propertyName = (name: string): string => (/^[A-Za-z_$][\w$]*$/.test(name) ? name : JSON.stringify(name));
 
 /** allRequired: every field present (a response), otherwise only declared-required ones. */
 export function objectType(fields: Record<string, FieldModel>, allRequired: boolean, form: Form = 'message'): string {
@@ -74,4 +78,15 @@ export function resourceMembers(r: ResourceModel): string[] {
     'createTime: string',
     'updateTime: string',
   ];
+}
+
+/** An endpoint's request (path parameters, query, `body`) and response, as its handler and the client see them. */
+export function endpointTypes(e: EndpointModel, form: Form = 'message'): { request: string; response: string } {
+  const params = [...e.path.matchAll(/\{(\w+)\*?\}/g)].map((m) => `${m[1]}: string`);
+  const query = e.listQuery ? '[parameter: string]: unknown' : objectType(e.query, false, form).slice(2, -2);
+  const body = e.body ? `body: ${objectType(e.body, false, form)}` : '';
+  return {
+    request: `{ ${[...params, query, body].filter(Boolean).join('; ')} }`,
+    response: objectType(e.response, true),
+  };
 }

@@ -82,6 +82,92 @@ export interface GrpcLimits {
 
 export class ConfigError extends Error {}
 
+/** A setting the server reads from the environment, as `npm start -- --help` lists it. */
+export interface Setting {
+  name: string;
+  /** its value when unset, as a person reads it; '' when unset means off or none */
+  default: string;
+  meaning: string;
+}
+
+/**
+ * Every variable readConfig reads, in the order --help lists them: the one list of them. readConfig reads the
+ * environment through it, so a variable read but not listed here stops the server at once (and every test).
+ */
+export const settings: readonly Setting[] = [
+  { name: 'PORT', default: '8080', meaning: 'listen port for HTTP and gRPC (0: a free one)' },
+  { name: 'GRPC_PORT', default: '', meaning: 'a second port serving gRPC alone (0: a free one)' },
+  { name: 'HOST', default: '127.0.0.1', meaning: 'listen address (0.0.0.0: every interface)' },
+  { name: 'DATA_DIR', default: './data', meaning: 'the SQLite database, signing keys and secrets' },
+  { name: 'DATABASE_URL', default: '', meaning: 'sqlite:/path/file.sqlite, or postgres://user:password@host:port/db' },
+  { name: 'ISSUER_URL', default: 'http://HOST:PORT', meaning: "iss of the server's tokens: its public URL" },
+  { name: 'TOKEN_AUDIENCE', default: 'the issuer URL', meaning: "aud of the server's tokens" },
+  { name: 'LOG', default: 'on', meaning: 'JSON lines on stdout, one per request (off: none)' },
+  { name: 'METRICS', default: 'open', meaning: '/metrics for anyone (open), a token holding CAP_METRICS_READ, or off' },
+  { name: 'CORS_ORIGINS', default: '', meaning: 'CORS for these origins (comma-separated), or * for any' },
+  { name: 'MAX_BODY_BYTES', default: '1048576', meaning: 'the largest request body (HTTP) or message (gRPC)' },
+  { name: 'RATE_LIMIT', default: 'off', meaning: 'requests per second per identity (anonymous: per address)' },
+  { name: 'RATE_LIMIT_BURST', default: 'twice RATE_LIMIT', meaning: 'requests a caller may make at once' },
+  { name: 'TRUSTED_PROXIES', default: '', meaning: 'proxies (addresses, networks) whose X-Forwarded-For is believed' },
+  { name: 'MAX_CONNECTIONS', default: '1000', meaning: 'connections open at once, HTTP/1.1 and h2c together' },
+  { name: 'REQUEST_TIMEOUT', default: '30', meaning: 'seconds a client has to send a whole request' },
+  { name: 'HEADERS_TIMEOUT', default: '10', meaning: 'seconds a client has to send the request headers' },
+  { name: 'KEEP_ALIVE_TIMEOUT', default: '5', meaning: 'seconds an idle keep-alive connection stays open' },
+  { name: 'DRAIN_SECONDS', default: '5', meaning: 'on SIGTERM, seconds /readyz answers 503 while requests are taken' },
+  { name: 'SHUTDOWN_GRACE', default: '10', meaning: 'on SIGTERM, seconds requests in flight have to finish' },
+  { name: 'SECRETS_KEY', default: 'DATA_DIR/secrets.key', meaning: 'keys sealing stored credentials (base64)' },
+  { name: 'READ_TIMEOUT_MS', default: '10000', meaning: 'the longest a read may run; past it 504' },
+  { name: 'READ_QUEUE', default: '64', meaning: 'reads that may wait for the database; past it 503' },
+  { name: 'V1_LIST_MAX', default: '5000', meaning: 'the most records a v1 list that does not page answers' },
+  { name: 'GRANTS_CACHE_SECONDS', default: '30', meaning: "how long an identity's grants are cached at most" },
+  { name: 'TRUSTED_EMAIL_ISSUERS', default: '', meaning: 'issuers whose verified emails find an organization' },
+  { name: 'BLOCKED_EMAIL_DOMAINS', default: 'free mail', meaning: 'email domains that never name one (none: none)' },
+  { name: 'OUTBOUND_ALLOW_LOOPBACK', default: 'off', meaning: 'on: event sinks and OIDC issuers may be on loopback' },
+  { name: 'OUTBOUND_ALLOW_PRIVATE', default: 'off', meaning: 'on: they may be in private address ranges' },
+  { name: 'EVENTS', default: 'on', meaning: 'deliver events to subscriptions (off: they wait in the outbox)' },
+  { name: 'EVENTS_TIMEOUT', default: '10', meaning: 'seconds a sink has to answer a delivery' },
+  { name: 'EVENTS_MAX_ATTEMPTS', default: '12', meaning: 'attempts before a delivery is FAILED' },
+  { name: 'EVENTS_MAX_AGE_HOURS', default: '24', meaning: 'a delivery not accepted after this long is FAILED' },
+  { name: 'EVENTS_RETRY_BASE_MS', default: '1000', meaning: 'the first retry waits up to this, each next twice' },
+  { name: 'EVENTS_RETRY_MAX_MS', default: '600000', meaning: 'the longest wait between retries' },
+  { name: 'EVENTS_CONCURRENCY', default: '16', meaning: 'deliveries in flight in all' },
+  { name: 'EVENTS_PER_SINK', default: '4', meaning: 'deliveries in flight to one sink' },
+  { name: 'EVENTS_POLL_MS', default: '200', meaning: 'how often an idle delivery worker looks for events' },
+  { name: 'EVENTS_DISPATCH_BATCH', default: '500', meaning: 'deliveries one dispatch transaction writes at most' },
+  { name: 'EVENTS_RETENTION_HOURS', default: '168', meaning: 'delivered and failed deliveries are kept this long' },
+  { name: 'EVENTS_MAX_SUBSCRIPTIONS', default: '100', meaning: 'subscriptions per organization' },
+  { name: 'EVENTS_MAX_OUTSTANDING', default: '10000', meaning: 'PENDING deliveries per organization' },
+  { name: 'EVENTS_REDRIVES_PER_HOUR', default: '10', meaning: 'deliveries:redrive calls per organization per hour' },
+  { name: 'GRPC_IDLE_TIMEOUT', default: '300', meaning: 'seconds an h2c connection without an rpc stays open' },
+  { name: 'GRPC_MAX_CONNECTION_AGE', default: '3600', meaning: 'seconds before an h2c connection is told to go' },
+  { name: 'GRPC_MAX_CONNECTION_AGE_GRACE', default: '30', meaning: 'seconds it has then before it is cut' },
+  { name: 'GRPC_KEEPALIVE_TIME', default: '60', meaning: "seconds between the server's pings on h2c" },
+  { name: 'GRPC_KEEPALIVE_TIMEOUT', default: '20', meaning: 'seconds a ping answer may take' },
+  { name: 'GRPC_MAX_STREAMS', default: '100', meaning: 'rpcs open at once on one h2c connection' },
+  { name: 'GRPC_MAX_SESSION_MEMORY_MB', default: '32', meaning: 'memory one h2c connection may hold' },
+  { name: 'EVENTS_ALLOW_PRIVATE_SINKS', default: '', meaning: 'retired: set, it stops the server (OUTBOUND_ALLOW_*)' },
+];
+
+/** The settings as --help prints them: a heading, then one line each, name, default and meaning in columns. */
+export function settingsHelp(): string {
+  const rows = [{ name: 'VARIABLE', default: 'DEFAULT', meaning: 'MEANING' }, ...settings];
+  const width = Math.max(...rows.map((s) => s.name.length));
+  const defaults = Math.max(...rows.map((s) => s.default.length));
+  return rows.map((s) => `  ${s.name.padEnd(width)}  ${(s.default || '-').padEnd(defaults)}  ${s.meaning}`).join('\n');
+}
+
+/** The environment as readConfig may read it: a name the settings do not list is a mistake in this file. */
+function listedOnly(env: NodeJS.ProcessEnv): NodeJS.ProcessEnv {
+  const names = new Set(settings.map((s) => s.name));
+  return new Proxy(env, {
+    get(target, name) {
+      if (typeof name === 'string' && !names.has(name))
+        throw new Error(`runtime/config.ts reads ${name}, which its settings table does not list`);
+      return Reflect.get(target, name);
+    },
+  });
+}
+
 /** The issuer URL when none is configured: where the server listens. */
 export function defaultIssuer(config: Config): string {
   const host = config.host.includes(':') ? `[${config.host}]` : config.host;
@@ -251,7 +337,8 @@ function outboundPolicy(env: NodeJS.ProcessEnv): OutboundPolicy {
   };
 }
 
-export function readConfig(env: NodeJS.ProcessEnv = process.env): Config {
+export function readConfig(environment: NodeJS.ProcessEnv = process.env): Config {
+  const env = listedOnly(environment);
   const port = portOf(env, 'PORT', '8080')!;
   const grpcPort = portOf(env, 'GRPC_PORT');
   const host = env.HOST ?? '127.0.0.1';

@@ -88,6 +88,16 @@ export function routeTemplate(ctx: HttpContext): string {
   return template;
 }
 
+/** The pattern of the first table's route for the request's method and path, or at its path; none for a 404. */
+function routeAt(tables: RouteTable[], ctx: HttpContext): string | RegExp | undefined {
+  for (const t of tables) {
+    if (t.serves && !t.serves(ctx.path)) continue;
+    const pattern = t.router.patternAt(ctx.method, ctx.path);
+    if (pattern !== undefined) return pattern;
+  }
+  return undefined;
+}
+
 /** Probes and scrapes: not logged when they succeed (they come every few seconds), never rate limited. */
 const probePaths = new Set(['/healthz', '/readyz', '/metrics']);
 
@@ -97,10 +107,15 @@ function levelOf(status: number): string {
 
 /**
  * The outermost step: a request id, every error as the API's error body, and one log line per request with its
- * outcome. The line has the route template, the caller and the error's reason, never the query (a page token
- * or any other value in it could be a secret).
+ * outcome. The line has the route template, the caller (identity, address) and the error's reason, never the
+ * query (a page token or any other value in it could be a secret).
  */
-function answer(log: AppOptions['log'], errorDomain: (path: string) => string): Middleware {
+function answer(
+  log: AppOptions['log'],
+  errorDomain: (path: string) => string,
+  tables: () => RouteTable[],
+  proxies: TrustedProxies | undefined,
+): Middleware {
   return (ctx, next) => {
     const started = log === undefined ? 0 : performance.now();
     // A caller's request id is echoed only when it is a plain token: a header value is the client's to choose.
@@ -142,8 +157,12 @@ function answer(log: AppOptions['log'], errorDomain: (path: string) => string): 
         ? { code: error.code, message: error.message, details: [] }
         : error.body(errorDomain(ctx.path));
     }
+    // Refused before a route ran it (a bad token, 405, 415, malformed JSON, 429): named by the route it was for.
+    if (ctx.route === undefined) ctx.route = routeAt(tables(), ctx);
     if (log === undefined || (ctx.status < 400 && probePaths.has(ctx.path))) return;
     const subject = ctx.state.principal?.subject;
+    const address = callerAddress(ctx.ip, undefined);
+    const caller = addressOf(ctx, proxies);
     log({
       level: levelOf(ctx.status),
       requestId,
@@ -152,6 +171,9 @@ function answer(log: AppOptions['log'], errorDomain: (path: string) => string): 
       route: routeTemplate(ctx),
       status: ctx.status,
       ms: Math.round(performance.now() - started),
+      address,
+      // The caller a trusted proxy forwarded for, as the rate limit counts it.
+      ...(caller !== address ? { forwardedFor: caller } : {}),
       ...(subject ? { identity: subject } : {}),
       ...(error ? { reason: error.codeName } : {}),
     });
@@ -247,7 +269,9 @@ export function createApp(o: AppOptions): RequestListener {
     return `${domains.has(first) ? first : 'api'}.${model.service}.dev`;
   };
 
-  app.use(answer(o.log, errorDomain));
+  // The tables are made below, before any request comes.
+  let tables: RouteTable[] = [];
+  app.use(answer(o.log, errorDomain, () => tables, o.trustedProxies));
   if (o.corsOrigins) app.use(cors(o.corsOrigins));
 
   app.use((ctx, next) => {
@@ -274,7 +298,7 @@ export function createApp(o: AppOptions): RequestListener {
     });
   }
   const before: RouteTable[] = [{ router: documents, serves: (path) => documentPaths.has(path) }, ...publicRoutes];
-  const tables = [...before, ...routes];
+  tables = [...before, ...routes];
   // One step for them all: the first table serving the path answers, or refuses the method.
   app.use((ctx, next) => {
     let limited = false;

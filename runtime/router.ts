@@ -217,6 +217,16 @@ export class Router {
     return undefined;
   }
 
+  /**
+   * The pattern of the route this request is for, though no route ran it (a step before routing refused it, or
+   * the method is not served there): the route answering the method, else the first at the path.
+   */
+  patternAt(method: string, path: string): string | RegExp | undefined {
+    return (
+      this.find(method, path)?.route.pattern ?? this.candidates(path).find((r) => captured(r.pattern, path))?.pattern
+    );
+  }
+
   /** Runs the route that answers the request; undefined when none does. */
   dispatch(ctx: HttpContext): Promise<void> | undefined {
     const found = this.find(ctx.method, ctx.path);

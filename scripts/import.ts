@@ -93,20 +93,20 @@ async function main(): Promise<void> {
   const r: ResourceModel | undefined = Object.hasOwn(model.resources, collection ?? '')
     ? model.resources[collection!]
     : undefined;
+  // Only a resource with a natural key can be imported: by it a second import finds the records of the first.
+  const importable = Object.values(model.resources)
+    .filter((x) => x.naturalKey)
+    .map((x) => x.collection)
+    .sort()
+    .join(', ');
   if (!r || !file) {
     throw new ImportError(
-      `usage: npm run import -- <resource> <file> [--parent UID]\n  resources: ${Object.keys(model.resources).sort().join(', ')}`,
+      `usage: npm run import -- <resource> <file> [--parent UID]\n  resources that can be imported: ${importable}`,
     );
   }
   if (!r.naturalKey) {
     throw new ImportError(
-      `${r.collection} declares no naturalKey in the spec, so a second import could not find the records of the first; resources that do: ${Object.values(
-        model.resources,
-      )
-        .filter((x) => x.naturalKey)
-        .map((x) => x.collection)
-        .sort()
-        .join(', ')}`,
+      `${r.collection} declares no naturalKey in the spec, so a second import could not find the records of the first; resources that do: ${importable}`,
     );
   }
   const validate = loadValidators(generated.dir).body(`${r.collection}.record`)!;

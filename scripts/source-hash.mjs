@@ -1,4 +1,5 @@
-// What generated/ is made from, as content hashes: the spec, generator/ and runtime/model.ts. The generator
+// What generated/ is made from, as content hashes: the spec, generator/, runtime/model.ts and client/ (the typed
+// client's engine, copied into generated/client/). The generator
 // records them beside its output (.source-hash); ensure-ready regenerates when they differ from the record.
 // Plain Node: ensure-ready runs before any install.
 import { createHash } from 'node:crypto';
@@ -35,5 +36,6 @@ export function sourceHashes(specDir = 'spec') {
     'spec/': hashOf(specDir),
     'generator/': hashOf('generator'),
     'runtime/model.ts': hashOf('runtime/model.ts'),
+    'client/': hashOf('client'),
   };
 }

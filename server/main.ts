@@ -1,6 +1,6 @@
 // npm start: serve the API until SIGTERM or SIGINT.
 import { parseCommandLine } from '../scripts/cli-args.js';
-import { ConfigError, ensureDataDir, readConfig } from '../runtime/config.js';
+import { ConfigError, databaseName, ensureDataDir, readConfig, settingsHelp } from '../runtime/config.js';
 import { startUpPhases } from '../runtime/start-up.js';
 
 parseCommandLine({
@@ -8,10 +8,9 @@ parseCommandLine({
   usage: `
 usage: npm start
 Serves the API until SIGTERM or SIGINT. Installs and generates first as needed. Takes no arguments; configured by
-the environment: PORT (8080; 0 picks a free port; HTTP and gRPC), GRPC_PORT (gRPC alone as well), HOST
-(127.0.0.1), DATA_DIR (./data), DATABASE_URL, ISSUER_URL, TOKEN_AUDIENCE, LOG (on|off), METRICS, CORS_ORIGINS,
-MAX_BODY_BYTES, RATE_LIMIT, TRUSTED_PROXIES, MAX_CONNECTIONS, DRAIN_SECONDS, SHUTDOWN_GRACE, GRPC_* (connection limits),
-SECRETS_KEY. See docs/operating.md, "Configuration".`,
+the environment (a bad value stops the server with one line naming the variable):
+${settingsHelp()}
+See docs/operating.md, "Configuration".`,
 });
 
 try {
@@ -29,7 +28,9 @@ try {
       config.log ? JSON.stringify({ time: new Date().toISOString(), level: 'info', message, ...fields }) : message,
     );
   const { release } = generated.model.info;
-  say(`platform-api ${release} listening on ${server.url} (HTTP and gRPC${grpc}; data in ${config.dataDir})`, {
+  // Where the data is: the SQLite file, or PostgreSQL's host and database (never its password).
+  const data = databaseName(config.database);
+  say(`platform-api ${release} listening on ${server.url} (HTTP and gRPC${grpc}; data in ${data})`, {
     release,
     url: server.url,
     startUpMs: startUpPhases(),

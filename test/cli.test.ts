@@ -1,11 +1,12 @@
 // Every CLI's command line: --help and -h print the usage and exit 0, an unknown option is one line and exit 2
 // before the CLI does anything, and a DATA_DIR that cannot be written stops a command with one line.
 import { spawnSync } from 'node:child_process';
-import { existsSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { existsSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { test } from 'uvu';
 import * as assert from 'uvu/assert';
+import { settings } from '../runtime/config.js';
 import { runScript } from './support/process.js';
 
 const scratch = mkdtempSync(join(tmpdir(), 'platform-api-cli-'));
@@ -24,6 +25,7 @@ const clis: Record<string, string> = {
   migrate: 'scripts/migrate.ts',
   events: 'scripts/events.ts',
   'verify-group': 'scripts/verify-group.ts',
+  grpc: 'scripts/grpc.ts',
 };
 
 /** stderr's lines without npm's own warnings about the machine's configuration */
@@ -74,6 +76,22 @@ test('a malformed option names the problem in one line', async () => {
   const r = await runScript('scripts/token.ts', ['--identity'], { DATA_DIR: dataDir });
   assert.is(r.status, 2);
   assert.equal(linesOf(r.stderr), [`token: Option '--identity <value>' argument missing; see --help`]);
+});
+
+test('start --help names every variable runtime/config.ts reads, from its settings table', async () => {
+  const r = await runScript(clis.start, ['--help'], { DATA_DIR: dataDir });
+  const listed = [...r.stdout.matchAll(/^ {2}([A-Z][A-Z0-9_]+) /gm)].map((m) => m[1]).filter((n) => n !== 'VARIABLE');
+  assert.equal(
+    listed,
+    settings.map((s) => s.name),
+  );
+  // What the source reads: env.NAME, and the name given to a reader (wholeNumber(env, 'NAME', ...)).
+  const source = readFileSync('runtime/config.ts', 'utf8');
+  const read = new Set([
+    ...[...source.matchAll(/\benv\.([A-Z][A-Z0-9_]+)/g)].map((m) => m[1]),
+    ...[...source.matchAll(/\(env, '([A-Z][A-Z0-9_]+)'/g)].map((m) => m[1]),
+  ]);
+  assert.equal([...read].sort(), [...listed].sort());
 });
 
 test('through npm, after the pre-script, --help still answers and exits 0', () => {

@@ -1,4 +1,4 @@
-// The typed client generated from the spec (generated/client/, engine runtime/client.ts) against a real server:
+// The typed client generated from the spec (generated/client/, engine client/engine.ts) against a real server:
 // a method per operation, every page of a list as an async iterator, AIP-193 errors as typed objects, retries
 // of UNAVAILABLE. Wrong requests do not compile (the @ts-expect-error lines are checked by tsc in npm test).
 import { test } from 'uvu';

@@ -60,6 +60,7 @@ test('--filter, --parent and --skip-file narrow the run', async () => {
     run.report.results.filter((r) => r.status === 'skipped').map((r) => r.name),
     ['registry.repos/list/skip'],
   );
+  assert.match(run.stdout, /^SKIP registry\.repos\/list\/skip: listed in the skip file$/m, 'the reason in the text');
   assert.is(
     (await s.call('GET', `/registry/v2/repos?uidp.descendants_of=${parent.uid}`)).body.totalCount,
     '0',

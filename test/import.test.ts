@@ -220,6 +220,10 @@ test('a bad record fails the whole file with the record and field named', async 
   const unknown = await importFile('gizmos', file);
   assert.is(unknown.status, 1);
   assert.match(unknown.stderr, /usage: npm run import -- <resource> <file>/);
+  // Only what can be imported is offered: resources with a natural key.
+  const offered = /resources that can be imported: (.*)/.exec(unknown.stderr)![1].split(', ');
+  assert.ok(offered.includes('advisories') && offered.includes('artifacts'), offered.join());
+  assert.not.ok(offered.includes('groups') || offered.includes('roleBindings'), offered.join());
   const orphan = await importFile('advisories', 'samples/advisories.json', '--parent', `${'a'.repeat(40)}`);
   assert.is(orphan.status, 1);
   assert.match(orphan.stderr, /nothing was imported/);

@@ -1,6 +1,14 @@
-// The engine of the typed client (generated/client/index.ts is its table of operations): a request per call over
-// fetch and nothing else, AIP-193 errors as ApiCallError objects carrying their details, every item of a list
-// across its pages as an async iterator, and optional retries of UNAVAILABLE. Standalone: it imports nothing.
+// The engine of the typed client (generated/client/index.ts is its table of operations; the generator copies this
+// file beside it, so the client folder stands alone as a package): a request per call over fetch and nothing else,
+// AIP-193 errors as ApiCallError objects carrying their details, every item of a list across its pages as an async
+// iterator, and optional retries of UNAVAILABLE. It imports nothing, and its exported declarations are written out
+// (no inferred types, no DOM or Node types), so its .d.ts is made file by file and compiles in any project.
+
+/** What the client needs of fetch: the global one of Node 18+ and browsers fits. */
+export type FetchLike = (
+  url: string,
+  init: { method: string; headers: Record<string, string>; body?: string },
+) => Promise<{ ok: boolean; status: number; text(): Promise<string>; headers: { get(name: string): string | null } }>;
 
 export interface ClientOptions {
   /** where the API is served, e.g. https://api.example.com */
@@ -10,7 +18,7 @@ export interface ClientOptions {
   /** how many times an UNAVAILABLE answer (or a failed connection) is retried, with backoff; 0 by default */
   retries?: number;
   /** the fetch to use (default: the global one) */
-  fetch?: typeof fetch;
+  fetch?: FetchLike;
 }
 
 /** A google.rpc detail of an error: ErrorInfo, BadRequest, ResourceInfo, PreconditionFailure, RetryInfo, ... */
@@ -19,7 +27,7 @@ export interface ErrorDetail {
   [field: string]: unknown;
 }
 
-/** An error answer of the API: its HTTP status, google.rpc code, message and typed details. */
+/** An error answer of the API: its HTTP status (0 when no answer came), google.rpc code, message and details. */
 export class ApiCallError extends Error {
   constructor(
     readonly status: number,
@@ -36,9 +44,9 @@ export class ApiCallError extends Error {
     return this.details.find((d) => d['@type'] === `type.googleapis.com/google.rpc.${type}`);
   }
 
-  /** ErrorInfo's reason, e.g. NOT_FOUND, INVALID_ARGUMENT. */
+  /** ErrorInfo's reason, e.g. NOT_FOUND, INVALID_ARGUMENT; UNAVAILABLE when the server could not be reached. */
   get reason(): string | undefined {
-    return this.detail('ErrorInfo')?.reason as string | undefined;
+    return (this.detail('ErrorInfo')?.reason as string | undefined) ?? (this.code === 14 ? 'UNAVAILABLE' : undefined);
   }
 }
 
@@ -50,6 +58,14 @@ export interface OperationRoute {
   params: readonly string[];
 }
 
+/**
+ * One method of the client: a call answering the body, a call answering nothing (delete), a list request
+ * with body mode (batch methods send the request as the body), or every item of a list under its collection.
+ */
+export type Operation =
+  | { route: OperationRoute; answer: 'body' | 'none' | 'asBody' }
+  | { route: OperationRoute; answer: 'items'; collection: string };
+
 /** What a list answers: the items under the collection's name, and the paging fields. */
 export type Page<K extends string, T> = { [key in K]: T[] } & {
   nextPageToken?: string;
@@ -57,15 +73,19 @@ export type Page<K extends string, T> = { [key in K]: T[] } & {
   skipped: number;
 };
 
-type QueryValue = string | number | boolean | readonly (string | number)[] | undefined;
+type QueryValue = string | number | bigint | boolean | readonly (string | number | bigint)[] | undefined;
 
 const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
 
+/** JSON with bigints as strings, as the API writes int64 values. */
+const toJson = (value: unknown): string =>
+  JSON.stringify(value, (_, v: unknown) => (typeof v === 'bigint' ? v.toString() : v));
+
 export class Client {
-  private readonly fetch: typeof fetch;
+  private readonly fetch: FetchLike;
 
   constructor(private readonly options: ClientOptions) {
-    this.fetch = options.fetch ?? globalThis.fetch;
+    this.fetch = options.fetch ?? (globalThis.fetch as unknown as FetchLike);
   }
 
   /**
@@ -86,7 +106,7 @@ export class Client {
     const missing = /\{(\w+)\}/.exec(path);
     if (missing) throw new TypeError(`${route.method} ${route.path}: the request needs ${missing[1]}`);
     const url = `${this.options.baseUrl.replace(/\/$/, '')}${path}${query.toString() ? `?${query}` : ''}`;
-    const body = request.body === undefined ? undefined : JSON.stringify(request.body);
+    const body = request.body === undefined ? undefined : toJson(request.body);
     return this.send<T>(route.method, url, body);
   }
 
@@ -100,6 +120,26 @@ export class Client {
     } while (pageToken);
   }
 
+  /** The methods of a table of operations, by group (domain) and name; the generated client types them. */
+  bind(
+    table: Record<string, Record<string, Operation>>,
+  ): Record<string, Record<string, (request?: Record<string, unknown>) => unknown>> {
+    const method =
+      (op: Operation) =>
+      (request: Record<string, unknown> = {}) => {
+        if (op.answer === 'items') return this.items(op.route, op.collection, request);
+        if (op.answer === 'asBody') return this.call(op.route, { body: request });
+        const answer = this.call(op.route, request);
+        return op.answer === 'none' ? answer.then(() => undefined) : answer;
+      };
+    return Object.fromEntries(
+      Object.entries(table).map(([group, ops]) => [
+        group,
+        Object.fromEntries(Object.entries(ops).map(([name, op]) => [name, method(op)])),
+      ]),
+    );
+  }
+
   private async send<T>(method: string, url: string, body: string | undefined): Promise<T> {
     const retries = this.options.retries ?? 0;
     for (let attempt = 0; ; attempt++) {
@@ -107,7 +147,7 @@ export class Client {
       const token = typeof this.options.token === 'function' ? await this.options.token() : this.options.token;
       if (token) headers.authorization = `Bearer ${token}`;
       if (body !== undefined) headers['content-type'] = 'application/json';
-      let res: Response;
+      let res: Awaited<ReturnType<FetchLike>>;
       try {
         res = await this.fetch(url, { method, headers, body });
       } catch (e) {
@@ -115,7 +155,7 @@ export class Client {
           await sleep(backoffMs(attempt));
           continue;
         }
-        throw e;
+        throw unreachable(method, url, e);
       }
       const text = await res.text();
       const parsed = text ? parseJson(text) : {};
@@ -142,6 +182,15 @@ function parseJson(text: string): unknown {
   } catch {
     return undefined;
   }
+}
+
+/** A connection that failed (refused, reset, a name that does not resolve) as UNAVAILABLE, naming the cause. */
+function unreachable(method: string, url: string, e: unknown): ApiCallError {
+  const cause = (e as { cause?: { code?: string; message?: string } }).cause;
+  const why = cause?.code ?? cause?.message ?? (e instanceof Error ? e.message : String(e));
+  const error = new ApiCallError(0, 14, `Unavailable: ${method} ${url}: ${why}`, []);
+  (error as { cause?: unknown }).cause = e;
+  return error;
 }
 
 /** The AIP-193 body as an ApiCallError; an answer that is not one (a proxy's page) keeps its status and text. */
