@@ -128,6 +128,24 @@ test('v1 Registry: repos and tags created, listed, updated and deleted; empty li
     tags.value.items.map((t: any) => [t.id, t.name]),
     [[tagId, 'latest']],
   );
+  // The provider moves a tag with UpdateTag: a full replacement (deprecated, left out, resets).
+  const marked = await call('registry.Registry', 'UpdateTag', {
+    id: tagId,
+    name: 'latest',
+    digest: digest('b'),
+    deprecated: true,
+  });
+  ok(marked);
+  assert.equal([marked.value.digest, marked.value.deprecated], [digest('b'), true]);
+  const moved = await call('registry.Registry', 'UpdateTag', { id: tagId, name: 'latest', digest: digest('c') });
+  ok(moved);
+  assert.equal([moved.value.id, moved.value.digest, Boolean(moved.value.deprecated)], [tagId, digest('c'), false]);
+  assert.equal(
+    (await call('registry.Registry', 'ListTags', { id: tagId })).value.items.map((t: any) => t.digest),
+    [digest('c')],
+  );
+  const renamed = await call('registry.Registry', 'UpdateTag', { id: tagId, name: 'other', digest: digest('c') });
+  assert.is(renamed.code, 3, 'a tag keeps its name');
   ok(await call('registry.Registry', 'DeleteTag', { id: tagId }));
   assert.equal((await call('registry.Registry', 'ListTags', { id: tagId })).value.items, []);
   ok(await call('registry.Registry', 'DeleteRepo', { id }));
