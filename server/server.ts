@@ -21,6 +21,7 @@ import {
   type DataParts,
 } from '../runtime/open-resources.js';
 import { TokenIssuer } from '../runtime/issuer.js';
+import { RefreshTokens } from '../runtime/access/refresh-tokens.js';
 import { DeliveryWorker } from '../runtime/events/delivery-worker.js';
 import { EventQuotas } from '../runtime/events/quotas.js';
 import { recordIssuer } from '../runtime/issuer-record.js';
@@ -177,7 +178,12 @@ function rpcTable(parts: GeneratedParts, operations: Operations, exchange: Token
   const { tokenService } = parts.model.proto;
   return {
     ...parts.createRpcTable(createRpcOperations(operations), handlers),
-    ...(tokenService ? tokenServiceRpcs(tokenService, (token, request) => exchange.exchangeFor(token, request)) : {}),
+    ...(tokenService
+      ? tokenServiceRpcs(tokenService, {
+          exchange: (token, request) => exchange.exchangeFor(token, request),
+          refresh: (token, request) => exchange.refresh(token, request),
+        })
+      : {}),
   };
 }
 
@@ -212,7 +218,8 @@ export async function startServer(config: Config, generated?: GeneratedParts): P
     : () => {};
   let issuer: TokenIssuer | undefined;
   const authenticate = tokenAuthentication(() => issuer!, policy, metrics);
-  const exchange = new TokenExchange(resources, () => issuer!, config.outbound);
+  const refreshTokens = new RefreshTokens(resources, config.refreshTokenSeconds);
+  const exchange = new TokenExchange(resources, () => issuer!, config.outbound, refreshTokens);
   let deliveries: DeliveryWorker | undefined;
   let draining = false;
   const operator = operatorRoutes(

@@ -48,7 +48,8 @@ const departures: Record<string, string> = {
     'a token of ours carries its identity alone: scoped and capability-limited tokens are not issued',
   'POST /sts/exchange: query not served: cap, identityProvider, scope, scopes':
     'a token of ours carries its identity alone: scoped and capability-limited tokens are not issued',
-  'POST /sts/exchange_refresh_token: query not served: aud, cap, scope, scopes': 'not served (README "Not served")',
+  'POST /sts/exchange_refresh_token: query not served: cap, scope, scopes':
+    'a token of ours carries its identity alone: scoped and capability-limited tokens are not issued',
   'GET /sts/headless_sessions: query not served: code': 'not served (README "Not served")',
   // Path parameter names.
   'GET /registry/v2/repos/{repoReadme.uid}/readme: path /registry/v2/repos/{uid}/readme':
@@ -96,8 +97,6 @@ const departures: Record<string, string> = {
   'POST /registry/v2/repos/{uid}: body lacks customOverlay': 'custom overlays are not in the spec',
   'PATCH /registry/v2/repos/{uid}: answer lacks customOverlay': 'custom overlays are not in the spec',
   'PATCH /registry/v2/repos/{uid}: body lacks customOverlay': 'custom overlays are not in the spec',
-  'GET /sts/exchange: answer lacks refreshToken': 'this issuer issues no refresh tokens',
-  'POST /sts/exchange: answer lacks refreshToken': 'this issuer issues no refresh tokens',
   // Calls not served (README "Not served"): declared with the request, answered UNIMPLEMENTED.
   'POST /iam/v2/identityProviders/{identityProviderUid}:generateScimToken: answer lacks etag, expireTime, identityProviderUid':
     'not served',
@@ -108,7 +107,6 @@ const departures: Record<string, string> = {
     'not served',
   'POST /iam/v2/identityProviders/{identityProviderUid}:setScimEnabled: answer lacks etag': 'not served',
   'POST /iam/v2/identityProviders/{identityProviderUid}:setScimEnabled: body lacks etag': 'not served',
-  'POST /sts/exchange_refresh_token: answer lacks refreshToken, token': 'not served',
   'GET /sts/headless_sessions: answer lacks ecdhPublicKey, encryptedIdtoken': 'not served',
   // Operations of ours alone.
   'POST /iam/v2/groupInvites:accept: ours alone': 'accepting an invite over v2 (the reference does it in v1 only)',

@@ -1,5 +1,5 @@
 // The reference's calls that need a system this server does not run (spec: `unimplemented:` on an endpoint; the
-// token service's refresh and headless sessions): a structured UNIMPLEMENTED (501), after the capability and the
+// token service's headless sessions): a structured UNIMPLEMENTED (501), after the capability and the
 // request are checked as for any call, never a 404; in /openapi.json and the typed client like the others.
 import { test } from 'uvu';
 import * as assert from 'uvu/assert';
@@ -50,8 +50,7 @@ test('SCIM token calls and the account check: 501 saying what is missing, once t
   assert.is(invalid.status, 400, 'the body is validated first');
 });
 
-test('the token service: refresh and headless sessions are 501, with or without a token', async () => {
-  unimplemented(await s.call('POST', '/sts/exchange_refresh_token', {}, { authorization: '' }), /refresh tokens/);
+test('the token service: headless sessions are 501, with or without a token', async () => {
   unimplemented(await s.call('GET', '/sts/headless_sessions?code=x', undefined, { authorization: '' }), /browser/);
 });
 
