@@ -1,5 +1,6 @@
 // Role bindings are answered hydrated: the identity (with its token subject and issuer), the group and the
 // role they join, instead of bare uids. The create response, like every other, has no updateTime.
+import type { scim } from './scim.js';
 import { createHash, randomBytes, timingSafeEqual } from 'node:crypto';
 import type {
   AcceptGroupInviteRequest,
@@ -49,7 +50,7 @@ const summary = (row: { name?: string | null; description?: string | null } | un
 const hashOf = (secret: string) => createHash('sha256').update(secret).digest();
 
 /** The v1-only calls are in handlers/v1-*.ts. */
-export const iam: Omit<IamHandlers, 'register'> = {
+export const iam: Omit<IamHandlers, 'register' | keyof typeof scim> = {
   ...groupAccess,
   ...identityMetadata,
   /**

@@ -38,6 +38,7 @@ const onBothEngines = [
   'read-limits',
   'requests',
   'robustness',
+  'scim',
   'tokens',
   'total-count',
   'v1',

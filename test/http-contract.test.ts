@@ -87,26 +87,12 @@ const departures: Record<string, string> = {
   'POST /iam/v2/groupInvites/{uid}: answer lacks role, ttl':
     'the invite names its role by uid (roleUid); ttl is input only',
   'POST /iam/v2/groupInvites/{uid}: body lacks role': 'the invite names its role by uid (roleUid)',
-  'GET /iam/v2/identityProviders/{uid}: answer lacks scim': 'SCIM provisioning is not part of the spec',
-  'POST /iam/v2/identityProviders/{uid}: answer lacks scim': 'SCIM provisioning is not part of the spec',
-  'POST /iam/v2/identityProviders/{uid}: body lacks scim': 'SCIM provisioning is not part of the spec',
-  'PATCH /iam/v2/identityProviders/{uid}: answer lacks scim': 'SCIM provisioning is not part of the spec',
-  'PATCH /iam/v2/identityProviders/{uid}: body lacks scim': 'SCIM provisioning is not part of the spec',
   'GET /registry/v2/repos/{uid}: answer lacks customOverlay': 'custom overlays are not in the spec',
   'POST /registry/v2/repos/{uid}: answer lacks customOverlay': 'custom overlays are not in the spec',
   'POST /registry/v2/repos/{uid}: body lacks customOverlay': 'custom overlays are not in the spec',
   'PATCH /registry/v2/repos/{uid}: answer lacks customOverlay': 'custom overlays are not in the spec',
   'PATCH /registry/v2/repos/{uid}: body lacks customOverlay': 'custom overlays are not in the spec',
   // Calls not served (README "Not served"): declared with the request, answered UNIMPLEMENTED.
-  'POST /iam/v2/identityProviders/{identityProviderUid}:generateScimToken: answer lacks etag, expireTime, identityProviderUid':
-    'not served',
-  'POST /iam/v2/identityProviders/{identityProviderUid}:regenerateScimToken: answer lacks etag, expireTime, identityProviderUid, previousTokenExpireTime, requestedOverlap':
-    'not served',
-  'POST /iam/v2/identityProviders/{identityProviderUid}:regenerateScimToken: body lacks etag, overlap': 'not served',
-  'POST /iam/v2/identityProviders/{identityProviderUid}:revokeScimToken: answer lacks enabled, etag, revokeTime':
-    'not served',
-  'POST /iam/v2/identityProviders/{identityProviderUid}:setScimEnabled: answer lacks etag': 'not served',
-  'POST /iam/v2/identityProviders/{identityProviderUid}:setScimEnabled: body lacks etag': 'not served',
   'GET /sts/headless_sessions: answer lacks ecdhPublicKey, encryptedIdtoken': 'not served',
   // Operations of ours alone.
   'POST /iam/v2/groupInvites:accept: ours alone': 'accepting an invite over v2 (the reference does it in v1 only)',
