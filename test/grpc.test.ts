@@ -242,6 +242,18 @@ test('iam: identity providers and their mappings, account associations, invites,
     identity_provider: { uid: idp.uid, description: 'corp' },
     update_mask: { paths: ['description'] },
   });
+  // The SCIM token calls (their rules in scim.test.ts): each served, the etag of one the next's.
+  const generated = await rpc(P, 'GenerateScimToken', { identity_provider_uid: idp.uid });
+  const regenerated = await rpc(P, 'RegenerateScimToken', { identity_provider_uid: idp.uid, etag: generated.etag });
+  const revoked = await rpc(P, 'RevokeScimToken', { identity_provider_uid: idp.uid });
+  assert.is.not(revoked.etag, regenerated.etag);
+  const switched = await rpc(
+    P,
+    'SetScimEnabled',
+    { identity_provider_uid: idp.uid, enabled: true, etag: revoked.etag },
+    grpc.status.FAILED_PRECONDITION,
+  );
+  assert.is(detail(switched, 'PreconditionFailure').violations[0].type, 'TOO_FEW_OWNERS');
 
   const M = 'iam.v2.ExternalGroupRoleMappingsService';
   const mapping = await rpc(M, 'CreateExternalGroupRoleMapping', {
