@@ -57,6 +57,11 @@ export const iam: Omit<IamHandlers, 'register' | keyof typeof scim> = {
    * A new invite gets a key id and a secret; the code (both) is shown in the create response only, and only
    * the secret's hash is stored. ttl becomes expirationTime.
    */
+  /** The reference shows a mapping's identity provider as a field of its own: the parent's uid. */
+  async prepareExternalGroupRoleMapping(record) {
+    return { record: { ...record, identityProviderUid: record.parentUid! } };
+  },
+
   async issueGroupInvite(record) {
     const seconds = Number(record.ttl.replace(/s$/, ''));
     if (!(seconds > 0))
@@ -207,6 +212,19 @@ export const iam: Omit<IamHandlers, 'register' | keyof typeof scim> = {
         },
       ]);
     return { uid: found.uid };
+  },
+
+  /** An invite shows the role it binds: uid, name, description and capabilities, as they are now. */
+  async presentGroupInvites(invites, context) {
+    const roles = await byUid(
+      context,
+      'roles',
+      invites.map((r) => r.roleUid),
+    );
+    return invites.map((r) => {
+      const role = roles.get(r.roleUid);
+      return { ...r, role: { ...summary(role, r.roleUid), capabilities: role?.capabilities ?? [] } };
+    });
   },
 
   async hydrateRoleBindings(bindings, context) {

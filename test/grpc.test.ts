@@ -261,6 +261,7 @@ test('iam: identity providers and their mappings, account associations, invites,
     external_group_role_mapping: { external_group_id: 'eng', role_uid: viewer },
   });
   assert.is((await rpc(M, 'GetExternalGroupRoleMapping', { uid: mapping.uid })).external_group_id, 'eng');
+  assert.is(mapping.identity_provider_uid, idp.uid, 'the reference shows the provider as a field of its own');
   assert.is(
     (await rpc(M, 'ListExternalGroupRoleMappings', { uidp: { children_of: idp.uid } })).external_group_role_mappings
       .length,
@@ -290,7 +291,14 @@ test('iam: identity providers and their mappings, account associations, invites,
   assert.ok(invite.code, 'the code is shown once, at create');
   const expires = Number(invite.expiration_time.seconds) - Number(invite.create_time.seconds);
   assert.is(expires, 3600, 'the ttl Duration reached the pipeline');
-  assert.is((await rpc(Inv, 'GetGroupInvite', { uid: invite.uid })).code, undefined);
+  const got = await rpc(Inv, 'GetGroupInvite', { uid: invite.uid });
+  assert.is(got.code, undefined);
+  assert.equal(
+    [got.role.uid, got.role.name, got.role.capabilities.includes('CAP_REPO_LIST')],
+    [viewer, 'viewer', true],
+    'the role shown whole (GroupInviteRole)',
+  );
+  assert.is(invite.role.uid, viewer, 'at create too');
   assert.is(
     (await rpc(Inv, 'ListGroupInvites', { uidp: { children_of: team.uid }, key_id: invite.key_id })).group_invites
       .length,

@@ -77,16 +77,8 @@ const departures: Record<string, string> = {
   'POST /registry/v2/tags/{uid}: body adds createTime, gracePeriodExpiryDate, mainPackageName':
     'output only (createTime) or kept by the import; accepted as the spec shows them',
   // Answers and bodies without fields of the reference's.
-  'GET /iam/v2/externalGroupRoleMappings/{uid}: answer lacks identityProviderUid':
-    "a mapping lives under its identity provider: the parent is the provider, its uid the uid's prefix",
-  'POST /iam/v2/externalGroupRoleMappings/{uid}: answer lacks identityProviderUid':
-    "a mapping lives under its identity provider: the parent is the provider, its uid the uid's prefix",
-  'POST /iam/v2/externalGroupRoleMappings/{uid}: body lacks identityProviderUid': 'the parent is in the path',
-  'GET /iam/v2/groupInvites/{uid}: answer lacks role, ttl':
-    'the invite names its role by uid (roleUid); ttl is input only',
-  'POST /iam/v2/groupInvites/{uid}: answer lacks role, ttl':
-    'the invite names its role by uid (roleUid); ttl is input only',
-  'POST /iam/v2/groupInvites/{uid}: body lacks role': 'the invite names its role by uid (roleUid)',
+  'GET /iam/v2/groupInvites/{uid}: answer lacks ttl': 'ttl is input only',
+  'POST /iam/v2/groupInvites/{uid}: answer lacks ttl': 'ttl is input only',
   'GET /registry/v2/repos/{uid}: answer lacks customOverlay': 'custom overlays are not in the spec',
   'POST /registry/v2/repos/{uid}: answer lacks customOverlay': 'custom overlays are not in the spec',
   'POST /registry/v2/repos/{uid}: body lacks customOverlay': 'custom overlays are not in the spec',
