@@ -79,11 +79,6 @@ const departures: Record<string, string> = {
   // Answers and bodies without fields of the reference's.
   'GET /iam/v2/groupInvites/{uid}: answer lacks ttl': 'ttl is input only',
   'POST /iam/v2/groupInvites/{uid}: answer lacks ttl': 'ttl is input only',
-  'GET /registry/v2/repos/{uid}: answer lacks customOverlay': 'custom overlays are not in the spec',
-  'POST /registry/v2/repos/{uid}: answer lacks customOverlay': 'custom overlays are not in the spec',
-  'POST /registry/v2/repos/{uid}: body lacks customOverlay': 'custom overlays are not in the spec',
-  'PATCH /registry/v2/repos/{uid}: answer lacks customOverlay': 'custom overlays are not in the spec',
-  'PATCH /registry/v2/repos/{uid}: body lacks customOverlay': 'custom overlays are not in the spec',
   // Calls not served (README "Not served"): declared with the request, answered UNIMPLEMENTED.
   'GET /sts/headless_sessions: answer lacks ecdhPublicKey, encryptedIdtoken': 'not served',
   // Operations of ours alone.

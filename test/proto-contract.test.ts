@@ -36,7 +36,6 @@ const departures: Record<string, string> = {
     'a nested message declares no reserved numbers in the spec; 2 is unused',
   'chainguard.platform.iam.v2.RevokeScimTokenRequest: reserved - vs 2,etag':
     'an endpoint request declares no reserved numbers in the spec; 2 is unused',
-  'chainguard.platform.registry.v2.Repo: missing field custom_overlay': 'custom overlays are not in the spec',
   'chainguard.platform.vulnerabilities.v2.AdvisoryEvent: missing field findings': 'not in the spec',
   'chainguard.platform.advisory.v2.ListResolvedVulnsReportsRequest: missing field image_refs':
     'reports are kept per date, not per image: the field is reserved',

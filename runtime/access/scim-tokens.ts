@@ -53,7 +53,6 @@ export function requireEtag(state: ScimState | null | undefined, etag: string): 
     throw new ApiError(
       'ABORTED',
       'Aborted: the etag is not the current one: the SCIM state changed since it was read; read the identity provider again',
-      [{ '@type': 'type.googleapis.com/google.rpc.ErrorInfo', reason: 'ETAG_MISMATCH', domain: 'iam.platform.dev' }],
     );
 }
 
