@@ -36,12 +36,13 @@ const departures: Record<string, string> = {
     'a nested message declares no reserved numbers in the spec; 2 is unused',
   'chainguard.platform.iam.v2.RevokeScimTokenRequest: reserved - vs 2,etag':
     'an endpoint request declares no reserved numbers in the spec; 2 is unused',
-  'chainguard.platform.vulnerabilities.v2.AdvisoryEvent: missing field findings': 'not in the spec',
+  'chainguard.platform.vulnerabilities.v2.AdvisoryEvent: missing field findings':
+    'not in the spec yet (no security reason; issue 27, departures)',
   'chainguard.platform.advisory.v2.ListResolvedVulnsReportsRequest: missing field image_refs':
     'reports are kept per date, not per image: the field is reserved',
   'chainguard.platform.advisory.v2.ListResolvedVulnsReportsRequest: reserved 1,image_refs vs -': 'as image_refs',
   'chainguard.platform.vulnerabilities.v2.AdvisoryEvent: missing field uid':
-    'events have no uid of their own in the spec',
+    'events have no uid of their own in the spec yet (no security reason; issue 27, departures)',
 };
 
 interface Reference {
