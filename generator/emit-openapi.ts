@@ -352,8 +352,8 @@ function keepReachedSchemas(doc: JsonSchema): void {
 }
 
 /**
- * The token service's calls (handlers/sts.ts), served beside the generated routes: the exchange, and the two the
- * reference has that need what this server does not run.
+ * The token service's calls (handlers/sts.ts), served beside the generated routes: the exchange, refresh, and
+ * the headless sessions the reference has, which need what this server does not run.
  */
 function tokenServicePaths(): Record<string, Record<string, JsonSchema>> {
   const exchanged = {
@@ -362,6 +362,28 @@ function tokenServicePaths(): Record<string, Record<string, JsonSchema>> {
     properties: {
       token: { type: 'string', description: 'a token of this server for the identity' },
       expiry: { type: 'string', format: 'date-time' },
+      refreshToken: {
+        type: 'string',
+        description:
+          'a refresh token, for POST /sts/exchange_refresh_token: single use, rotated on use, ended with its identity or a change of its claimMatch (absent when REFRESH_TOKEN_SECONDS is 0)',
+      },
+    },
+  };
+  const pair = {
+    type: 'object',
+    required: ['token', 'refreshToken'],
+    properties: {
+      token: {
+        type: 'object',
+        required: ['token', 'expiry'],
+        properties: { token: exchanged.properties.token, expiry: exchanged.properties.expiry },
+      },
+      refreshToken: {
+        type: 'object',
+        required: ['token', 'expiry'],
+        description: 'the next refresh token of the family (the one presented is spent); expiry: when the family ends',
+        properties: { token: { type: 'string' }, expiry: { type: 'string', format: 'date-time' } },
+      },
     },
   };
   const exchange = (operationId: string) => ({
@@ -404,11 +426,24 @@ function tokenServicePaths(): Record<string, Record<string, JsonSchema>> {
       post: exchange('SecurityTokenService_Exchange'),
     },
     '/sts/exchange_refresh_token': {
-      post: notServed(
-        'SecurityTokenService_ExchangeRefreshToken',
-        'Exchange Refresh Token',
-        'this issuer issues no refresh tokens; exchange the upstream token again',
-      ),
+      post: {
+        operationId: 'SecurityTokenService_ExchangeRefreshToken',
+        summary: 'Exchange Refresh Token',
+        description:
+          'Exchanges a refresh token of this server (from /sts/exchange or an earlier refresh), sent as the bearer token, for a token of its identity and the next refresh token. A refresh token is single use: presented again, it ends every refresh token of its exchange.',
+        tags: ['sts'],
+        security: [{ bearer: [] }],
+        parameters: [
+          {
+            name: 'aud',
+            in: 'query',
+            required: false,
+            schema: { type: 'string' },
+            description: 'the audience of the token made (by default the one of the exchange)',
+          },
+        ],
+        responses: ok(pair),
+      },
     },
     '/sts/headless_sessions': {
       get: notServed(

@@ -398,6 +398,7 @@ function resolveVocabulary(model: ApiModel): void {
   const vocabulary = Object.keys(model.capabilities);
   for (const r of Object.values(model.resources)) {
     resolveCapabilityValues(r.fields, vocabulary);
+    resolveCapabilityValues(r.presents, vocabulary);
     for (const sub of r.subresources) resolveCapabilityValues(sub.fields, vocabulary);
   }
   for (const e of model.endpoints)

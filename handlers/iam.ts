@@ -1,5 +1,6 @@
 // Role bindings are answered hydrated: the identity (with its token subject and issuer), the group and the
 // role they join, instead of bare uids. The create response, like every other, has no updateTime.
+import type { scim } from './scim.js';
 import { createHash, randomBytes, timingSafeEqual } from 'node:crypto';
 import type {
   AcceptGroupInviteRequest,
@@ -49,13 +50,18 @@ const summary = (row: { name?: string | null; description?: string | null } | un
 const hashOf = (secret: string) => createHash('sha256').update(secret).digest();
 
 /** The v1-only calls are in handlers/v1-*.ts. */
-export const iam: Omit<IamHandlers, 'register'> = {
+export const iam: Omit<IamHandlers, 'register' | keyof typeof scim> = {
   ...groupAccess,
   ...identityMetadata,
   /**
    * A new invite gets a key id and a secret; the code (both) is shown in the create response only, and only
    * the secret's hash is stored. ttl becomes expirationTime.
    */
+  /** The reference shows a mapping's identity provider as a field of its own: the parent's uid. */
+  async prepareExternalGroupRoleMapping(record) {
+    return { record: { ...record, identityProviderUid: record.parentUid! } };
+  },
+
   async issueGroupInvite(record) {
     const seconds = Number(record.ttl.replace(/s$/, ''));
     if (!(seconds > 0))
@@ -206,6 +212,19 @@ export const iam: Omit<IamHandlers, 'register'> = {
         },
       ]);
     return { uid: found.uid };
+  },
+
+  /** An invite shows the role it binds: uid, name, description and capabilities, as they are now. */
+  async presentGroupInvites(invites, context) {
+    const roles = await byUid(
+      context,
+      'roles',
+      invites.map((r) => r.roleUid),
+    );
+    return invites.map((r) => {
+      const role = roles.get(r.roleUid);
+      return { ...r, role: { ...summary(role, r.roleUid), capabilities: role?.capabilities ?? [] } };
+    });
   },
 
   async hydrateRoleBindings(bindings, context) {

@@ -6,6 +6,7 @@ import { iam } from './iam.js';
 import { libraries } from './libraries.js';
 import { ping } from './ping.js';
 import { registry } from './registry.js';
+import { scim } from './scim.js';
 import { advisoryEvents } from './v1-advisory-events.js';
 import { eolTags } from './v1-eol-tags.js';
 import { identityLookup } from './v1-identity-lookup.js';
@@ -15,7 +16,7 @@ import type { V1Extension } from '../runtime/v1/adapter.js';
 
 export const handlers: Handlers = {
   events,
-  iam: { ...iam, ...register },
+  iam: { ...iam, ...register, ...scim },
   libraries,
   ping,
   registry: { ...registry, ...eolTags, ...vulnReports },

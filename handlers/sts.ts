@@ -15,7 +15,8 @@ import { isUidPath } from '../runtime/uid.js';
 import { checkParameterNames } from '../runtime/validation.js';
 import { OutboundFailure, outboundRequest, RefusedAddress, type OutboundPolicy } from '../runtime/access/outbound.js';
 import { matchesPattern, maxMatchedLength } from '../runtime/access/safe-pattern.js';
-import type { ExchangeRequest } from '../runtime/grpc/token-service.js';
+import type { ExchangeRequest, RefreshRequest, TokenPair } from '../runtime/grpc/token-service.js';
+import type { RefreshTokens } from '../runtime/access/refresh-tokens.js';
 
 const fetchTimeoutMs = 5000;
 const discoveryTtlMs = 10 * 60 * 1000;
@@ -100,6 +101,7 @@ export class TokenExchange {
     private readonly resources: Resources,
     private readonly issuer: () => TokenIssuer,
     private readonly outbound: OutboundPolicy,
+    private readonly refreshTokens: RefreshTokens,
   ) {}
 
   /** How many issuers' key sets are kept (tests count them). */
@@ -176,7 +178,7 @@ export class TokenExchange {
     upstreamToken: string,
     identityUid: string,
     audience: string | undefined,
-  ): Promise<{ token: string; expiry: string }> {
+  ): Promise<{ token: string; expiry: string; refreshToken?: string }> {
     const aud = this.mintableAudience(audience);
     let unverified: JWTPayload;
     try {
@@ -208,11 +210,30 @@ export class TokenExchange {
     await this.resources.write({}, (writes) =>
       writes.update('identities', identityUid, { lastSeenTime: now(), ...email }),
     );
-    return this.issuer().mint(identityUid, undefined, aud);
+    const minted = await this.issuer().mint(identityUid, undefined, aud);
+    // RawToken.refresh_token: a new family for this exchange (runtime/access/refresh-tokens.ts), unless turned off.
+    const refresh = await this.refreshTokens.issue(identityUid, claimMatch, aud);
+    return refresh ? { ...minted, refreshToken: refresh.token } : minted;
+  }
+
+  /**
+   * ExchangeRefreshToken, for either transport: the refresh token (the bearer) for a new token of its identity and
+   * the family's next refresh token. The audience is checked before the refresh token is spent.
+   */
+  async refresh(refreshToken: string, request: RefreshRequest): Promise<TokenPair> {
+    if (request.aud.length > 1)
+      throw invalidArgument([{ field: 'aud', description: 'at most one audience: a token of this server has one' }]);
+    const asked = this.mintableAudience(request.aud[0] || undefined);
+    const redeemed = await this.refreshTokens.redeem(refreshToken);
+    const token = await this.issuer().mint(redeemed.identityUid, undefined, asked ?? redeemed.audience);
+    return { token, refreshToken: { token: redeemed.refreshToken, expiry: redeemed.refreshExpiry } };
   }
 
   /** The exchange as either transport asks for it (HTTP's query, gRPC's ExchangeRequest): one identity, one audience. */
-  exchangeFor(upstreamToken: string, request: ExchangeRequest): Promise<{ token: string; expiry: string }> {
+  exchangeFor(
+    upstreamToken: string,
+    request: ExchangeRequest,
+  ): Promise<{ token: string; expiry: string; refreshToken?: string }> {
     if (!request.identity)
       throw invalidArgument([
         { field: 'identity', description: 'identity (the uid of the identity to assume) is required' },
@@ -223,19 +244,28 @@ export class TokenExchange {
   }
 
   /**
-   * The routes of the exchange: GET and POST /sts/exchange, with another issuer's token as the bearer token; and
-   * the reference's refresh and headless-session calls, which need what this issuer does not have (refresh
-   * tokens, a browser login), answered UNIMPLEMENTED.
+   * The routes of the token service: GET and POST /sts/exchange, with another issuer's token as the bearer token;
+   * POST /sts/exchange_refresh_token, with a refresh token as the bearer token; and the reference's headless
+   * sessions, which need a browser login this server does not run, answered UNIMPLEMENTED.
    */
   router(): Router {
-    const exchange = async (ctx: HttpContext) => {
+    const bearer = (ctx: HttpContext, what: string) => {
       const m = /^Bearer\s+(\S+)\s*$/i.exec(ctx.get('authorization'));
-      if (!m) throw unauthenticated('present the upstream OIDC token as Authorization: Bearer <token>');
+      if (!m) throw unauthenticated(`present the ${what} as Authorization: Bearer <token>`);
+      return m[1];
+    };
+    const audiences = (ctx: HttpContext) => [ctx.query.aud ?? []].flat().filter(Boolean);
+    const exchange = async (ctx: HttpContext) => {
+      const upstream = bearer(ctx, 'upstream OIDC token');
       // The reference's scope, cap, scopes and identityProvider are not served: refused, not ignored.
       checkParameterNames(ctx.query, ['identity', 'aud'], ['scope', 'cap', 'scopes', 'identityProvider']);
       const identity = [ctx.query.identity].flat()[0] ?? '';
-      const aud = [ctx.query.aud ?? []].flat().filter(Boolean);
-      ctx.body = await this.exchangeFor(m[1], { identity, aud });
+      ctx.body = await this.exchangeFor(upstream, { identity, aud: audiences(ctx) });
+    };
+    const refresh = async (ctx: HttpContext) => {
+      const refreshToken = bearer(ctx, 'refresh token');
+      checkParameterNames(ctx.query, ['aud'], ['scope', 'cap', 'scopes']);
+      ctx.body = await this.refresh(refreshToken, { aud: audiences(ctx) });
     };
     // As for any call, the request is checked before the answer: the reference's parameters pass, others do not.
     const notServed = (what: string, parameters: string[]) => (ctx: HttpContext) => {
@@ -245,15 +275,7 @@ export class TokenExchange {
     return new Router()
       .get('/sts/exchange', exchange)
       .post('/sts/exchange', exchange)
-      .post(
-        '/sts/exchange_refresh_token',
-        notServed('this issuer issues no refresh tokens; exchange the upstream token again (/sts/exchange)', [
-          'aud',
-          'cap',
-          'scope',
-          'scopes',
-        ]),
-      )
+      .post('/sts/exchange_refresh_token', refresh)
       .get(
         '/sts/headless_sessions',
         notServed('headless sessions need a browser login, which this server does not run', ['code']),

@@ -63,6 +63,8 @@ export interface Config {
   v1ListMax: number;
   /** how long an identity's grants are used from the cache at most, when no change is heard */
   grantsCacheMs: number;
+  /** how long a refresh token's family lives from its exchange (runtime/access/refresh-tokens.ts); 0: none issued */
+  refreshTokenSeconds: number;
 }
 
 export interface GrpcLimits {
@@ -402,6 +404,7 @@ export function readConfig(environment: NodeJS.ProcessEnv = process.env): Config
     },
     v1ListMax: wholeNumber(env, 'V1_LIST_MAX', 5000, 1, 1_000_000),
     grantsCacheMs: seconds(env, 'GRANTS_CACHE_SECONDS', 30),
+    refreshTokenSeconds: wholeNumber(env, 'REFRESH_TOKEN_SECONDS', 86_400, 0, 30 * 86_400),
   };
 }
 

@@ -8,6 +8,7 @@ import { quoteIdentifier } from './dialect.js';
 import { schemaMigrationEntity, type StoredSchema } from './schema-versions.js';
 import { outboxEntity } from './outbox.js';
 import { isCounted, scopeCountEntity } from './scope-counts.js';
+import { refreshTokenEntity } from './access/refresh-tokens.js';
 import type { Sql } from './sql.js';
 
 export interface Store {
@@ -99,6 +100,7 @@ export const storedEntities = (entities: EntitySchema[]) => [
   outboxEntity as EntitySchema,
   scopeCountEntity as EntitySchema,
   schemaMigrationEntity as EntitySchema,
+  refreshTokenEntity as EntitySchema,
 ];
 
 /** The tables whose per-scope counts are kept (runtime/scope-counts.ts). */

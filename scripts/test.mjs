@@ -42,6 +42,7 @@ const onBothEngines = [
   'requests',
   'robustness',
   'schema-evolution',
+  'scim',
   'tokens',
   'total-count',
   'v1',

@@ -21,6 +21,7 @@ import {
   type DataParts,
 } from '../runtime/open-resources.js';
 import { TokenIssuer } from '../runtime/issuer.js';
+import { RefreshTokens } from '../runtime/access/refresh-tokens.js';
 import { DeliveryWorker } from '../runtime/events/delivery-worker.js';
 import { EventQuotas } from '../runtime/events/quotas.js';
 import { recordIssuer } from '../runtime/issuer-record.js';
@@ -200,7 +201,12 @@ function rpcTable(
   return {
     ...parts.createRpcTable(createRpcOperations(operations), handlers),
     ...v1Rpcs(parts.v1Rpcs, parts.v1Unimplemented, dispatchV1),
-    ...(tokenService ? tokenServiceRpcs(tokenService, (token, request) => exchange.exchangeFor(token, request)) : {}),
+    ...(tokenService
+      ? tokenServiceRpcs(tokenService, {
+          exchange: (token, request) => exchange.exchangeFor(token, request),
+          refresh: (token, request) => exchange.refresh(token, request),
+        })
+      : {}),
   };
 }
 
@@ -235,7 +241,8 @@ export async function startServer(config: Config, generated?: GeneratedParts): P
     : () => {};
   let issuer: TokenIssuer | undefined;
   const authenticate = tokenAuthentication(() => issuer!, policy, metrics);
-  const exchange = new TokenExchange(resources, () => issuer!, config.outbound);
+  const refreshTokens = new RefreshTokens(resources, config.refreshTokenSeconds);
+  const exchange = new TokenExchange(resources, () => issuer!, config.outbound, refreshTokens);
   let deliveries: DeliveryWorker | undefined;
   let draining = false;
   const operator = operatorRoutes(

@@ -125,6 +125,40 @@ test('permission matrix: create, get, list, update, delete of repos and groups',
   }
 });
 
+test("a repo's custom overlay: as the reference shapes it, changed only with CAP_REGISTRY_OVERLAYS_EDIT", async () => {
+  const overlay = {
+    contents: { packages: ['curl'], runtimeKeyring: [{ name: 'k', content: 'KEY' }] },
+    environment: { TZ: 'UTC' },
+    accounts: { runAs: 'app', users: [{ username: 'app', uid: 1000, gid: 1000 }], groups: [{ groupname: 'app' }] },
+    certificates: { additional: [{ name: 'corp', content: 'PEM' }], providers: ['system'] },
+  };
+  const made = await s.call(
+    'POST',
+    `/registry/v2/repos/${org}`,
+    { name: 'overlaid', customOverlay: overlay },
+    as('editor'),
+  );
+  assert.is(made.status, 200, JSON.stringify(made.body));
+  assert.equal((await s.call('GET', `/registry/v2/repos/${made.body.uid}`)).body.customOverlay, overlay);
+  const role = await s.call('POST', `/iam/v2/roles/${org}`, {
+    name: 'repo maker',
+    capabilities: ['CAP_REPO_CREATE', 'CAP_REPO_LIST', 'CAP_REPO_UPDATE'],
+  });
+  const maker = await identity(org, 'repo maker');
+  await s.call('POST', `/iam/v2/roleBindings/${org}`, { identityUid: maker, roleUid: role.body.uid });
+  const asMaker = { authorization: `Bearer ${await s.mint(maker)}` };
+  const refused = await s.call('POST', `/registry/v2/repos/${org}`, { name: 'o2', customOverlay: overlay }, asMaker);
+  expectCode(refused, 403, 7, 'an overlay without CAP_REGISTRY_OVERLAYS_EDIT');
+  assert.is((await s.call('POST', `/registry/v2/repos/${org}`, { name: 'o3' }, asMaker)).status, 200);
+  const changed = await s.call(
+    'PATCH',
+    `/registry/v2/repos/${made.body.uid}?update_mask=customOverlay`,
+    { customOverlay: { environment: { TZ: 'CET' } } },
+    asMaker,
+  );
+  expectCode(changed, 403, 7, 'an overlay changed without CAP_REGISTRY_OVERLAYS_EDIT');
+});
+
 test('permission is checked before existence', async () => {
   const missing = `${otherTeam}/0123456789abcdef`;
   expectCode(

@@ -1,5 +1,7 @@
 // The token exchange against a real OIDC issuer started on loopback by the test.
+import { createHash } from 'node:crypto';
 import { readFileSync } from 'node:fs';
+import { ConfigError, readConfig } from '../runtime/config.js';
 import { createServer, type Server } from 'node:http';
 import * as grpc from '@grpc/grpc-js';
 import protobuf from 'protobufjs';
@@ -14,6 +16,7 @@ import { query } from './support/db.js';
 import { maxIssuerDocumentBytes, maxKeySets, TokenExchange } from '../handlers/sts.js';
 import type { Resources } from '../runtime/resources.js';
 import type { TokenIssuer } from '../runtime/issuer.js';
+import { RefreshTokens } from '../runtime/access/refresh-tokens.js';
 import { compiledPatternCount, matchesPattern, maxCompiledPatterns } from '../runtime/access/safe-pattern.js';
 
 let s: TestServer;
@@ -232,8 +235,138 @@ test("the SDK's exchange over gRPC (SecurityTokenService/Exchange) is the HTTP e
   assert.is(capped.details?.find((d) => d.fieldViolations)?.fieldViolations[0].field, 'cap');
   const noToken = await grpcExchange('Exchange', { identity: identityUid });
   assert.is(noToken.code, grpc.status.UNAUTHENTICATED);
-  const refresh = await grpcExchange('ExchangeRefreshToken', { aud: [s.url] }, upstreamToken);
-  assert.is(refresh.code, grpc.status.UNIMPLEMENTED, refresh.message);
+  const notRefresh = await grpcExchange('ExchangeRefreshToken', { aud: [s.url] }, upstreamToken);
+  assert.is(notRefresh.code, grpc.status.UNAUTHENTICATED, 'an upstream token is no refresh token');
+  assert.match(r.value.refresh_token, /^cgrt_/, 'the exchange over gRPC issues a refresh token too');
+});
+
+const refreshHttp = (refreshToken: string, query = '') =>
+  s.call('POST', `/sts/exchange_refresh_token${query}`, undefined, { authorization: `Bearer ${refreshToken}` });
+const sha256 = (text: string) => createHash('sha256').update(text).digest('hex');
+
+test('refresh tokens: issued by the exchange, rotated on use over HTTP and gRPC, a reused one ends its family', async () => {
+  const first = await exchange(await sign({ sub: 'repo:acme/app:ref:main' }), `identity=${identityUid}`);
+  assert.match(first.body.refreshToken, /^cgrt_[A-Za-z0-9_-]{43}$/);
+  const overHttp = await refreshHttp(first.body.refreshToken);
+  assert.is(overHttp.status, 200, JSON.stringify(overHttp.body));
+  const { token, refreshToken } = overHttp.body;
+  const repos = await s.call('GET', '/registry/v2/repos', undefined, { authorization: `Bearer ${token.token}` });
+  assert.is(repos.status, 200, 'the refreshed token works on the API');
+  assert.ok(Date.parse(token.expiry) - Date.now() <= 3600_000 + 5000, 'at most an hour');
+  assert.is.not(refreshToken.token, first.body.refreshToken, 'rotated');
+  const overGrpc = await grpcExchange('ExchangeRefreshToken', { aud: [], cap: [], scope: '' }, refreshToken.token);
+  assert.is(overGrpc.code, 0, JSON.stringify(overGrpc));
+  const third = overGrpc.value.refresh_token.token as string;
+  assert.is(Number(overGrpc.value.refresh_token.expiry.seconds) * 1000, Date.parse(refreshToken.expiry), 'one end');
+  const viaGrpc = await s.call('GET', '/registry/v2/repos', undefined, {
+    authorization: `Bearer ${overGrpc.value.token.token}`,
+  });
+  assert.is(viaGrpc.status, 200);
+
+  // Stored only as digests.
+  const rows = await query(s, 'select * from refresh_tokens where identity_uid = ?', [identityUid]);
+  const stored = JSON.stringify(rows);
+  for (const t of [first.body.refreshToken, refreshToken.token, third]) {
+    assert.not.ok(stored.includes(t), 'no token in the clear');
+    assert.ok(rows.some((row) => row.uid === sha256(t)));
+  }
+
+  // The first token presented again: refused, and the family's live token (third) with it, on either transport.
+  const reused = await refreshHttp(first.body.refreshToken);
+  assert.is(reused.status, 401, JSON.stringify(reused.body));
+  const live = await grpcExchange('ExchangeRefreshToken', {}, third);
+  assert.is(live.code, grpc.status.UNAUTHENTICATED, 'the family is dead');
+  assert.is(live.message, reused.body.message, 'one refusal, the same over gRPC');
+  assert.is((await refreshHttp(third)).status, 401);
+  // Another family of the same identity is untouched.
+  const other = await exchange(await sign({ sub: 'repo:acme/app:ref:main' }), `identity=${identityUid}`);
+  assert.is((await refreshHttp(other.body.refreshToken)).status, 200);
+});
+
+test('refresh tokens end with their identity, a change of its claimMatch, and the lifetime of their exchange', async () => {
+  const org = s.bootstrap.organization;
+  const claimMatch = { issuer: upstreamUrl, subject: 'repo:acme/refresh:ref:main' };
+  const id = (await s.call('POST', `/iam/v2/identities/${org}`, { name: 'refresher', claimMatch })).body.uid;
+  const issue = async () =>
+    (await exchange(await sign({ sub: claimMatch.subject }), `identity=${id}`)).body.refreshToken as string;
+
+  // A description changed: the claimMatch is the same, the token lives.
+  const kept = await issue();
+  await s.call('PATCH', `/iam/v2/identities/${id}?update_mask=description`, { description: 'renamed' });
+  const afterRename = await refreshHttp(kept);
+  assert.is(afterRename.status, 200, JSON.stringify(afterRename.body));
+
+  const beforeChange = await issue();
+  const patched = await s.call('PATCH', `/iam/v2/identities/${id}`, {
+    claimMatch: { ...claimMatch, claims: { ref: 'main' } },
+  });
+  assert.is(patched.status, 200, JSON.stringify(patched.body));
+  assert.is((await refreshHttp(beforeChange)).status, 401, 'the claimMatch changed');
+  assert.is((await refreshHttp(afterRename.body.refreshToken.token)).status, 401);
+
+  // The end of the exchange's lifetime (REFRESH_TOKEN_SECONDS), as the database says it.
+  const expiring = (await exchange(await sign({ sub: claimMatch.subject, ref: 'main' }), `identity=${id}`)).body
+    .refreshToken;
+  await query(
+    s,
+    'update refresh_tokens set expire_time = ? where uid = ?',
+    ['2000-01-01T00:00:00.000Z', sha256(expiring)],
+    true,
+  );
+  assert.is((await refreshHttp(expiring)).status, 401, 'past its end');
+
+  const beforeDelete = (await exchange(await sign({ sub: claimMatch.subject, ref: 'main' }), `identity=${id}`)).body
+    .refreshToken;
+  assert.is((await s.call('DELETE', `/iam/v2/identities/${id}`)).status, 200);
+  const gone = await refreshHttp(beforeDelete);
+  assert.is(gone.status, 401, 'the identity is gone');
+  assert.is(
+    (await query(s, 'select count(*) as n from refresh_tokens where identity_uid = ? and used_time is null', [id]))[0]
+      .n,
+    0,
+    'dead families are removed',
+  );
+});
+
+test('refresh: cap, scope and foreign audiences are refused before the token is spent; bad tokens are 401', async () => {
+  const { refreshToken } = (await exchange(await sign({ sub: 'repo:acme/app:ref:main' }), `identity=${identityUid}`))
+    .body;
+  const capped = await refreshHttp(refreshToken, '?cap=CAP_REPO_LIST');
+  assert.is(capped.status, 400);
+  assert.is(capped.body.details.find((d: any) => d.fieldViolations)?.fieldViolations[0].field, 'cap');
+  const grpcCapped = await grpcExchange('ExchangeRefreshToken', { cap: ['CAP_REPO_LIST'] }, refreshToken);
+  assert.is(grpcCapped.code, grpc.status.INVALID_ARGUMENT);
+  assert.is((await refreshHttp(refreshToken, '?aud=customer')).status, 400, 'only our own audiences');
+  const ok = await refreshHttp(refreshToken, `?aud=${encodeURIComponent(s.url)}`);
+  assert.is(ok.status, 200, 'not spent by the refusals');
+  for (const bad of ['', 'Bearer', `Bearer ${s.token}`, 'Bearer cgrt_short', `Bearer ${'cgrt_'}${'a'.repeat(43)}`]) {
+    const r = await s.call('POST', '/sts/exchange_refresh_token', undefined, { authorization: bad });
+    assert.is(r.status, 401, bad);
+  }
+  assert.throws(
+    () => readConfig({ REFRESH_TOKEN_SECONDS: 'a day' }),
+    (e: Error) => e instanceof ConfigError && /^REFRESH_TOKEN_SECONDS must be/.test(e.message),
+  );
+});
+
+test('REFRESH_TOKEN_SECONDS=0: the exchange issues no refresh token and refresh refuses', async () => {
+  const off = await startTestServer(undefined, { REFRESH_TOKEN_SECONDS: '0' });
+  try {
+    const id = (
+      await off.call('POST', `/iam/v2/identities/${off.bootstrap.organization}`, {
+        name: 'ci',
+        claimMatch: { issuer: upstreamUrl, subject: 'repo:acme/app:ref:main' },
+      })
+    ).body.uid;
+    const r = await off.call('POST', `/sts/exchange?identity=${id}`, undefined, {
+      authorization: `Bearer ${await sign({ sub: 'repo:acme/app:ref:main', aud: off.url })}`,
+    });
+    assert.is(r.status, 200, JSON.stringify(r.body));
+    assert.is(r.body.refreshToken, undefined);
+    assert.is((await query(off, 'select count(*) as n from refresh_tokens'))[0].n, 0);
+  } finally {
+    await off.stop();
+  }
 });
 
 test('an issuer that is down gives UNAVAILABLE quickly instead of hanging', async () => {
@@ -543,10 +676,12 @@ test('the key sets of issuers are kept in a bounded cache', async () => {
   const identity = { claimMatch: { issuerPattern: 'http://127\\.0\\.0\\.1:[0-9]+/i[0-9]+', subject: 'x' } };
   const resources = { tableOf: () => ({ get: async () => identity }), write: async () => undefined };
   const ours = { issuer: 'http://ours', audience: 'http://ours', mint: async () => ({ token: 't', expiry: '' }) };
-  const sts = new TokenExchange(resources as unknown as Resources, () => ours as unknown as TokenIssuer, {
-    allowLoopback: true,
-    allowPrivate: false,
-  });
+  const sts = new TokenExchange(
+    resources as unknown as Resources,
+    () => ours as unknown as TokenIssuer,
+    { allowLoopback: true, allowPrivate: false },
+    new RefreshTokens(resources as unknown as Resources, 0),
+  );
   try {
     for (let i = 0; i < maxKeySets + 20; i++) {
       const token = await new SignJWT({})

@@ -3,7 +3,7 @@
 // real HTTP against a server process, plus raw-socket requests that Node's HTTP parser refuses. It asserts:
 //   - no answer has a status >= 500, and every request gets an answer;
 //   - every answer >= 400 is JSON {code: number, message: string, details: array}, its status the code's
-//     (3->400, 5->404, 6->409, 7->403, 8->429, 9->400, 12->501, 13->500, 14->503, 16->401; also 405, 408, 413, 415
+//     (3->400, 5->404, 6->409, 7->403, 8->429, 9->400, 10->409, 12->501, 13->500, 14->503, 16->401; also 405, 408, 413, 415
 //     417 and 431 for codes 3 and 12), and outside v1 its details hold exactly one google.rpc.ErrorInfo;
 //   - no answer shows a stack trace, SQL or a file path.
 // FUZZ_SEED picks the inputs (the default is fixed), FUZZ_REQUESTS how many (default 5200, at least 20 per
@@ -425,6 +425,7 @@ const statusOfCode: Record<number, number> = {
   7: 403,
   8: 429,
   9: 400,
+  10: 409,
   12: 501,
   13: 500,
   14: 503,

@@ -242,6 +242,18 @@ test('iam: identity providers and their mappings, account associations, invites,
     identity_provider: { uid: idp.uid, description: 'corp' },
     update_mask: { paths: ['description'] },
   });
+  // The SCIM token calls (their rules in scim.test.ts): each served, the etag of one the next's.
+  const generated = await rpc(P, 'GenerateScimToken', { identity_provider_uid: idp.uid });
+  const regenerated = await rpc(P, 'RegenerateScimToken', { identity_provider_uid: idp.uid, etag: generated.etag });
+  const revoked = await rpc(P, 'RevokeScimToken', { identity_provider_uid: idp.uid });
+  assert.is.not(revoked.etag, regenerated.etag);
+  const switched = await rpc(
+    P,
+    'SetScimEnabled',
+    { identity_provider_uid: idp.uid, enabled: true, etag: revoked.etag },
+    grpc.status.FAILED_PRECONDITION,
+  );
+  assert.is(detail(switched, 'PreconditionFailure').violations[0].type, 'TOO_FEW_OWNERS');
 
   const M = 'iam.v2.ExternalGroupRoleMappingsService';
   const mapping = await rpc(M, 'CreateExternalGroupRoleMapping', {
@@ -249,6 +261,7 @@ test('iam: identity providers and their mappings, account associations, invites,
     external_group_role_mapping: { external_group_id: 'eng', role_uid: viewer },
   });
   assert.is((await rpc(M, 'GetExternalGroupRoleMapping', { uid: mapping.uid })).external_group_id, 'eng');
+  assert.is(mapping.identity_provider_uid, idp.uid, 'the reference shows the provider as a field of its own');
   assert.is(
     (await rpc(M, 'ListExternalGroupRoleMappings', { uidp: { children_of: idp.uid } })).external_group_role_mappings
       .length,
@@ -278,7 +291,14 @@ test('iam: identity providers and their mappings, account associations, invites,
   assert.ok(invite.code, 'the code is shown once, at create');
   const expires = Number(invite.expiration_time.seconds) - Number(invite.create_time.seconds);
   assert.is(expires, 3600, 'the ttl Duration reached the pipeline');
-  assert.is((await rpc(Inv, 'GetGroupInvite', { uid: invite.uid })).code, undefined);
+  const got = await rpc(Inv, 'GetGroupInvite', { uid: invite.uid });
+  assert.is(got.code, undefined);
+  assert.equal(
+    [got.role.uid, got.role.name, got.role.capabilities.includes('CAP_REPO_LIST')],
+    [viewer, 'viewer', true],
+    'the role shown whole (GroupInviteRole)',
+  );
+  assert.is(invite.role.uid, viewer, 'at create too');
   assert.is(
     (await rpc(Inv, 'ListGroupInvites', { uidp: { children_of: team.uid }, key_id: invite.key_id })).group_invites
       .length,

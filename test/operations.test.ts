@@ -67,7 +67,7 @@ test('/metrics counts requests by route template, never by path, with the rest o
     assert.ok(text.includes(name), name);
 });
 
-test('METRICS=token needs CAP_METRICS_READ (held by owner); METRICS=off serves no /metrics', async () => {
+test('METRICS=token needs CAP_METRICS_READ (the metrics.reader role, bound to the first owner; not in owner); METRICS=off serves no /metrics', async () => {
   const guarded = await startTestServer(generated, { METRICS: 'token' });
   const off = await startTestServer(generated, { METRICS: 'off' });
   try {
@@ -77,6 +77,24 @@ test('METRICS=token needs CAP_METRICS_READ (held by owner); METRICS=off serves n
     const owner = await guarded.call('GET', '/metrics');
     assert.is(owner.status, 200);
     assert.match(owner.body, /http_requests_total/);
+    // Owner lists only the reference's capabilities; metrics readers have a role of their own.
+    const roles = (await guarded.call('GET', '/iam/v2/roles?page_size=200')).body.roles;
+    const role = (name: string) => roles.find((r: { name: string }) => r.name === name);
+    assert.not.ok(role('owner').capabilities.includes('CAP_METRICS_READ'));
+    assert.equal(role('metrics.reader').capabilities, ['CAP_METRICS_READ']);
+    // The metrics role is granted where its granter holds it: the first owner, in the first organization.
+    const org = guarded.bootstrap.organization;
+    const other = (await guarded.call('POST', `/iam/v2/identities/${org}`, { name: 'ops' })).body.uid;
+    const ownerRole = role('owner').uid;
+    await guarded.call('POST', `/iam/v2/roleBindings/${org}`, { identityUid: other, roleUid: ownerRole });
+    const asOther = { authorization: `Bearer ${await guarded.mint(other)}` };
+    assert.is((await guarded.call('GET', '/metrics', undefined, asOther)).status, 403, 'an owner of a group alone');
+    const bound = await guarded.call('POST', `/iam/v2/roleBindings/${org}`, {
+      identityUid: other,
+      roleUid: role('metrics.reader').uid,
+    });
+    assert.is(bound.status, 200, JSON.stringify(bound.body));
+    assert.is((await guarded.call('GET', '/metrics', undefined, asOther)).status, 200, 'a metrics reader');
     assert.is((await guarded.call('GET', '/healthz', undefined, anonymous)).status, 200);
     const none = await off.call('GET', '/metrics', undefined, anonymous);
     assert.is(none.status, 404);
