@@ -118,6 +118,7 @@ export const settings: readonly Setting[] = [
   { name: 'DRAIN_SECONDS', default: '5', meaning: 'on SIGTERM, seconds /readyz answers 503 while requests are taken' },
   { name: 'SHUTDOWN_GRACE', default: '10', meaning: 'on SIGTERM, seconds requests in flight have to finish' },
   { name: 'SECRETS_KEY', default: 'DATA_DIR/secrets.key', meaning: 'keys sealing stored credentials (base64)' },
+  { name: 'REFRESH_TOKEN_SECONDS', default: '86400', meaning: "seconds one exchange's refresh tokens live; 0: none" },
   { name: 'READ_TIMEOUT_MS', default: '10000', meaning: 'the longest a read may run; past it 504' },
   { name: 'READ_QUEUE', default: '64', meaning: 'reads that may wait for the database; past it 503' },
   { name: 'V1_LIST_MAX', default: '5000', meaning: 'the most records a v1 list that does not page answers' },
