@@ -8,6 +8,7 @@ export const Code = {
   PERMISSION_DENIED: 7,
   RESOURCE_EXHAUSTED: 8,
   FAILED_PRECONDITION: 9,
+  ABORTED: 10,
   UNIMPLEMENTED: 12,
   INTERNAL: 13,
   UNAVAILABLE: 14,
@@ -23,6 +24,7 @@ const httpStatus: Record<number, number> = {
   7: 403,
   8: 429,
   9: 400,
+  10: 409,
   12: 501,
   13: 500,
   14: 503,
@@ -122,6 +124,13 @@ export function deadlineExceeded(seconds: number): ApiError {
 /** Too much waiting already (503, retryable): the caller is told when to try again. */
 export function unavailable(message: string, retryAfterSeconds: number): ApiError {
   return new ApiError('UNAVAILABLE', `Unavailable: ${message}; retry after ${retryAfterSeconds} s`, [
+    { '@type': typeUrl('RetryInfo'), retryDelay: `${retryAfterSeconds}s` },
+  ]);
+}
+
+/** A transaction that lost to concurrent ones again and again (serialization failures, deadlocks): try it again. */
+export function aborted(message: string, retryAfterSeconds = 1): ApiError {
+  return new ApiError('ABORTED', `Aborted: ${message}; retry after ${retryAfterSeconds} s`, [
     { '@type': typeUrl('RetryInfo'), retryDelay: `${retryAfterSeconds}s` },
   ]);
 }

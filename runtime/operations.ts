@@ -288,6 +288,7 @@ export class Operations {
       actor: call.principal.subject,
       prepare: prepare && ((record, transaction) => prepare(record, { ...this.context(call.principal), transaction })),
       guard: this.policy.noEscalation(call.principal, r),
+      witness: this.policy.grantWitness(call.principal, this.capability(r, 'create'), this.scope(r, parent)),
     });
     return this.present(created, call.principal, options.present);
   }
@@ -315,6 +316,7 @@ export class Operations {
       actor: call.principal.subject,
       prepare: prepare && ((record, transaction) => prepare(record, { ...this.context(call.principal), transaction })),
       guard: this.policy.noEscalation(call.principal, r),
+      witness: this.policy.grantWitness(call.principal, this.capability(r, 'create'), this.scope(r, parent)),
     });
     return Promise.all(created.map((record) => this.present(record, call.principal, options.present)));
   }
@@ -352,6 +354,7 @@ export class Operations {
     const updated = await this.resources.update(r, uid, call.body, call.mask, {
       actor: call.principal.subject,
       guard: this.policy.noEscalation(call.principal, r),
+      witness: this.writeWitness(r, 'update', call.principal, uid),
     });
     return this.present(updated, call.principal, present);
   }
@@ -359,7 +362,13 @@ export class Operations {
   async delete(r: ResourceModel, call: Call): Promise<void> {
     const { uid } = call.params;
     await this.authorize(r, 'delete', call.principal, uid);
-    await this.resources.delete(r, uid, call.principal.subject);
+    await this.resources.delete(r, uid, call.principal.subject, this.writeWitness(r, 'delete', call.principal, uid));
+  }
+
+  /** An update's or delete's grantWitness; none for a root identity, whose use authorize checks on its own terms. */
+  private writeWitness(r: ResourceModel, kind: 'update' | 'delete', principal: Principal, uid: string) {
+    if (this.policy.isRootIdentity(r, uid)) return undefined;
+    return this.policy.grantWitness(principal, this.capability(r, kind), this.scope(r, uid));
   }
 
   async getSubresource(r: ResourceModel, name: string, call: Call): Promise<Row> {

@@ -6,6 +6,7 @@
 // code would leave unset: it is refused, before anything is changed.
 import { EntitySchema, type MikroORM } from '@mikro-orm/core';
 import { ConfigError } from './config.js';
+import { refuseRepeatedKeys } from './storage/natural-keys.js';
 
 interface SchemaMigration {
   id: number;
@@ -75,6 +76,8 @@ export async function migrate(orm: MikroORM, version: number): Promise<Migration
   const plan = await planMigration(orm, version);
   if (plan.statements === '' && plan.from === version) return plan;
   const connection = orm.em.getConnection();
+  // A natural key's unique index cannot be made over twins: said before anything changes.
+  if (plan.statements !== '') await refuseRepeatedKeys(orm, (sql) => connection.execute(sql));
   if (plan.statements !== '') await orm.getSchemaGenerator().execute(plan.statements);
   await connection.execute('insert into schema_migrations (version, applied_time, statements) values (?, ?, ?)', [
     version,
