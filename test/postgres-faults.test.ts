@@ -1,6 +1,7 @@
 // A PostgreSQL outage under a running server (issue 29, item 5): a private cluster of this file's own is stopped
 // while the server runs. Reads and writes answer 503 UNAVAILABLE with a RetryInfo over HTTP, 14 over gRPC, never
-// a 500; once the database is back the same process answers 200 again, without a restart.
+// a 500; once the database is back the same process answers 200 again, without a restart. The delivery worker
+// backs off meanwhile and logs the outage once, and its end once.
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -48,7 +49,7 @@ test.before(async () => {
   cluster = await startCluster({ endWithProcess: true });
   const env = { PORT: '0', DATA_DIR: (dataDir = mkdtempSync(join(tmpdir(), 'platform-api-faults-'))) };
   const url = await cluster.createDatabase('faults');
-  server = await spawnServer({ ...env, DATABASE_URL: url });
+  server = await spawnServer({ ...env, DATABASE_URL: url, LOG: 'on' });
   org = readBootstrap(dataDir)!.organization;
   const minted = await runScript('scripts/token.ts', [], { ...env, DATABASE_URL: url });
   assert.is(minted.status, 0, minted.stderr);
@@ -82,6 +83,8 @@ test('with PostgreSQL stopped reads and writes answer 503 with RetryInfo (gRPC 1
       rpc.details.some((d) => d['@type'].endsWith('RetryInfo')),
       'gRPC has a RetryInfo',
     );
+    // Two seconds of outage: ten of the delivery worker's 200 ms polls, logged once, not at every poll.
+    await new Promise((resolve) => setTimeout(resolve, 2000));
   } finally {
     await cluster.resume();
   }
@@ -94,6 +97,20 @@ test('with PostgreSQL stopped reads and writes answer 503 with RetryInfo (gRPC 1
   assert.is(status, 200, 'a create succeeds again');
   assert.is((await call('GET', `/registry/v2/repos?uidp.descendants_of=${org}`)).body.totalCount, '1');
   assert.not.match(server.output(), /"status":500/);
+  // The worker's next pass comes at the end of its backoff (at most 10 s): waited for.
+  const workerLines = () =>
+    server
+      .output()
+      .split('\n')
+      .filter((line) => line.includes('"worker":"events"'));
+  for (let i = 0; i < 150 && !workerLines().some((line) => line.includes('passes succeed again')); i++)
+    await new Promise((resolve) => setTimeout(resolve, 100));
+  const worker = workerLines();
+  assert.is(worker.filter((line) => line.includes('"level":"error"')).length, 1, worker.join('\n'));
+  assert.ok(
+    worker.some((line) => line.includes('passes succeed again')),
+    'the recovery is logged',
+  );
 });
 
 test.run();
