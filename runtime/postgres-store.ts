@@ -89,16 +89,25 @@ function place(url: string): string {
   return `${u.hostname}:${u.port || 5432}${u.pathname}`;
 }
 
-/** uid ranges and page cursors compare text byte by byte: only the C collation does. */
+/** Texts whose order differs between byte order and the usual linguistic ones (ICU puts a_b before a-b). */
+const sortProbe = ['a-b', 'a_b', 'a b', 'ab', 'A', 'a', 'B', 'z', '~', '0', '.x'];
+
+/**
+ * uid ranges and page cursors compare text byte by byte: the database's own ordering is checked by sorting
+ * probes with it, not only by its collation's name (an ICU database may name C and sort otherwise).
+ */
 async function checkCollation(pool: pg.Pool, url: string): Promise<void> {
-  const { rows } = await pool.query<{ datcollate: string }>(
-    'select datcollate from pg_database where datname = current_database()',
+  const { rows } = await pool.query<{ datcollate: string; sorted: string[] }>(
+    'select datcollate, (select array_agg(s order by s) from unnest($1::text[]) s) as sorted ' +
+      'from pg_database where datname = current_database()',
+    [sortProbe],
   );
   const collation = rows[0]?.datcollate ?? '';
-  if (!/^(C|POSIX|C\.utf-?8)$/i.test(collation))
+  const bytewise = [...sortProbe].sort((a, b) => Buffer.compare(Buffer.from(a), Buffer.from(b)));
+  if (!/^(C|POSIX|C\.utf-?8)$/i.test(collation) || rows[0].sorted.join('\n') !== bytewise.join('\n'))
     throw new ConfigError(
-      `DATABASE_URL: the database ${place(url)} has the collation ${collation}; the server needs C ` +
-        '(create it with: createdb --locale=C --template=template0 NAME)',
+      `DATABASE_URL: the database ${place(url)} sorts text in the order of its collation ${collation}, not byte ` +
+        'by byte; the server needs C (create it with: createdb --locale=C --locale-provider=libc --template=template0 NAME)',
     );
 }
 
@@ -299,6 +308,8 @@ export const accessListenerName = 'platform-access-listener';
 const listenerProbeMs = 10_000;
 const listenerProbeTimeoutMs = 5_000;
 const listenerRetryMs = 1_000;
+/** The longest wait between attempts to listen again: the waits double from listenerRetryMs while they fail. */
+const listenerRetryMaxMs = 10_000;
 
 /**
  * One connection listening for other processes' access changes. A connection can die silently (a dropped NAT
@@ -315,13 +326,17 @@ async function listenForAccessChanges(url: string) {
   let client: pg.Client | undefined;
   let probe: NodeJS.Timeout | undefined;
   let closed = false;
+  let retries = 0;
+  const again = () => {
+    if (!closed) setTimeout(reconnect, Math.min(listenerRetryMaxMs, listenerRetryMs * 2 ** retries++)).unref();
+  };
   const lost = (c: pg.Client) => {
     if (client !== c) return;
     client = undefined;
     clearInterval(probe);
     tell();
     void c.end().catch(() => undefined);
-    if (!closed) setTimeout(reconnect, listenerRetryMs).unref();
+    again();
   };
   const alive = (c: pg.Client) => {
     let timer: NodeJS.Timeout | undefined;
@@ -356,10 +371,13 @@ async function listenForAccessChanges(url: string) {
   const reconnect = () =>
     void connect().then(
       // What was cached while no connection listened may be stale.
-      () => tell(),
+      () => {
+        retries = 0;
+        tell();
+      },
       () => {
         tell();
-        if (!closed) setTimeout(reconnect, listenerRetryMs).unref();
+        again();
       },
     );
   await connect();

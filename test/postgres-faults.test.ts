@@ -7,6 +7,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { test } from 'uvu';
 import * as assert from 'uvu/assert';
+import pg from 'pg';
 import { readBootstrap } from '../runtime/bootstrap.js';
 // @ts-expect-error a plain ESM script without types
 import { startCluster } from '../scripts/postgres-cluster.mjs';
@@ -14,6 +15,7 @@ import { grpcClient, type GrpcTestClient } from './support/grpc-client.js';
 import { runScript, spawnServer, type ServerProcess } from './support/process.js';
 
 interface Cluster {
+  base: string;
   createDatabase(prefix: string): Promise<string>;
   pause(): Promise<void>;
   resume(): Promise<void>;
@@ -111,6 +113,30 @@ test('with PostgreSQL stopped reads and writes answer 503 with RetryInfo (gRPC 1
     worker.some((line) => line.includes('passes succeed again')),
     'the recovery is logged',
   );
+});
+
+test('a database whose text ordering is not byte order is refused at start, with the command that makes a right one', async () => {
+  // ICU with lc_collate C: the collation's name passes, the ordering does not (a_b sorts before a-b).
+  const admin = new pg.Client({ connectionString: `${cluster.base}/postgres` });
+  await admin.connect();
+  try {
+    await admin.query(
+      "create database icu_ordered template template0 locale_provider icu icu_locale 'en-US' lc_collate 'C' lc_ctype 'C'",
+    );
+  } finally {
+    await admin.end();
+  }
+  const dir = mkdtempSync(join(tmpdir(), 'platform-api-icu-'));
+  try {
+    const refused = await spawnServer({ PORT: '0', DATA_DIR: dir, DATABASE_URL: `${cluster.base}/icu_ordered` }).then(
+      () => '',
+      (e: Error) => e.message,
+    );
+    assert.match(refused, /sorts text in the order of its collation/);
+    assert.match(refused, /createdb --locale=C --locale-provider=libc --template=template0/);
+  } finally {
+    rmSync(dir, { recursive: true, force: true });
+  }
 });
 
 test.run();
