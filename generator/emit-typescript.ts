@@ -53,18 +53,21 @@ export function emitModel(model: ApiModel): string {
 }
 
 /**
- * A table's indexes: one per order (with uid to break ties), one on the natural key, by which an import finds
- * the stored record of each key (runtime/record-import.ts), unless an order's index starts with the key, and
- * those the spec declares for the runtime's own queries.
+ * A table's indexes: one per order (with uid to break ties), and those the spec declares for the runtime's own
+ * queries. The natural key has a unique index of its own (naturalKeyOf): two records with one key are refused
+ * by the database, whichever process writes them, and an import finds the stored record of each key by it.
  */
 function indexesOf(r: ResourceModel): { properties: string[] }[] {
   const indexes = Object.values(r.orderBy)
     .filter((k) => k !== 'uid')
     .map((k) => ({ properties: [k, 'uid'] }));
-  const key = r.naturalKey?.map((k) => (k === 'parent' ? 'parentUid' : k));
-  if (key && !indexes.some((i) => key.every((k, n) => i.properties[n] === k))) indexes.push({ properties: key });
   for (const properties of r.indexes ?? []) indexes.push({ properties });
   return indexes;
+}
+
+/** The natural key's properties, as stored (parent: parentUid). */
+function naturalKeyOf(r: ResourceModel): string[] | undefined {
+  return r.naturalKey?.map((k) => (k === 'parent' ? 'parentUid' : k));
 }
 
 function entityProperties(
@@ -72,7 +75,7 @@ function entityProperties(
   indexes: { properties: string[] }[],
 ): Record<string, Record<string, unknown>> {
   // An index that starts with the parent (the natural key's) serves every lookup by parent: no second one.
-  const parentIndexed = indexes.some((i) => i.properties[0] === 'parentUid');
+  const parentIndexed = indexes.some((i) => i.properties[0] === 'parentUid') || naturalKeyOf(r)?.[0] === 'parentUid';
   const props: Record<string, Record<string, unknown>> = {
     uid: { type: 'text', primary: true },
     parentUid: { type: 'text', nullable: true, ...(parentIndexed ? {} : { index: true }) },
@@ -98,12 +101,14 @@ export function emitEntities(model: ApiModel): string {
     f.addImportDeclaration({ namedImports: ['EntitySchema'], moduleSpecifier: '@mikro-orm/core' });
     const schemas = Object.values(model.resources).map((r) => {
       const indexes = indexesOf(r);
+      const key = naturalKeyOf(r);
       return `new EntitySchema<Record<string, unknown>>(${JSON.stringify(
         {
           name: r.type,
           tableName: snake(r.collection),
           properties: entityProperties(r, indexes),
           indexes,
+          ...(key ? { uniques: [{ properties: key }] } : {}),
         },
         null,
         2,

@@ -143,19 +143,43 @@ export class Policy {
     });
   }
 
-  private async loadGrants(subject: string): Promise<Grants | null> {
+  /**
+   * The subject's grants as stored; with `locked`, read in that write's transaction with the rows that grant
+   * them locked until it ends: the identity and its bindings cannot be deleted, nor its roles changed, before the
+   * write commits (the built-in roles, never changed, are not locked: every write would share their rows).
+   */
+  private async loadGrants(subject: string, locked?: Sql): Promise<Grants | null> {
     const { identities, roleBindings, roles } = this.model.resources;
-    const identity = await this.resources.table(identities.type).get(subject);
+    const identity = await this.resources.table(identities.type).get(subject, locked, locked && 'keyShare');
     if (!identity) return null;
     const scope = (identity.parentUid as string | null) ?? undefined;
-    const bindings = await this.resources
-      .table(roleBindings.type)
-      .find(equal('identityUid', subject), [{ property: 'uid', desc: false }], -1);
+    const bindingTable = this.resources.table(roleBindings.type);
+    const bindings = locked
+      ? await bindingTable.findLocked(locked, equal('identityUid', subject), 'keyShare')
+      : await bindingTable.find(equal('identityUid', subject), [{ property: 'uid', desc: false }], -1);
     const roleUids = [...new Set(bindings.map((b) => b.roleUid as string))];
+    const roleTable = this.resources.table(roles.type);
+    const builtIn = new Set(this.model.roles.map((r) => r.uid));
+    const custom = roleUids.filter((uid) => !builtIn.has(uid));
+    const byUid = [{ property: 'uid', desc: false }];
     const roleRows =
       roleUids.length === 0
         ? []
-        : await this.resources.table(roles.type).find(oneOf('uid', roleUids), [{ property: 'uid', desc: false }], -1);
+        : locked
+          ? [
+              ...(await roleTable.find(
+                oneOf(
+                  'uid',
+                  roleUids.filter((uid) => builtIn.has(uid)),
+                ),
+                byUid,
+                -1,
+                0,
+                locked,
+              )),
+              ...(custom.length ? await roleTable.findLocked(locked, oneOf('uid', custom), 'share') : []),
+            ]
+          : await roleTable.find(oneOf('uid', roleUids), byUid, -1);
     const capsOf = new Map(roleRows.map((r) => [r.uid as string, (r.capabilities as string[] | null) ?? []]));
     const byGroup = new Map<string, Set<string>>();
     for (const b of bindings) {
@@ -216,6 +240,21 @@ export class Policy {
     const found = this.grantsOf(principal);
     if (found instanceof Promise) return found.then((grants) => this.holds(grants, capability, scope));
     this.holds(found, capability, scope);
+  }
+
+  /**
+   * What a write runs first in its transaction: requireCapability again, on the grants as stored, their rows
+   * locked until the commit. A binding removed (or its role narrowed) while the write runs waits for the write,
+   * or the write sees it gone and is refused: no write commits after the grant it needed was gone.
+   */
+  grantWitness(
+    principal: Principal,
+    capability: Capability,
+    scope: string | undefined,
+  ): ((sql: Sql) => Promise<void>) | undefined {
+    const { subject } = principal;
+    if (capability === 'none' || capability === 'authenticated' || !subject) return undefined;
+    return async (sql) => this.holds(existing(subject, await this.loadGrants(subject, sql)), capability, scope);
   }
 
   /** Throws unless the grants hold the capability at the scope, as requireCapability says. */

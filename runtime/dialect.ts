@@ -47,7 +47,17 @@ export interface Dialect {
    * more than shaping its row in JavaScript (5,900 against 3,600 gets/s measured).
    */
   readonly json?: JsonSql;
+  /** Rows each scope's counts are spread over (runtime/scope-counts.ts): several where several processes write. */
+  readonly countShards: number;
+  /**
+   * The clause that locks the rows a select reads until the transaction ends, so that what a write depends on
+   * cannot change under it: `keyShare` (a parent or a grant: no delete), `share` (no update either), `update`
+   * (the record the write changes). SQLite has one writer at a time: nothing to lock.
+   */
+  lock(kind: RowLock): string;
 }
+
+export type RowLock = 'keyShare' | 'share' | 'update';
 
 export const quoteIdentifier = (name: string) => `"${name.replace(/"/g, '""')}"`;
 
@@ -59,6 +69,8 @@ function checkedPath(path: readonly string[]): readonly string[] {
 
 export const sqlite: Dialect = {
   name: 'sqlite',
+  countShards: 1,
+  lock: () => '',
   like: 'like',
   jsonText: (column, path) => `json_extract(${column}, '$.${checkedPath(path).join('.')}')`,
   selected: (c) => (c.kind === 'int64' ? `cast(${quoteIdentifier(c.name)} as text)` : quoteIdentifier(c.name)),
@@ -97,8 +109,16 @@ export const sqlite: Dialect = {
  * compares with its decimal text. Text compares byte by byte only in a database made with the C collation,
  * which runtime/postgres-store.ts requires (uid ranges depend on it).
  */
+const postgresLocks: Record<RowLock, string> = {
+  keyShare: ' for key share',
+  share: ' for share',
+  update: ' for update',
+};
+
 export const postgresql: Dialect = {
   name: 'postgresql',
+  countShards: 16,
+  lock: (kind) => postgresLocks[kind],
   like: 'ilike',
   jsonText: (column, path) => `(${column} #>> '{${checkedPath(path).join(',')}}')`,
   selected: (c) => (c.kind === 'int64' ? `cast(${quoteIdentifier(c.name)} as text)` : quoteIdentifier(c.name)),

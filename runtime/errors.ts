@@ -128,6 +128,13 @@ export function unavailable(message: string, retryAfterSeconds: number): ApiErro
   ]);
 }
 
+/** A transaction that lost to concurrent ones again and again (serialization failures, deadlocks): try it again. */
+export function aborted(message: string, retryAfterSeconds = 1): ApiError {
+  return new ApiError('ABORTED', `Aborted: ${message}; retry after ${retryAfterSeconds} s`, [
+    { '@type': typeUrl('RetryInfo'), retryDelay: `${retryAfterSeconds}s` },
+  ]);
+}
+
 export function internal(): ApiError {
   return new ApiError('INTERNAL', 'Internal error; the server log has the details');
 }

@@ -303,6 +303,7 @@ export class Operations {
       actor: call.principal.subject,
       prepare: prepare && ((record, transaction) => prepare(record, { ...this.context(call.principal), transaction })),
       guard: this.policy.noEscalation(call.principal, r),
+      witness: this.policy.grantWitness(call.principal, this.capability(r, 'create'), this.scope(r, parent)),
     });
     return (await this.presentWritten([created], call.principal, options.present))[0];
   }
@@ -330,6 +331,7 @@ export class Operations {
       actor: call.principal.subject,
       prepare: prepare && ((record, transaction) => prepare(record, { ...this.context(call.principal), transaction })),
       guard: this.policy.noEscalation(call.principal, r),
+      witness: this.policy.grantWitness(call.principal, this.capability(r, 'create'), this.scope(r, parent)),
     });
     return this.presentWritten(created, call.principal, options.present);
   }
@@ -367,6 +369,7 @@ export class Operations {
     const updated = await this.resources.update(r, uid, call.body, call.mask, {
       actor: call.principal.subject,
       guard: this.policy.noEscalation(call.principal, r),
+      witness: this.writeWitness(r, 'update', call.principal, uid),
     });
     return (await this.presentWritten([updated], call.principal, present))[0];
   }
@@ -374,7 +377,13 @@ export class Operations {
   async delete(r: ResourceModel, call: Call): Promise<void> {
     const { uid } = call.params;
     await this.authorize(r, 'delete', call.principal, uid);
-    await this.resources.delete(r, uid, call.principal.subject);
+    await this.resources.delete(r, uid, call.principal.subject, this.writeWitness(r, 'delete', call.principal, uid));
+  }
+
+  /** An update's or delete's grantWitness; none for a root identity, whose use authorize checks on its own terms. */
+  private writeWitness(r: ResourceModel, kind: 'update' | 'delete', principal: Principal, uid: string) {
+    if (this.policy.isRootIdentity(r, uid)) return undefined;
+    return this.policy.grantWitness(principal, this.capability(r, kind), this.scope(r, uid));
   }
 
   async getSubresource(r: ResourceModel, name: string, call: Call): Promise<Row> {

@@ -1,25 +1,25 @@
 // The PostgreSQL store (DATABASE_URL=postgres://...): several server processes on one database. MikroORM makes
 // and updates the tables, under an advisory lock so that instances starting together do it once; statements of
-// our own go through a pg pool, written with `?` and numbered here. Every write transaction first takes one
-// transaction-scoped advisory lock: writes are serialized across instances, as SQLite serializes them, so every
-// read-check-write in the runtime (an upsert's key, a parent that must exist, per-scope counts) stays exact
-// without serializable retries; reads never wait for it.
+// our own go through a pg pool, written with `?` and numbered here. No lock wider than the rows a write reads
+// and depends on: the runtime locks those rows itself (a parent FOR KEY SHARE, the record FOR UPDATE, the grants
+// it relies on), unique indexes keep natural keys, and a write whose checks span rows no row lock covers runs
+// SERIALIZABLE. A write that loses a race (40001, 40P01) is run again, a bounded number of times, then ABORTED.
 import { randomUUID } from 'node:crypto';
 import type { EntitySchema } from '@mikro-orm/core';
 import { MikroORM } from '@mikro-orm/postgresql';
 import pg from 'pg';
 import { ConfigError } from './config.js';
-import { deadlineExceeded, unavailable } from './errors.js';
+import { aborted, deadlineExceeded, unavailable } from './errors.js';
 import { postgresql } from './dialect.js';
 import type { Row } from './records.js';
 import { buildCounts } from './scope-counts.js';
 import { migrate, type StoredSchema } from './schema-versions.js';
 import type { Sql } from './sql.js';
-import { countedTables, storedEntities, type ReadLimits, type Store } from './store.js';
+import { countedTables, storedEntities, type ReadLimits, type Store, type TransactionOptions } from './store.js';
+import { faultOf, isLostRace, isOutage } from './storage/postgres-faults.js';
 
-/** Advisory lock keys of this server: one for the schema at start, one for every write transaction. */
+/** The advisory lock key of the schema at start (and of the counts built once after it). */
 const schemaLock = 0x706c6101;
-const writeLock = 0x706c6102;
 
 /** `?` placeholders as PostgreSQL's $1, $2, ...; our statements hold no `?` but placeholders. */
 const numbered = new Map<string, string>();
@@ -52,7 +52,7 @@ function sqlOn(client: pg.Pool | pg.PoolClient, limits?: ReadLimits): Sql {
       return await pool.query<R>(config);
     } catch (e) {
       if ((e as { code?: string }).code === queryCanceled && limits) throw deadlineExceeded(limits.timeoutMs / 1000);
-      throw e;
+      throw faultOf(e);
     }
   };
   const query = <R extends Row | unknown[]>(text: string, params: unknown[], rowMode?: 'array') => {
@@ -89,16 +89,25 @@ function place(url: string): string {
   return `${u.hostname}:${u.port || 5432}${u.pathname}`;
 }
 
-/** uid ranges and page cursors compare text byte by byte: only the C collation does. */
+/** Texts whose order differs between byte order and the usual linguistic ones (ICU puts a_b before a-b). */
+const sortProbe = ['a-b', 'a_b', 'a b', 'ab', 'A', 'a', 'B', 'z', '~', '0', '.x'];
+
+/**
+ * uid ranges and page cursors compare text byte by byte: the database's own ordering is checked by sorting
+ * probes with it, not only by its collation's name (an ICU database may name C and sort otherwise).
+ */
 async function checkCollation(pool: pg.Pool, url: string): Promise<void> {
-  const { rows } = await pool.query<{ datcollate: string }>(
-    'select datcollate from pg_database where datname = current_database()',
+  const { rows } = await pool.query<{ datcollate: string; sorted: string[] }>(
+    'select datcollate, (select array_agg(s order by s) from unnest($1::text[]) s) as sorted ' +
+      'from pg_database where datname = current_database()',
+    [sortProbe],
   );
   const collation = rows[0]?.datcollate ?? '';
-  if (!/^(C|POSIX|C\.utf-?8)$/i.test(collation))
+  const bytewise = [...sortProbe].sort((a, b) => Buffer.compare(Buffer.from(a), Buffer.from(b)));
+  if (!/^(C|POSIX|C\.utf-?8)$/i.test(collation) || rows[0].sorted.join('\n') !== bytewise.join('\n'))
     throw new ConfigError(
-      `DATABASE_URL: the database ${place(url)} has the collation ${collation}; the server needs C ` +
-        '(create it with: createdb --locale=C --template=template0 NAME)',
+      `DATABASE_URL: the database ${place(url)} sorts text in the order of its collation ${collation}, not byte ` +
+        'by byte; the server needs C (create it with: createdb --locale=C --locale-provider=libc --template=template0 NAME)',
     );
 }
 
@@ -118,14 +127,16 @@ async function migrateLocked(pool: pg.Pool, orm: MikroORM, schema: StoredSchema 
 }
 
 /** Connections of a process's pool. */
-const poolSize = 10;
+const poolSize = 20;
 /**
- * Write transactions of a process holding a connection at once. A write reads through the pool too (grants, a
- * parent), so writers waiting for the write lock must never hold every connection: the one holding the lock
- * would wait for a connection forever (seen: nine writers waiting on the lock, the tenth idle in its
- * transaction). The lock lets one write run at a time anyway.
+ * Write transactions of a process holding a connection at once. A hand-written step may read through the pool
+ * while its write holds row locks, so writers waiting for a lock must never hold every connection: the one
+ * holding it would wait for a connection forever (seen with the former global write lock: nine writers waiting
+ * on it, the tenth idle in its transaction). No transaction waits for a pool connection while holding a lock.
  */
 const maxWriters = poolSize / 2;
+/** Runs of a write that lost a race (serialization failure, deadlock) before it is answered ABORTED. */
+const maxAttempts = 8;
 
 /** A counting semaphore: take() resolves when a slot is free, give() frees one. */
 class WriterSlots {
@@ -155,7 +166,14 @@ export async function openPostgresStore(
 ): Promise<Store> {
   // Every statement of the pool's connections is stopped past the read timeout; write transactions lift it
   // for themselves (their lock wait and statements are the runtime's own, bounded by construction).
-  const pool = new pg.Pool({ connectionString: url, max: poolSize, statement_timeout: limits.timeoutMs });
+  // A database that does not answer a connection attempt is an outage after 5 s, not a request held forever.
+  const pool = new pg.Pool({
+    connectionString: url,
+    max: poolSize,
+    statement_timeout: limits.timeoutMs,
+    connectionTimeoutMillis: 5000,
+    keepAlive: true,
+  });
   // An idle client's error (the server went away) must not end the process: the next query reports it.
   pool.on('error', () => undefined);
   try {
@@ -179,17 +197,18 @@ export async function openPostgresStore(
   // Write transactions of this process waiting for a connection or for the write lock (the metrics' queue depth).
   let waiting = 0;
   const writers = new WriterSlots(maxWriters);
-  const transaction = async <T>(fn: (sql: Sql) => Promise<T>): Promise<T> => {
+  const once = async <T>(fn: (sql: Sql) => Promise<T>, serializable: boolean): Promise<T> => {
     waiting++;
     let client: pg.PoolClient | undefined;
     try {
       await writers.take();
       client = await pool.connect();
-      await client.query('begin; set local statement_timeout = 0');
-      await client.query('select pg_advisory_xact_lock($1)', [writeLock]);
+      await client.query(
+        `begin${serializable ? ' isolation level serializable' : ''}; set local statement_timeout = 0`,
+      );
     } catch (e) {
       await client?.query('rollback').catch(() => undefined);
-      client?.release();
+      client?.release(isOutage(e) ? (e as Error) : undefined);
       writers.give();
       throw e;
     } finally {
@@ -197,7 +216,23 @@ export async function openPostgresStore(
     }
     return finishTransaction(client, fn).finally(() => writers.give());
   };
-  await transaction((sql) => buildCounts(sql, countedTables(orm)));
+  const transaction = async <T>(fn: (sql: Sql) => Promise<T>, options: TransactionOptions = {}): Promise<T> => {
+    for (let attempt = 1; ; attempt++) {
+      try {
+        return await once(fn, options.serializable === true);
+      } catch (e) {
+        if (!isLostRace(e)) throw faultOf(e);
+        if (attempt === maxAttempts) throw aborted(`the write lost to concurrent writes ${attempt} times`);
+        // Jittered, doubling: racers that collided once do not collide again in step.
+        await new Promise((resolve) => setTimeout(resolve, Math.random() * 2 ** attempt * 2));
+      }
+    }
+  };
+  // Counted once, by the first instance to get the schema's lock.
+  await transaction(async (sql) => {
+    await sql.all('select pg_advisory_xact_lock(?)', [schemaLock]);
+    await buildCounts(sql, countedTables(orm));
+  });
   const access = await listenForAccessChanges(url);
   // The catalog's views are slow to read, and no caller's read: without the read timeout (nor the write lock).
   const fingerprint = () => withoutTimeout(pool, schemaFingerprint);
@@ -240,15 +275,18 @@ async function withoutTimeout<T>(pool: pg.Pool, fn: (sql: Sql) => Promise<T>): P
 
 /** The rest of a transaction begun on client: fn, then commit, or rollback when anything failed; client released. */
 async function finishTransaction<T>(client: pg.PoolClient, fn: (sql: Sql) => Promise<T>): Promise<T> {
+  let failed: Error | undefined;
   try {
     const result = await fn(sqlOn(client));
     await client.query('commit');
     return result;
   } catch (e) {
     await client.query('rollback').catch(() => undefined);
+    // A connection lost under the transaction is not given back to the pool: the next call connects anew.
+    failed = isOutage(e) ? (e as Error) : undefined;
     throw e;
   } finally {
-    client.release();
+    client.release(failed);
   }
 }
 
@@ -270,6 +308,8 @@ export const accessListenerName = 'platform-access-listener';
 const listenerProbeMs = 10_000;
 const listenerProbeTimeoutMs = 5_000;
 const listenerRetryMs = 1_000;
+/** The longest wait between attempts to listen again: the waits double from listenerRetryMs while they fail. */
+const listenerRetryMaxMs = 10_000;
 
 /**
  * One connection listening for other processes' access changes. A connection can die silently (a dropped NAT
@@ -286,13 +326,17 @@ async function listenForAccessChanges(url: string) {
   let client: pg.Client | undefined;
   let probe: NodeJS.Timeout | undefined;
   let closed = false;
+  let retries = 0;
+  const again = () => {
+    if (!closed) setTimeout(reconnect, Math.min(listenerRetryMaxMs, listenerRetryMs * 2 ** retries++)).unref();
+  };
   const lost = (c: pg.Client) => {
     if (client !== c) return;
     client = undefined;
     clearInterval(probe);
     tell();
     void c.end().catch(() => undefined);
-    if (!closed) setTimeout(reconnect, listenerRetryMs).unref();
+    again();
   };
   const alive = (c: pg.Client) => {
     let timer: NodeJS.Timeout | undefined;
@@ -327,10 +371,13 @@ async function listenForAccessChanges(url: string) {
   const reconnect = () =>
     void connect().then(
       // What was cached while no connection listened may be stale.
-      () => tell(),
+      () => {
+        retries = 0;
+        tell();
+      },
       () => {
         tell();
-        if (!closed) setTimeout(reconnect, listenerRetryMs).unref();
+        again();
       },
     );
   await connect();

@@ -33,7 +33,10 @@ import {
   type Condition,
   type Value,
 } from './condition.js';
-import type { Store } from './store.js';
+import type { Store, TransactionOptions } from './store.js';
+import type { RowLock } from './dialect.js';
+import { alreadyExists } from './storage/natural-keys.js';
+import { isDuplicateKey } from './storage/duplicate-key.js';
 import { Table, type Order, type Selection } from './table.js';
 import { compileAnswerShape } from './answer-shape.js';
 import { answerJsonSql } from './answer-json.js';
@@ -52,6 +55,19 @@ export interface WriteOptions {
   prepare?: (record: Row, transaction: Writes) => Promise<{ record: Row; reveal?: Row }>;
   /** checks the record as it will be stored (no escalation) */
   guard?: WriteGuard;
+  /**
+   * Proves, inside the write's transaction, that the writer still holds the grant the write needs, and locks
+   * the rows that grant it (runtime/authorization.ts's grantWitness): a write never commits after its grant went.
+   */
+  witness?: (sql: Sql) => Promise<void>;
+}
+
+/**
+ * A write's checks that span rows no row lock covers (who may grant what, a hand-written step's own reads, a
+ * quota) are run SERIALIZABLE; the others lock the rows they read.
+ */
+function isolationOf({ guard, prepare }: WriteOptions): TransactionOptions {
+  return { serializable: guard !== undefined || prepare !== undefined };
 }
 
 /** What a read selects, and what it makes of each row's values. */
@@ -181,6 +197,29 @@ function changedColumns(r: ResourceModel, row: Row, next: Row): Row {
   return changes;
 }
 
+/** The natural key's properties and this record's values of them; undefined for a resource without one. */
+function naturalKeyValues(r: ResourceModel, data: Row): Row | undefined {
+  if (!r.naturalKey || r.upsertOn) return undefined;
+  return Object.fromEntries(
+    r.naturalKey.map((k) => (k === 'parent' ? ['parentUid', data.parentUid ?? null] : [k, data[k] ?? null])),
+  );
+}
+
+/** A key as the API names it: parent, not parentUid. */
+const shownKey = (key: Row) =>
+  Object.fromEntries(Object.entries(key).map(([k, v]) => [k === 'parentUid' ? 'parent' : k, v]));
+
+/** The insert's unique-key violation (a twin committed meanwhile by another writer) as ALREADY_EXISTS. */
+async function refuseTwin(r: ResourceModel, data: Row, insert: () => Promise<unknown>): Promise<void> {
+  try {
+    await insert();
+  } catch (e) {
+    const key = naturalKeyValues(r, data);
+    if (key && isDuplicateKey(e)) throw alreadyExists(r.type, shownKey(key));
+    throw e;
+  }
+}
+
 export class Resources {
   /** Records the spec declares (built-in roles): listed and read, never changed through the API. */
   private readonly managed: Set<string>;
@@ -273,7 +312,10 @@ export class Resources {
   /** A hand-written write: fn's statements in one transaction, with the declared event; caches told after the commit. */
   async write<T>(declared: DeclaredEvent, fn: (writes: Writes) => Promise<T>): Promise<T> {
     let writes: Writes | undefined;
-    const result = await this.store.transaction((sql) => fn((writes = new Writes(sql, this, declared))));
+    // A hand-written write's checks are its own, over any rows: SERIALIZABLE, so that none is stale at the commit.
+    const result = await this.store.transaction((sql) => fn((writes = new Writes(sql, this, declared))), {
+      serializable: true,
+    });
     for (const { r, kind, fields } of writes!.written) this.noteWrite(r, kind, fields);
     return result;
   }
@@ -366,7 +408,8 @@ export class Resources {
         throw invalidArgument([
           { field: name, description: `${name} must be the uid of ${group} or of a group below it` },
         ]);
-      if (!(await this.table(target.type).get(uid, sql))) throw missing();
+      // Locked: the record named cannot be deleted before this write commits.
+      if (!(await this.table(target.type).get(uid, sql, 'keyShare'))) throw missing();
     }
   }
 
@@ -518,7 +561,10 @@ export class Resources {
   /** Creates a record; a root record of a resource with a creatorRole binds its creator to that role in it. */
   async create(r: ResourceModel, parent: string | undefined, body: Row, options: WriteOptions = {}): Promise<Row> {
     if (parent !== undefined) checkUid(parent, 'parent');
-    const result = await this.store.transaction((sql) => this.createIn(sql, r, parent, body, options));
+    const result = await this.store.transaction(
+      (sql) => this.createIn(sql, r, parent, body, options),
+      isolationOf(options),
+    );
     // A new organization binds its creator: that is an access change too.
     this.noteWrite(r.creatorRole && parent === undefined ? this.model.resources.roleBindings : r, 'create');
     return result;
@@ -534,7 +580,7 @@ export class Resources {
       const made: Row[] = [];
       for (const body of bodies) made.push(await this.createIn(sql, r, parent, body, options));
       return made;
-    });
+    }, isolationOf(options));
     this.noteWrite(r, 'create');
     return result;
   }
@@ -548,7 +594,11 @@ export class Resources {
     options: WriteOptions,
   ): Promise<Row> {
     const { actor, prepare, guard } = options;
-    if (parent !== undefined && r.parent) await this.find(this.model.resources[r.parent], parent, sql);
+    await options.witness?.(sql);
+    // The parent locked until the commit: a delete of it waits for this create, or this create finds it gone.
+    // An upsert locks it for update: two creates of the same key under one parent take turns.
+    if (parent !== undefined && r.parent)
+      await this.find(this.model.resources[r.parent], parent, sql, false, r.upsertOn ? 'update' : 'keyShare');
     const uid = await this.newUid(sql, r, parent);
     const time = now();
     let data: Row = {
@@ -565,6 +615,7 @@ export class Resources {
     await this.checkReferences(sql, r, data);
     const existing = await this.sameUpsertKey(sql, r, data);
     if (existing) return this.replace(sql, r, existing, data, options);
+    await this.refuseTakenKey(sql, r, data);
     await guard?.(sql, data);
     return { ...(await this.insertNew(sql, r, data, actor)), ...reveal };
   }
@@ -588,6 +639,15 @@ export class Resources {
       sql,
     );
     return existing;
+  }
+
+  /**
+   * ALREADY_EXISTS when another record has this one's natural key (a repo's parent and name). The key's unique
+   * index refuses the twin that a concurrent create commits between this read and the insert (insertNew).
+   */
+  private async refuseTakenKey(sql: Sql, r: ResourceModel, data: Row): Promise<void> {
+    const key = naturalKeyValues(r, data);
+    if (key && (await this.table(r.type).lastWith(sql, key))) throw alreadyExists(r.type, shownKey(key));
   }
 
   private async replace(
@@ -614,20 +674,22 @@ export class Resources {
         : undefined;
     const created = toResource(data, r);
     const uid = data.uid as string;
-    await together([
-      this.table(r.type).insert(sql, data),
-      role
-        ? this.table(this.model.resources.roleBindings.type).insert(sql, {
-            uid: newChildUid(uid),
-            parentUid: uid,
-            identityUid: creator,
-            roleUid: role.uid,
-            createTime: data.createTime,
-            updateTime: data.createTime,
-          })
-        : undefined,
-      this.event(sql, r, operationOf(r, 'create')?.event, uid, created, creator),
-    ]);
+    await refuseTwin(r, data, () =>
+      together([
+        this.table(r.type).insert(sql, data),
+        role
+          ? this.table(this.model.resources.roleBindings.type).insert(sql, {
+              uid: newChildUid(uid),
+              parentUid: uid,
+              identityUid: creator,
+              roleUid: role.uid,
+              createTime: data.createTime,
+              updateTime: data.createTime,
+            })
+          : undefined,
+        this.event(sql, r, operationOf(r, 'create')?.event, uid, created, creator),
+      ]),
+    );
     return created;
   }
 
@@ -645,7 +707,8 @@ export class Resources {
     const { actor, guard } = options;
     let changed: string[] = [];
     const result = await this.store.transaction(async (sql) => {
-      const row = await this.find(r, uid, sql);
+      await options.witness?.(sql);
+      const row = await this.find(r, uid, sql, false, 'update');
       this.refuseManaged(r, uid);
       const given = typeof body === 'function' ? body(toResource(row, r)) : body;
       const mask = parseFieldMask(rawMask, given, r.fields);
@@ -668,14 +731,16 @@ export class Resources {
         this.event(sql, r, operationOf(r, 'update')?.event, uid, updated, actor),
       ]);
       return updated;
-    });
+    }, isolationOf(options));
     this.noteWrite(r, 'update', changed);
     return result;
   }
 
-  async delete(r: ResourceModel, uid: string, actor?: string): Promise<void> {
+  async delete(r: ResourceModel, uid: string, actor?: string, witness?: WriteOptions['witness']): Promise<void> {
     await this.store.transaction(async (sql) => {
-      await this.find(r, uid, sql);
+      await witness?.(sql);
+      // Locked for update: creates under it that locked it first commit before, and are counted as children.
+      await this.find(r, uid, sql, false, 'update');
       this.refuseManaged(r, uid);
       await this.deleteWithChildren(sql, r, uid, actor);
       await this.event(sql, r, operationOf(r, 'delete')?.event, uid, { uid }, actor);
@@ -691,7 +756,7 @@ export class Resources {
     const deleted = await this.store.transaction(async (sql) => {
       const gone: Row[] = [];
       for (const uid of uids) {
-        const row = await this.table(r.type).get(uid, sql);
+        const row = await this.table(r.type).get(uid, sql, 'update');
         if (!row) continue;
         this.refuseManaged(r, uid);
         await this.deleteWithChildren(sql, r, uid, actor);
@@ -721,7 +786,7 @@ export class Resources {
     const s = r.subresources.find((x) => x.name === name)!;
     const mask = parseFieldMask(rawMask, body, s.fields);
     return this.store.transaction(async (sql) => {
-      const row = await this.find(r, uid, sql, true);
+      const row = await this.find(r, uid, sql, true, 'update');
       const next = applyFieldMask(
         (row[`subresource_${name}`] ?? {}) as Row,
         this.secrets.sealFields(inputObject(body, s.fields), s.fields),
@@ -739,10 +804,10 @@ export class Resources {
    * The stored row (NOT_FOUND if there is none), with its sub-resources when `whole`: in the caller's
    * transaction when given one.
    */
-  private async find(r: ResourceModel, uid: string, sql?: Sql, whole = false): Promise<Row> {
+  private async find(r: ResourceModel, uid: string, sql?: Sql, whole = false, lock?: RowLock): Promise<Row> {
     checkUid(uid, 'uid');
     const table = this.table(r.type);
-    const row = await (whole ? table.getWhole(uid, sql) : table.get(uid, sql));
+    const row = await (whole ? table.getWhole(uid, sql, lock) : table.get(uid, sql, lock));
     if (!row) throw notFound(r.type, uid);
     return row;
   }

@@ -9,6 +9,7 @@ import { SchemaComparator, type DatabaseSchema, type TableDifference } from '@mi
 import type { ApiModel, ResourceModel } from './model.js';
 import { applyRowSteps, convertRows, describeRowSteps, rowSteps, type RowStep } from './storage/stored-rows.js';
 import { ConfigError } from './config.js';
+import { refuseRepeatedKeys } from './storage/natural-keys.js';
 
 interface SchemaMigration {
   id: number;
@@ -150,6 +151,8 @@ export async function migrate(orm: MikroORM, schema: StoredSchema | number): Pro
     throw new ConfigError(`the database cannot be migrated as the spec stands:\n  ${plan.refused.join('\n  ')}`);
   if (plan.statements === '' && plan.steps.length === 0 && plan.from === plan.to) return plan;
   const connection = orm.em.getConnection();
+  // A natural key's unique index cannot be made over twins: said before anything changes.
+  if (plan.statements !== '') await refuseRepeatedKeys(orm, (sql) => connection.execute(sql));
   await connection.transactional(async (trx) => {
     const execute: Execute = (sql, params) => connection.execute(sql, params, 'all', trx);
     for (const statement of each(plan.statements)) await execute(statement);

@@ -2,6 +2,12 @@
 // scope (a uid) and how many have it as their parent, kept in the same transaction as the write that changes
 // them. A list's totalCount over a scope is then a few index reads at any size and any write rate, and exact
 // whichever process wrote (an import beside the server): there is nothing to invalidate.
+//
+// Where several processes write at once (PostgreSQL) one row per scope would be one hot row: every create in a
+// tenant would wait for the one before it to commit. A scope's counts are kept in shards there: the row of the
+// scope itself (shard 0, all SQLite ever writes, and what databases made before shards hold) and the rows
+// `<scope>#1` .. `<scope>#15`. A transaction adds to one shard, picked at random; a read sums them, in one
+// statement, so it sees every committed transaction whole: exact at every read.
 import { EntitySchema, type EntityMetadata } from '@mikro-orm/core';
 import type { Row } from './records.js';
 import type { Sql } from './sql.js';
@@ -37,6 +43,17 @@ export function isCounted(meta: EntityMetadata): boolean {
 /** What a table's counts are built from once: the marker row says they are kept from then on. */
 const builtMarker = { collection: '', scope: 'built' };
 
+/** The rows a scope's counts are kept in: shard 0 is the scope's own. */
+function shardKey(scope: string, shard: number): string {
+  return shard === 0 ? scope : `${scope}#${shard}`;
+}
+
+/** The scope a shard's row counts for. */
+function scopeOfKey(key: string): string {
+  const mark = key.indexOf('#');
+  return mark < 0 ? key : key.slice(0, mark);
+}
+
 const upsert = (rows: number) =>
   `insert into scope_counts (collection, scope, below, children) values ${Array(rows).fill('(?, ?, ?, ?)').join(', ')} ` +
   'on conflict (collection, scope) do update set below = scope_counts.below + excluded.below, children = scope_counts.children + excluded.children';
@@ -48,7 +65,16 @@ const upsert = (rows: number) =>
 export class CountChanges {
   private readonly changes = new Map<string, [below: number, children: number]>();
 
-  constructor(private readonly collection: string) {}
+  /** the shard this transaction adds to: one row per scope, never two racing writers' every row */
+  private readonly shard: number;
+
+  /** shards: how many rows each scope's counts are spread over (1: one row, SQLite's single writer). */
+  constructor(
+    private readonly collection: string,
+    shards = 1,
+  ) {
+    this.shard = Math.floor(Math.random() * shards);
+  }
 
   private add(scope: string, below: number, children: number): void {
     const kept = this.changes.get(scope);
@@ -68,28 +94,40 @@ export class CountChanges {
   }
 
   async write(sql: Sql): Promise<void> {
-    const rows = [...this.changes];
+    // In one order in every transaction: two writers adding to the same rows wait, never deadlock.
+    const rows = [...this.changes].sort(([a], [b]) => (a < b ? -1 : a > b ? 1 : 0));
     this.changes.clear();
     for (let i = 0; i < rows.length; i += 200) {
       const batch = rows.slice(i, i + 200);
       await sql.run(
         upsert(batch.length),
-        batch.flatMap(([scope, [below, children]]) => [this.collection, scope, below, children]),
+        batch.flatMap(([scope, [below, children]]) => [this.collection, shardKey(scope, this.shard), below, children]),
       );
     }
   }
 }
 
+/** The counts of these scopes, each the sum of its shards; a scope with no row is absent. */
 export async function readCounts(
   sql: Sql,
   collection: string,
   scopes: string[],
+  shards = 1,
 ): Promise<Map<string, { below: number; children: number }>> {
+  const keys = scopes.flatMap((scope) => Array.from({ length: shards }, (_, n) => shardKey(scope, n)));
   const rows = await sql.all(
-    `select scope, below, children from scope_counts where collection = ? and scope in (${scopes.map(() => '?').join(', ')})`,
-    [collection, ...scopes],
+    `select scope, below, children from scope_counts where collection = ? and scope in (${keys.map(() => '?').join(', ')})`,
+    [collection, ...keys],
   );
-  return new Map(rows.map((r) => [r.scope as string, { below: Number(r.below), children: Number(r.children) }]));
+  const counts = new Map<string, { below: number; children: number }>();
+  for (const r of rows) {
+    const scope = scopeOfKey(r.scope as string);
+    const sum = counts.get(scope) ?? { below: 0, children: 0 };
+    sum.below += Number(r.below);
+    sum.children += Number(r.children);
+    counts.set(scope, sum);
+  }
+  return counts;
 }
 
 /**

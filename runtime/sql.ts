@@ -156,10 +156,18 @@ export async function withConnection<T>(
 
 /**
  * Statements that do not depend on each other, sent without waiting for each. Settles only when every one
- * has finished, so a rollback after a failure cannot overtake one still running; then throws the first failure.
+ * has finished, so a rollback after a failure cannot overtake one still running; then throws the failure that
+ * came first. On one transaction's connection those after it only say the transaction is aborted (25P02), which
+ * would hide a serialization failure that is to be run again.
  */
 export async function together(statements: (Promise<unknown> | undefined)[]): Promise<void> {
-  const outcomes = await Promise.allSettled(statements);
-  const failed = outcomes.find((o): o is PromiseRejectedResult => o.status === 'rejected');
-  if (failed) throw failed.reason;
+  let first: { reason: unknown } | undefined;
+  await Promise.all(
+    statements.map((s) =>
+      s?.catch((reason: unknown) => {
+        first ??= { reason };
+      }),
+    ),
+  );
+  if (first) throw first.reason;
 }

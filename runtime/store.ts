@@ -18,8 +18,11 @@ export interface Store {
   read: Sql;
   /** Reads that may take long (a count over a filter, a whole-result list), where they hold up no request. */
   slowRead: Sql;
-  /** Statements of our own in one transaction: all stored, or (when fn throws) none. */
-  transaction<T>(fn: (sql: Sql) => Promise<T>): Promise<T>;
+  /**
+   * Statements of our own in one transaction: all stored, or (when fn throws) none. On PostgreSQL fn may run
+   * more than once (a lost race is run again): it does nothing outside its statements that a second run repeats.
+   */
+  transaction<T>(fn: (sql: Sql) => Promise<T>, options?: TransactionOptions): Promise<T>;
   /**
    * Where other processes write too (PostgreSQL): tells them that who-may-do-what changed, and hears when they
    * do, so every process drops its cached grants (runtime/authorization.ts) within moments of the commit.
@@ -35,6 +38,14 @@ export interface Store {
   /** Write transactions waiting for the connection (SQLite: the group commit's queue). */
   writeQueueDepth?: () => number;
   close(): Promise<void>;
+}
+
+export interface TransactionOptions {
+  /**
+   * The transaction's checks span rows that no row lock covers (who may grant what): PostgreSQL runs it
+   * SERIALIZABLE. SQLite's single writer serializes every transaction anyway.
+   */
+  serializable?: boolean;
 }
 
 /**
@@ -87,7 +98,7 @@ export function timeStatements(store: Store, observe: StatementObserver): Store 
     ...store,
     read: timedSql(store.read, 'read', observe),
     slowRead: timedSql(store.slowRead, 'slow_read', observe),
-    transaction: (fn) => store.transaction((sql) => fn(timedSql(sql, 'write', observe))),
+    transaction: (fn, options) => store.transaction((sql) => fn(timedSql(sql, 'write', observe)), options),
   };
 }
 

@@ -7,7 +7,7 @@ import type { Row } from './records.js';
 import { CountChanges, isCounted, readCounts } from './scope-counts.js';
 import type { Sql } from './sql.js';
 import { and, equal, type Condition, type Value } from './condition.js';
-import { quoteIdentifier, type Column, type Dialect } from './dialect.js';
+import { quoteIdentifier, type Column, type Dialect, type RowLock } from './dialect.js';
 import { ConditionCompiler } from './sql-condition.js';
 import type { Store } from './store.js';
 
@@ -88,9 +88,13 @@ export class Table<T = Row> {
     return record as T;
   }
 
-  /** The record with this uid, without its sub-resources (a repo's readme, up to 1 MiB): their own get reads them. */
-  async get(uid: string, sql?: Sql): Promise<T | null> {
-    const [values] = await (sql ?? this.store.read).values(this.byUid, [uid]);
+  /**
+   * The record with this uid, without its sub-resources (a repo's readme, up to 1 MiB): their own get reads them.
+   * lock: in a write's transaction, the row locked until it ends (runtime/dialect.ts's RowLock).
+   */
+  async get(uid: string, sql?: Sql, lock?: RowLock): Promise<T | null> {
+    const text = lock ? this.byUid + this.dialect.lock(lock) : this.byUid;
+    const [values] = await (sql ?? this.store.read).values(text, [uid]);
     return values ? this.toRecord(values, this.findColumns) : null;
   }
 
@@ -102,8 +106,9 @@ export class Table<T = Row> {
   }
 
   /** The record with this uid and its sub-resources. */
-  async getWhole(uid: string, sql?: Sql): Promise<T | null> {
-    const [values] = await (sql ?? this.store.read).values(this.wholeByUid, [uid]);
+  async getWhole(uid: string, sql?: Sql, lock?: RowLock): Promise<T | null> {
+    const text = lock ? this.wholeByUid + this.dialect.lock(lock) : this.wholeByUid;
+    const [values] = await (sql ?? this.store.read).values(text, [uid]);
     return values ? this.toRecord(values, this.everyColumn) : null;
   }
 
@@ -113,6 +118,16 @@ export class Table<T = Row> {
    */
   async find(where: Condition<T>, order: Order[], limit: number, offset?: number, sql?: Sql): Promise<T[]> {
     const rows = await this.findValues(where, order, limit, offset, sql);
+    return rows.map((values) => this.toRecord(values, this.findColumns));
+  }
+
+  /** Rows matching, locked until the caller's transaction ends (runtime/dialect.ts's RowLock); in no order. */
+  async findLocked(sql: Sql, where: Condition<T>, lock: RowLock): Promise<T[]> {
+    const compiled = this.conditions.compile(where);
+    const rows = await sql.values(
+      `select ${this.findList} from ${this.table} where ${compiled.sql}${this.dialect.lock(lock)}`,
+      compiled.params,
+    );
     return rows.map((values) => this.toRecord(values, this.findColumns));
   }
 
@@ -232,12 +247,12 @@ export class Table<T = Row> {
     const { uid, parentUid } = record as Row;
     const note = (into: CountChanges) => into.note(uid as string, (parentUid ?? null) as string | null, 1);
     if (counts) note(counts);
-    else await note(new CountChanges(this.counted)).write(sql);
+    else await note(this.countChanges()!).write(sql);
   }
 
   /** Counts to change with inserts in one transaction; undefined for a table without counts. */
   countChanges(): CountChanges | undefined {
-    return this.counted ? new CountChanges(this.counted) : undefined;
+    return this.counted ? new CountChanges(this.counted, this.dialect.countShards) : undefined;
   }
 
   /** Sets these properties of the row with this uid. */
@@ -310,12 +325,15 @@ export class Table<T = Row> {
       `delete from ${this.table} where "uid" = ? returning ${this.parentColumn} as "parentUid"`,
       [uid],
     );
-    if (gone) await new CountChanges(this.counted).note(uid, (gone.parentUid ?? null) as string | null, -1).write(sql);
+    if (gone)
+      await this.countChanges()!
+        .note(uid, (gone.parentUid ?? null) as string | null, -1)
+        .write(sql);
   }
 
   /** The kept counts of these scopes (absent: no record there); only for a counted table. */
   scopeCounts(scopes: string[]): Promise<Map<string, { below: number; children: number }>> {
-    return readCounts(this.store.read, this.counted!, scopes);
+    return readCounts(this.store.read, this.counted!, scopes, this.dialect.countShards);
   }
 
   /** Whether a record with this uid exists, and its parent. */

@@ -93,27 +93,31 @@ export async function startCluster({ endWithProcess = false } = {}) {
     'max_connections=300',
   ]);
   // Its own process group: runuser answers a signal by signalling its whole group, which must not be ours.
-  const child = spawn(cmd, args, { stdio: ['ignore', 'pipe', 'pipe'], detached: true });
-  let log = '';
-  await new Promise((resolve, reject) => {
-    const timer = setTimeout(() => reject(new Error(`PostgreSQL did not start within 30 s:\n${log}`)), 30_000);
-    const onData = (d) => {
-      log += d;
-      if (/ready to accept connections/.test(log)) {
+  const launch = async () => {
+    const started = spawn(cmd, args, { stdio: ['ignore', 'pipe', 'pipe'], detached: true });
+    let log = '';
+    await new Promise((resolve, reject) => {
+      const timer = setTimeout(() => reject(new Error(`PostgreSQL did not start within 30 s:\n${log}`)), 30_000);
+      const onData = (d) => {
+        log += d;
+        if (/ready to accept connections/.test(log)) {
+          clearTimeout(timer);
+          resolve();
+        }
+      };
+      started.stdout.on('data', onData);
+      started.stderr.on('data', onData);
+      started.once('exit', (code) => {
         clearTimeout(timer);
-        resolve();
-      }
-    };
-    child.stdout.on('data', onData);
-    child.stderr.on('data', onData);
-    child.once('exit', (code) => {
-      clearTimeout(timer);
-      reject(new Error(`PostgreSQL exited with ${code}:\n${log}`));
+        reject(new Error(`PostgreSQL exited with ${code}:\n${log}`));
+      });
     });
-  });
-  child.removeAllListeners('exit');
-  if (endWithProcess) {
-    for (const handle of [child, child.stdout, child.stderr]) handle.unref();
+    started.removeAllListeners('exit');
+    if (endWithProcess) for (const handle of [started, started.stdout, started.stderr]) handle.unref();
+    return started;
+  };
+  let child = await launch();
+  if (endWithProcess)
     process.once('exit', () => {
       try {
         process.kill(-child.pid, 'SIGINT');
@@ -121,7 +125,12 @@ export async function startCluster({ endWithProcess = false } = {}) {
         // already stopped
       }
     });
-  }
+  // SIGINT: PostgreSQL's fast shutdown, to the server and runuser alike.
+  const halt = () =>
+    new Promise((resolve) => {
+      child.once('exit', resolve);
+      process.kill(-child.pid, 'SIGINT');
+    });
   const base = `postgres://platform@127.0.0.1:${port}`;
   let made = 0;
   return {
@@ -133,12 +142,14 @@ export async function startCluster({ endWithProcess = false } = {}) {
       execFileSync(c, a, { stdio: ['ignore', 'ignore', 'pipe'] });
       return `${base}/${name}`;
     },
+    /** Stops the server and keeps its data, until resume(): an outage under the clients still running. */
+    pause: halt,
+    /** Starts it again after pause(), on the same port and data. */
+    async resume() {
+      child = await launch();
+    },
     async stop() {
-      await new Promise((resolve) => {
-        child.once('exit', resolve);
-        // SIGINT: PostgreSQL's fast shutdown, to the server and runuser alike.
-        process.kill(-child.pid, 'SIGINT');
-      });
+      await halt();
       rmSync(dir, { recursive: true, force: true });
     },
   };

@@ -23,6 +23,7 @@ const onBothEngines = [
   'behaviours',
   'capabilities',
   'client',
+  'concurrency',
   'conformance',
   'conformance-grpc',
   'escalation',

@@ -93,6 +93,24 @@ test('a missing resource is NOT_FOUND with ResourceInfo; a missing parent too', 
   assertError(badUid, 400, 3, 'INVALID_ARGUMENT');
 });
 
+test('a natural key is taken once: a second repo of the same name under one group is ALREADY_EXISTS, at once or racing', async () => {
+  const first = await s.call('POST', `/registry/v2/repos/${org}`, { name: 'twin' });
+  assert.is(first.status, 200);
+  const second = await s.call('POST', `/registry/v2/repos/${org}`, { name: 'twin' });
+  assertError(second, 409, 6, 'ALREADY_EXISTS');
+  assert.match(JSON.stringify(second.body), /name \\"twin\\"/);
+  // Eight creates of one new name at once: one is made, the others refused, on either engine.
+  const racing = await Promise.all(
+    Array.from({ length: 8 }, () => s.call('POST', `/registry/v2/repos/${org}`, { name: 'racer' })),
+  );
+  assert.equal(racing.map((r) => r.status).sort(), [200, 409, 409, 409, 409, 409, 409, 409]);
+  const listed = await s.call('GET', `/registry/v2/repos?uidp.children_of=${org}&name=racer`);
+  assert.is(listed.body.repos.length, 1);
+  // Another group may have its own.
+  const group = await s.call('POST', `/iam/v2/groups/${org}`, { name: 'elsewhere-twin' });
+  assert.is((await s.call('POST', `/registry/v2/repos/${group.body.uid}`, { name: 'twin' })).status, 200);
+});
+
 test('PATCH: no mask changes present fields; a mask ignores other fields; * replaces; bad masks are rejected', async () => {
   const { body: repo } = await s.call('POST', `/registry/v2/repos/${org}`, {
     name: 'patchme',

@@ -58,6 +58,8 @@ export interface DeliveryCounts {
 
 const iso = (ms: number) => new Date(ms).toISOString();
 const bySeq = [{ property: 'seq', desc: false }];
+/** The longest wait between failed passes: below readiness's 30 s, so an outage's worker is not called stuck. */
+const maxBackoffMs = 10_000;
 const byEventSeq = [{ property: 'eventSeq', desc: false }];
 const byNextAttempt = [{ property: 'nextAttemptTime', desc: false }];
 const byUid = [{ property: 'uid', desc: false }];
@@ -80,6 +82,8 @@ export class DeliveryWorker {
   /** when the last pass over the work ended (or the worker started): readiness sees a stuck worker */
   private passedAt = 0;
   private prunedAt = 0;
+  /** passes failed in a row (0: the last succeeded) */
+  private failedPasses = 0;
   /** the last subscription a claim looked at: the next claim starts after it, round the ring of all of them */
   private cursor = '';
   /** the last claim stopped before the end of the ring, with deliveries due: the next one looks on at once */
@@ -139,11 +143,36 @@ export class DeliveryWorker {
       busy = (await this.dispatch()) > 0;
       busy = (await this.sendDue()) > 0 || this.lookOn || busy;
       if (Date.now() - this.prunedAt > 60_000) await this.prune();
+      this.passSucceeded();
     } catch (e) {
-      this.failedStep(e);
+      this.passFailed(e);
     }
     this.passedAt = Date.now();
-    this.schedule(busy ? 0 : this.config.pollMs);
+    this.schedule(this.failedPasses > 0 ? this.backoffMs() : busy ? 0 : this.config.pollMs);
+  }
+
+  /**
+   * A pass that failed (the database is away): the next waits twice as long as the last, from pollMs up to
+   * maxBackoffMs, and only the first failure and the recovery are logged, not every pass of an outage.
+   */
+  private passFailed(e: unknown): void {
+    if (this.failedPasses++ > 0 || this.stopped) return;
+    this.log({
+      level: 'error',
+      worker: 'events',
+      error: e instanceof Error ? e.message : String(e),
+      backoff: `passes retried, the wait doubling up to ${maxBackoffMs / 1000} s; logged again once one succeeds`,
+    });
+  }
+
+  private passSucceeded(): void {
+    if (this.failedPasses === 0) return;
+    this.log({ level: 'info', worker: 'events', message: `passes succeed again, after ${this.failedPasses} failed` });
+    this.failedPasses = 0;
+  }
+
+  private backoffMs(): number {
+    return Math.min(maxBackoffMs, this.config.pollMs * 2 ** Math.min(this.failedPasses - 1, 20));
   }
 
   private failedStep(e: unknown): void {
