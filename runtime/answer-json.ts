@@ -67,7 +67,8 @@ function memberJson(json: JsonSql, name: string, column: string, c: Column, f: F
 
 /**
  * The expression rendering r's answer from rows of these columns ([property, column]), or undefined when a
- * shown field cannot be rendered exactly. A field without a column is left out, as toResource leaves out an
+ * shown field cannot be rendered exactly; NULL for a row where a JSON column it cannot render is set. A field
+ * without a column is left out, as toResource leaves out an
  * absent property; so is a NULL column, or a JSON column holding null. Members that are NULL vanish in
  * concat(), which also makes the text once instead of once per `||`.
  */
@@ -80,12 +81,19 @@ export function answerJsonSql(
   const uid = at.get('uid');
   if (!uid) return undefined;
   const parts = [literal('{"uid":'), json.value(quoteIdentifier(uid.name))];
+  // An optional object SQL cannot render (one holding maps or lists of objects, as a repo's customOverlay): the
+  // answer is rendered for rows where it is unset, and NULL where it is set, for the caller to shape that row in
+  // JavaScript. A map or list column is most often set: its resource is shaped in JavaScript throughout.
+  const unset: string[] = [];
   for (const [name, f] of shownFields(r.fields)) {
     const c = at.get(name);
     if (!c) continue;
-    const member = memberJson(json, name, quoteIdentifier(c.name), c, f);
-    if (member === undefined) return undefined;
-    parts.push(member);
+    const column = quoteIdentifier(c.name);
+    const member = memberJson(json, name, column, c, f);
+    if (member === undefined && c.kind === 'json' && f.type === 'object' && !f.repeated)
+      unset.push(`(${column} is null or ${column} = 'null')`);
+    else if (member === undefined) return undefined;
+    else parts.push(member);
   }
   for (const stamp of ['createTime', 'updateTime'] as const) {
     if (r.timestamps && !r.timestamps.includes(stamp)) continue;
@@ -93,5 +101,6 @@ export function answerJsonSql(
     // Shown even when NULL, as toResource shows it.
     if (c) parts.push(key(stamp), json.value(quoteIdentifier(c.name)));
   }
-  return `concat(${parts.join(', ')}, '}')`;
+  const rendered = `concat(${parts.join(', ')}, '}')`;
+  return unset.length === 0 ? rendered : `case when ${unset.join(' and ')} then ${rendered} end`;
 }

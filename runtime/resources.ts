@@ -76,10 +76,15 @@ interface AnswerForm<I> {
   item: (values: unknown[]) => I;
 }
 
+/** A row whose answer the database left to JavaScript (runtime/answer-json.ts): read again as objects. */
+interface Unrendered {
+  uid: string;
+}
+
 /** A resource's answers as objects, and as JSON text where the database renders them. */
 interface AnswerForms {
   objects: AnswerForm<Row>;
-  json?: AnswerForm<string>;
+  json?: AnswerForm<string | Unrendered>;
 }
 
 export interface ListResult<T = Row> {
@@ -429,7 +434,14 @@ export class Resources {
     counting?: ListScope,
   ): Promise<ListResult<string>> {
     const { json, objects } = this.answerForms(r, req.order.field);
-    if (json) return this.page(r, req, scope, counting, json);
+    if (json) {
+      const page = await this.page(r, req, scope, counting, json);
+      if (page.items.every((item) => typeof item === 'string')) return page as ListResult<string>;
+      const items = await Promise.all(
+        page.items.map((item) => (typeof item === 'string' ? item : this.getJsonAs(r, item.uid, objects))),
+      );
+      return { ...page, items };
+    }
     const page = await this.page(r, req, scope, counting, objects);
     return { ...page, items: page.items.map((item) => JSON.stringify(item)) };
   }
@@ -501,9 +513,15 @@ export class Resources {
       const json = this.store.dialect.json;
       const rendered = json && answerJsonSql(json, r, table.selection(resourceProperties(r)).columns);
       const keys = table.selection(['uid', orderedBy], rendered);
+      const uidAt = keys.columns.findIndex(([property]) => property === 'uid');
       found = {
         objects: { selection, item: compileAnswerShape(r, selection.columns) },
-        json: rendered ? { selection: keys, item: (values) => values[keys.columns.length] as string } : undefined,
+        json: rendered
+          ? {
+              selection: keys,
+              item: (values) => (values[keys.columns.length] as string | null) ?? { uid: values[uidAt] as string },
+            }
+          : undefined,
       };
       byOrder.set(orderedBy, found);
     }
@@ -544,7 +562,13 @@ export class Resources {
    */
   getJson(r: ResourceModel, uid: string): string | Promise<string> {
     const { json, objects } = this.answerForms(r, 'uid');
-    if (json) return this.getAs(r, uid, json);
+    if (!json) return this.getJsonAs(r, uid, objects);
+    const answer = this.getAs(r, uid, json);
+    if (typeof answer === 'string') return answer;
+    return Promise.resolve(answer).then((a) => (typeof a === 'string' ? a : this.getJsonAs(r, uid, objects)));
+  }
+
+  private getJsonAs(r: ResourceModel, uid: string, objects: AnswerForm<Row>): Promise<string> {
     return Promise.resolve(this.getAs(r, uid, objects)).then((answer) => JSON.stringify(answer));
   }
 

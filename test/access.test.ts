@@ -140,6 +140,13 @@ test("a repo's custom overlay: as the reference shapes it, changed only with CAP
   );
   assert.is(made.status, 200, JSON.stringify(made.body));
   assert.equal((await s.call('GET', `/registry/v2/repos/${made.body.uid}`)).body.customOverlay, overlay);
+  // A list holding it beside repos without one (SQLite renders those, and leaves this one to JavaScript).
+  await s.call('POST', `/registry/v2/repos/${org}`, { name: 'plain-beside-overlaid' });
+  const listed = await s.call('GET', `/registry/v2/repos?uidp.children_of=${org}&page_size=200`);
+  assert.is(listed.status, 200, JSON.stringify(listed.body));
+  const byName = new Map(listed.body.repos.map((x: { name: string }) => [x.name, x]));
+  assert.equal((byName.get('overlaid') as { customOverlay: unknown }).customOverlay, overlay);
+  assert.is((byName.get('plain-beside-overlaid') as { customOverlay?: unknown }).customOverlay, undefined);
   const role = await s.call('POST', `/iam/v2/roles/${org}`, {
     name: 'repo maker',
     capabilities: ['CAP_REPO_CREATE', 'CAP_REPO_LIST', 'CAP_REPO_UPDATE'],

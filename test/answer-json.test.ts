@@ -39,6 +39,14 @@ test('every resource the database renders: its JSON text holds what toResource o
       const pick = chooser(seed);
       const values = seededRow(r, selection.columns, pick);
       const [[text]] = await store.read.values(statement, values);
+      if (text === null) {
+        // Left to JavaScript: only a row where a JSON column SQL cannot render (a repo's customOverlay) is set.
+        const set = selection.columns.filter(
+          ([, c], i) => c.kind === 'json' && values[i] !== null && values[i] !== 'null',
+        );
+        assert.ok(set.length > 0, `${r.type}, seed ${seed}: not rendered, though no JSON column is set`);
+        continue;
+      }
       const want = JSON.stringify(toResource(table.recordOf(values, selection), r));
       assert.is(JSON.stringify(JSON.parse(text as string)), want, `${r.type}, seed ${seed}`);
       cases++;
