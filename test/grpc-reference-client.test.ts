@@ -1,5 +1,5 @@
 // A client built from the reference system's own protos, not ours: its codec is made from the facts of those
-// protos (../shared/reference/grpc-v2.json and grpc-v2beta1.json, the same services under the pre-release package
+// protos (test/facts/grpc-v2.json and grpc-v2beta1.json, the same services under the pre-release package
 // names the reference's Terraform provider calls), so these calls prove the wire works for the reference's clients.
 import { readFileSync } from 'node:fs';
 import * as grpc from '@grpc/grpc-js';
@@ -25,7 +25,7 @@ interface Facts {
   >;
 }
 
-const read = (version: string): Facts => JSON.parse(readFileSync(`../shared/reference/grpc-${version}.json`, 'utf8'));
+const read = (version: string): Facts => JSON.parse(readFileSync(`test/facts/grpc-${version}.json`, 'utf8'));
 /** Both files as one: the packages differ, and what they share (google.protobuf, capabilities, common) is the same. */
 const facts: Facts = [read('v2'), read('v2beta1')].reduce((all, f) => ({
   messages: { ...all.messages, ...f.messages },
