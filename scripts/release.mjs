@@ -63,6 +63,12 @@ function checkImports(metafile) {
     throw new Error(`the server imports ${undeclared.join(', ')}, not in package.json's "dependencies"`);
 }
 
+/**
+ * What a package folder holds that nothing runs: command links, and what a native build leaves beside its
+ * module (node-gyp's objects and archives, better-sqlite3's SQLite sources).
+ */
+const unused = /\/(\.bin|build\/Release\/(obj|obj\.target|\.deps)|build\/deps|better-sqlite3\/(deps|src))$|\.a$/;
+
 /** Copies the production dependencies' folders (package-lock.json's entries not marked dev) from node_modules. */
 function copyDependencies() {
   const lock = JSON.parse(readFileSync(join(root, 'package-lock.json'), 'utf8'));
@@ -76,7 +82,7 @@ function copyDependencies() {
     cpSync(join(root, path), join(out, path), {
       recursive: true,
       dereference: true,
-      filter: (src) => !/\/\.bin$/.test(src),
+      filter: (src) => !unused.test(src),
     });
     copied.push(path);
   }

@@ -124,8 +124,9 @@ test.before(async () => {
 });
 
 test.after(async () => {
-  haproxy?.kill('SIGTERM');
-  for (const instance of [api1, api2]) instance?.child.kill('SIGKILL');
+  // Ended and waited for: a child left running would keep the test run alive.
+  const children = [haproxy, api1?.child, api2?.child].filter((c) => c !== undefined && c.exitCode === null);
+  await Promise.all(children.map((c) => (c!.kill('SIGKILL'), exitOf(c!))));
   rmSync(scratch, { recursive: true, force: true });
   await stopOwnCluster();
 });
