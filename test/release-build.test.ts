@@ -3,9 +3,9 @@
 // point at a free port and a scratch directory), no TypeScript tooling on PATH or in the folder. It answers ping
 // over HTTP and gRPC, the image's HEALTHCHECK passes, and SIGTERM stops it with exit 0.
 import { spawnSync } from 'node:child_process';
-import { existsSync, mkdirSync, mkdtempSync, rmSync } from 'node:fs';
+import { existsSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
-import { join } from 'node:path';
+import { join, resolve } from 'node:path';
 import { test } from 'uvu';
 import * as assert from 'uvu/assert';
 import { grpcClient } from './support/grpc-client.js';
@@ -34,6 +34,14 @@ test('the release holds the server as JavaScript and its production dependencies
   assert.match(output, /^built platform-api \S+ into .* \(\d+ packages\)/);
   assert.ok(existsSync(join(dir, 'server/main.js')));
   assert.ok(existsSync(join(dir, 'node_modules/better-sqlite3/build/Release/better_sqlite3.node')));
+  // Paths code resolves against its own file (generated/, the read worker) stay inside the release: nothing
+  // reaches back into the repository it was built from.
+  for (const file of readdirSync(join(dir, 'server')).filter((f) => f.endsWith('.js'))) {
+    const text = readFileSync(join(dir, 'server', file), 'utf8');
+    assert.not.ok(text.includes(process.cwd()), `${file} names the repository's path`);
+    for (const [, url] of text.matchAll(/new URL\("([^"]+)", import\.meta\.url\)/g))
+      assert.ok(resolve(dir, 'server', url).startsWith(`${dir}/`), `${file}: ${url} is outside the release`);
+  }
   for (const tool of ['tsx', 'typescript', 'esbuild', 'ts-morph', 'eslint', 'uvu'])
     assert.not.ok(existsSync(join(dir, 'node_modules', tool)), `the release holds no ${tool}`);
 });
