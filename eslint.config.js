@@ -4,7 +4,7 @@ import globals from 'globals';
 import tseslint from 'typescript-eslint';
 
 export default tseslint.config(
-  { ignores: ['node_modules/', 'generated/', 'data/', '.tmp/', '.build/', 'test/golden/'] },
+  { ignores: ['node_modules/', 'generated/', 'data/', '.tmp/', '.build/', 'bench/.build/', 'dist/', 'test/golden/'] },
   js.configs.recommended,
   ...tseslint.configs.recommended,
   {
@@ -27,7 +27,7 @@ export default tseslint.config(
   },
   {
     // Tests, the conformance suite and the benchmark read JSON from servers they do not trust: `any` is what arrives.
-    files: ['test/**', 'conformance/**', 'scripts/bench.ts', 'scripts/bench/**'],
+    files: ['test/**', 'conformance/**', 'bench/**'],
     rules: { '@typescript-eslint/no-explicit-any': 'off' },
   },
 );

@@ -3,13 +3,13 @@
 // generator/ or runtime/model.ts are not what it was generated from (content hashes: a removed or renamed file
 // counts). Says what it does, on stderr so that `TOKEN=$(npm run -s token)` stays the token alone.
 // Plain Node: it runs before any install. `--install-only` is for pregenerate, which must not regenerate.
+// `--bench` also installs the benchmark's own package (bench/: its baselines, which nothing else needs) the same
+// way, so that the first `npm run bench` installs them and no other command does.
 import { execSync } from 'node:child_process';
 import { createHash } from 'node:crypto';
 import { existsSync, lstatSync, readFileSync, realpathSync, statSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { sourceHashes, sourceRecordFile } from './source-hash.mjs';
-
-const lockRecord = 'node_modules/.lock-hash';
 
 const hash = (data) => createHash('sha256').update(data).digest('hex');
 const read = (file) => (existsSync(file) ? readFileSync(file, 'utf8') : undefined);
@@ -25,13 +25,16 @@ function run(why, command) {
   }
 }
 
-function ensureInstalled() {
-  const lockHash = hash(readFileSync('package-lock.json'));
+/** Installs the package in dir (the project, or bench/) unless its node_modules was installed from its lock. */
+function ensureInstalled(dir, what) {
+  const at = (file) => join(dir, file);
+  const lockRecord = at('node_modules/.lock-hash');
+  const lockHash = hash(readFileSync(at('package-lock.json')));
   const recorded = read(lockRecord)?.trim();
   if (recorded === lockHash) return;
-  if (lstatSync('node_modules', { throwIfNoEntry: false })?.isSymbolicLink()) {
+  if (lstatSync(at('node_modules'), { throwIfNoEntry: false })?.isSymbolicLink()) {
     // npm ci empties node_modules/ through the link, under every checkout that shares it: never do that here.
-    if (!existsSync('node_modules')) {
+    if (!existsSync(at('node_modules'))) {
       console.error(
         `node_modules is a link to a directory that does not exist; remove the link or point it at an install`,
       );
@@ -39,21 +42,22 @@ function ensureInstalled() {
     }
     if (recorded !== undefined) {
       console.error(
-        `> node_modules links to ${realpathSync('node_modules')}, installed from another package-lock.json; not reinstalling through a link (run npm ci where it points, or replace the link)`,
+        `> ${at('node_modules')} links to ${realpathSync(at('node_modules'))}, installed from another package-lock.json; not reinstalling through a link (run npm ci where it points, or replace the link)`,
       );
     }
     return;
   }
-  const installedAt = existsSync('node_modules/.package-lock.json')
-    ? statSync('node_modules/.package-lock.json').mtimeMs
+  const installedAt = existsSync(at('node_modules/.package-lock.json'))
+    ? statSync(at('node_modules/.package-lock.json')).mtimeMs
     : 0;
-  if (recorded === undefined && installedAt > statSync('package-lock.json').mtimeMs) {
+  if (recorded === undefined && installedAt > statSync(at('package-lock.json')).mtimeMs) {
     // Installed before installs were recorded, and since the last change of the lock: adopt it.
     writeFileSync(lockRecord, `${lockHash}\n`);
     return;
   }
-  const why = installedAt === 0 ? 'dependencies are not installed' : 'package-lock.json changed since the last install';
-  run(why, 'npm ci --no-audit --no-fund');
+  const why =
+    installedAt === 0 ? `${what} are not installed` : `${at('package-lock.json')} changed since the last install`;
+  run(why, `npm ci --no-audit --no-fund${dir === '.' ? '' : ` --prefix ${dir}`}`);
   writeFileSync(lockRecord, `${lockHash}\n`);
 }
 
@@ -79,5 +83,6 @@ function ensureGenerated() {
   run(why, 'npm run -s generate');
 }
 
-ensureInstalled();
+ensureInstalled('.', 'dependencies');
+if (process.argv.includes('--bench')) ensureInstalled('bench', "the benchmark's baselines (bench/package.json)");
 if (!process.argv.includes('--install-only')) ensureGenerated();

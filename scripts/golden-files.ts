@@ -4,6 +4,7 @@
 import { spawnSync } from 'node:child_process';
 import { cpSync, existsSync, mkdirSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
+import { structuredPatch } from 'diff';
 import { pathToFileURL } from 'node:url';
 import ts from 'typescript';
 import type { ApiModel } from '../runtime/model.js';
@@ -261,124 +262,26 @@ export function writeGoldens(parts: Record<string, string>, dir = goldenDir): st
 }
 
 /**
- * A unified-style diff of two texts by lines (a longest common subsequence), two lines of context, cut after
- * limit differing lines: enough to see what changed without flooding a test report.
+ * A unified-style diff of two texts by lines (jsdiff's), two lines of context, cut after limit differing lines:
+ * enough to see what changed without flooding a test report.
  */
 export function lineDiff(before: string, after: string, limit = 40): string {
-  const a = before.split('\n');
-  const b = after.split('\n');
-  return formatHunks(a, lineEdits(a, b), limit);
-}
-
-/** One line of a diff: kept, removed or added, and where it is in the old and new texts. */
-interface Edit {
-  op: ' ' | '-' | '+';
-  line: string;
-  at: [number, number];
-}
-
-/** The part of two texts that differs: from start to endA in a, to endB in b. */
-interface Middle {
-  start: number;
-  endA: number;
-  endB: number;
-}
-
-/** The edits from a to b over the lines between their common prefix and suffix. */
-function lineEdits(a: string[], b: string[]): Edit[] {
-  // Only the middle that differs needs the quadratic table.
-  let start = 0;
-  while (start < a.length && start < b.length && a[start] === b[start]) start++;
-  let endA = a.length;
-  let endB = b.length;
-  while (endA > start && endB > start && a[endA - 1] === b[endB - 1]) {
-    endA--;
-    endB--;
-  }
-  const middle = { start, endA, endB };
-  return (endA - start) * (endB - start) > 4e7 ? replacedEdits(a, b, middle) : alignedEdits(a, b, middle);
-}
-
-/** Texts too different to align: the whole middle shown as replaced. */
-function replacedEdits(a: string[], b: string[], { start, endA, endB }: Middle): Edit[] {
-  const edits: Edit[] = [];
-  for (let i = start; i < endA; i++) edits.push({ op: '-', line: a[i], at: [i, start] });
-  for (let j = start; j < endB; j++) edits.push({ op: '+', line: b[j], at: [endA, j] });
-  return edits;
-}
-
-/** The middle aligned by a longest common subsequence. */
-function alignedEdits(a: string[], b: string[], { start, endA, endB }: Middle): Edit[] {
-  const n = endA - start;
-  const m = endB - start;
-  // common[i * (m + 1) + j]: the longest common subsequence of the middles' suffixes from i and j.
-  const common = new Uint32Array((n + 1) * (m + 1));
-  for (let i = n - 1; i >= 0; i--) {
-    for (let j = m - 1; j >= 0; j--) {
-      common[i * (m + 1) + j] =
-        a[start + i] === b[start + j]
-          ? common[(i + 1) * (m + 1) + j + 1] + 1
-          : Math.max(common[(i + 1) * (m + 1) + j], common[i * (m + 1) + j + 1]);
-    }
-  }
-  const edits: Edit[] = [];
-  let i = 0;
-  let j = 0;
-  while (i < n || j < m) {
-    if (i < n && j < m && a[start + i] === b[start + j])
-      edits.push({ op: ' ', line: a[start + i], at: [start + i++, start + j++] });
-    // On a tie, the removed line first, as diff prints them.
-    else if (i < n && (j === m || common[(i + 1) * (m + 1) + j] >= common[i * (m + 1) + j + 1]))
-      edits.push({ op: '-', line: a[start + i], at: [start + i++, start + j] });
-    else edits.push({ op: '+', line: b[start + j], at: [start + i, start + j++] });
-  }
-  return edits;
-}
-
-const context = 2;
-
-/** The edits as hunks with their context, stopping once limit differing lines are shown. */
-function formatHunks(a: string[], edits: Edit[], limit: number): string {
+  const { hunks } = structuredPatch('golden', 'generated', before, after, undefined, undefined, { context: 2 });
   const out: string[] = [];
   let shown = 0;
-  const changes = edits.filter((e) => e.op !== ' ').length;
-  for (let k = 0; k < edits.length && shown < limit;) {
-    if (edits[k].op === ' ') {
-      k++;
-      continue;
-    }
-    const end = hunkEnd(edits, k);
-    const [fromA, fromB] = edits[k].at;
-    const lead = Math.min(context, fromA);
-    out.push(`@@ -${fromA - lead + 1} +${fromB - lead + 1} @@`);
-    for (const l of hunkLines(a, edits.slice(k, end), fromA, lead)) {
+  let changes = 0;
+  for (const hunk of hunks) {
+    // jsdiff's marker for a last line without a newline is no line of either text.
+    const lines = hunk.lines.filter((l) => !l.startsWith('\\'));
+    changes += lines.filter((l) => l[0] !== ' ').length;
+    if (shown >= limit) continue;
+    out.push(`@@ -${hunk.oldStart} +${hunk.newStart} @@`);
+    for (const l of lines) {
       if (shown >= limit) break;
-      out.push(l);
+      out.push(`${l[0]} ${l.slice(1)}`);
       if (l[0] !== ' ') shown++;
     }
-    k = end;
   }
   if (changes > shown) out.push(`... and ${changes - shown} more differing lines`);
   return out.join('\n');
-}
-
-/** Where the hunk starting at k ends: it takes in the next change while at most 2 * context unchanged lines come between. */
-function hunkEnd(edits: Edit[], k: number): number {
-  let end = k;
-  while (
-    end < edits.length &&
-    (edits[end].op !== ' ' || edits.slice(end, end + 2 * context + 1).some((e) => e.op !== ' '))
-  )
-    end++;
-  return end;
-}
-
-/** A hunk's lines: lead lines of context before it (from a), its edits, and context after it. */
-function hunkLines(a: string[], hunk: Edit[], fromA: number, lead: number): string[] {
-  const lastA = fromA + hunk.filter((e) => e.op !== '+').length;
-  return [
-    ...a.slice(fromA - lead, fromA).map((l) => `  ${l}`),
-    ...hunk.map((e) => `${e.op} ${e.line}`),
-    ...a.slice(lastA, lastA + context).map((l) => `  ${l}`),
-  ];
 }

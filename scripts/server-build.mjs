@@ -32,16 +32,17 @@ function staleness(root, record) {
 
 /**
  * Code that resolves a path against its own file's URL (the read worker, generated/) keeps resolving it there
- * rather than against the bundle's: import.meta.url becomes the source file's URL, relative to the bundle.
+ * rather than against the bundle's: import.meta.url becomes the source file's URL, relative to the bundle, which
+ * stands at urlBase (the start-up build: where it is written; the release: server/, in a copy of the tree).
  */
-function sourceUrls(outdir) {
+function sourceUrls(urlBase) {
   return {
     name: 'source-urls',
     setup(build) {
       build.onLoad({ filter: /\.ts$/ }, (args) => {
         const text = readFileSync(args.path, 'utf8');
         if (!text.includes('import.meta.url')) return undefined;
-        const url = JSON.stringify(relative(outdir, args.path));
+        const url = JSON.stringify(relative(urlBase, args.path));
         return { contents: text.replaceAll('import.meta.url', `new URL(${url}, import.meta.url).href`), loader: 'ts' };
       });
     },
@@ -69,13 +70,12 @@ function requirePackages() {
   };
 }
 
-/** Builds into .build/server/<content hash>/ and records it; older builds are removed. */
-async function build(root) {
-  const esbuild = await import('esbuild');
-  const dir = buildDir(root);
-  // Every build lives at the same depth (.build/server/<id>/), which is what the source URLs are relative to.
-  const placeholder = join(dir, 'id');
-  const result = await esbuild.build({
+/**
+ * esbuild's options for the server: the bundle written to outdir, its source URLs relative to urlBase. The
+ * release (scripts/release.mjs) builds with these too.
+ */
+export function serverBuildOptions(root, outdir, urlBase) {
+  return {
     absWorkingDir: root,
     entryPoints: [entry],
     bundle: true,
@@ -87,15 +87,23 @@ async function build(root) {
     target: 'node20',
     packages: 'external',
     sourcemap: 'linked',
-    outdir: placeholder,
-    write: false,
+    outdir,
     metafile: true,
     logLevel: 'error',
     banner: {
       js: "import { createRequire as __createRequire } from 'node:module'; const __requirePackage = __createRequire(import.meta.url);",
     },
-    plugins: [sourceUrls(placeholder), requirePackages()],
-  });
+    plugins: [sourceUrls(urlBase), requirePackages()],
+  };
+}
+
+/** Builds into .build/server/<content hash>/ and records it; older builds are removed. */
+async function build(root) {
+  const esbuild = await import('esbuild');
+  const dir = buildDir(root);
+  // Every build lives at the same depth (.build/server/<id>/), which is what the source URLs are relative to.
+  const placeholder = join(dir, 'id');
+  const result = await esbuild.build({ ...serverBuildOptions(root, placeholder, placeholder), write: false });
   const files = result.outputFiles.map((f) => ({ name: relative(placeholder, f.path), contents: f.contents }));
   const id = hash(files.map((f) => `${f.name}\0${hash(f.contents)}\n`).join('')).slice(0, 16);
   if (!existsSync(join(dir, id))) {

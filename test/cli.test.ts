@@ -20,7 +20,7 @@ const clis: Record<string, string> = {
   token: 'scripts/token.ts',
   import: 'scripts/import.ts',
   conformance: 'scripts/conformance.ts',
-  bench: 'scripts/bench.ts',
+  bench: 'bench/bench.ts',
   'rotate-key': 'scripts/rotate-key.ts',
   migrate: 'scripts/migrate.ts',
   events: 'scripts/events.ts',

@@ -35,6 +35,7 @@ writeFileSync(
 echo "$*" >> "${npmLog}"
 echo "npm output"
 case "$*" in
+  "ci --no-audit --no-fund --prefix bench") mkdir -p bench/node_modules && echo '{}' > bench/node_modules/.package-lock.json ;;
   ci*) mkdir -p node_modules && echo '{}' > node_modules/.package-lock.json ;;
   "run -s generate") mkdir -p generated && echo model > generated/model.ts && node -e "${record}" > generated/.source-hash ;;
 esac
@@ -138,6 +139,22 @@ test('node_modules linked from another checkout is never reinstalled through the
   assert.is(r.status, 0, r.stderr);
   assert.equal(r.npm, []);
   assert.match(r.stderr, /node_modules links to .*shared\/node_modules, installed from another package-lock\.json/);
+});
+
+test("--bench installs the benchmark's own package once, and only --bench does", () => {
+  const dir = project('bench');
+  mkdirSync(join(dir, 'bench'));
+  writeFileSync(join(dir, 'bench/package-lock.json'), '{"lockfileVersion": 3}\n');
+  assert.equal(ready(dir).npm, ['ci --no-audit --no-fund', 'run -s generate'], 'npm start and the rest: not the bench');
+  const r = ready(dir, '--bench');
+  assert.equal(r.npm, ['ci --no-audit --no-fund --prefix bench']);
+  assert.match(
+    r.stderr,
+    "> the benchmark's baselines (bench/package.json) are not installed: npm ci --no-audit --no-fund --prefix bench",
+  );
+  assert.equal(ready(dir, '--bench').npm, [], 'installed once');
+  writeFileSync(join(dir, 'bench/package-lock.json'), '{"lockfileVersion": 3, "packages": {}}\n');
+  assert.match(ready(dir, '--bench').stderr, '> bench/package-lock.json changed since the last install');
 });
 
 test.run();

@@ -159,14 +159,14 @@ test('wrong subject, expired token, forged token, unknown identity and missing p
 
 /**
  * SecurityTokenService as the reference's SDK calls it: a codec made from the facts of the reference's oidc protos
- * (../shared/reference/grpc-v1.json), not ours, and the upstream token as the bearer metadata.
+ * (test/facts/grpc-v1.json), not ours, and the upstream token as the bearer metadata.
  */
 async function grpcExchange(
   rpc: 'Exchange' | 'ExchangeRefreshToken',
   request: object,
   bearer?: string,
 ): Promise<{ code: number; message?: string; value?: any; details?: any[] }> {
-  const facts = JSON.parse(readFileSync('../shared/reference/grpc-v1.json', 'utf8'));
+  const facts = JSON.parse(readFileSync('test/facts/grpc-v1.json', 'utf8'));
   const root = new protobuf.Root();
   root.addJSON(protobuf.common.get('google/protobuf/timestamp.proto')!.nested!);
   const oidc = root.define('chainguard.platform.oidc');

@@ -10,7 +10,7 @@
 // operation), FUZZ_CASES=1,2,3 runs only those cases of the seed, FUZZ_REPORT=file writes every failure as JSON,
 // FUZZ_SERVER_LOG=file the server's log. On failure the test prints the failing requests, grouped by class, with
 // the server's log lines for them (the server runs with LOG=on; each request carries x-request-id fuzz-<seed>-<case>).
-import { existsSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import http from 'node:http';
 import net from 'node:net';
 import { tmpdir } from 'node:os';
@@ -51,11 +51,8 @@ const readJson = (path: string) => JSON.parse(readFileSync(new URL(path, import.
 const openapi = readJson('../generated/openapi.json');
 const operations: Operation[] = (() => {
   const served = [...v2Operations(openapi, apiModel), ...v1Operations(openapi, apiModel), ...otherOperations()];
-  // The reference contracts sit beside the repository here (../shared/reference); without them, no unserved operations.
-  const dir = new URL('../../shared/reference/', import.meta.url);
-  const reference = ['api-v1.json', 'api-v2.json']
-    .filter((f) => existsSync(new URL(f, dir)))
-    .map((f) => JSON.parse(readFileSync(new URL(f, dir), 'utf8')));
+  // The reference contracts' facts (test/facts/, scripts/reference-facts.mjs).
+  const reference = ['api-v1.json', 'api-v2.json'].map((f) => readJson(`./facts/${f}`));
   return [...served, ...unservedOperations(reference, served)];
 })();
 

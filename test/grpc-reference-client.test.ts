@@ -1,5 +1,5 @@
 // A client built from the reference system's own protos, not ours: its codec is made from the facts of those
-// protos (../shared/reference/grpc-v2.json and grpc-v2beta1.json, the same services under the pre-release package
+// protos (test/facts/grpc-v2.json and grpc-v2beta1.json, the same services under the pre-release package
 // names the reference's Terraform provider calls), so these calls prove the wire works for the reference's clients.
 import * as grpc from '@grpc/grpc-js';
 import protobuf from 'protobufjs';

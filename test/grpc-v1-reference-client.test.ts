@@ -1,5 +1,5 @@
 // The reference's Terraform provider's v1 calls, made by a client whose codec comes from the reference's own protos
-// (../shared/reference/grpc-v1.json), not ours: subscriptions, repos and tags created, listed, updated and deleted,
+// (test/facts/grpc-v1.json), not ours: subscriptions, repos and tags created, listed, updated and deleted,
 // identities looked up, organizations listed, and v1's empty list for the id of a record that is gone.
 import * as grpc from '@grpc/grpc-js';
 import protobuf from 'protobufjs';

@@ -1,4 +1,4 @@
-// Our /openapi.json beside the reference's published contract (../shared/reference/api-v2.json), operation by
+// Our /openapi.json beside the reference's published contract (test/facts/api-v2.json), operation by
 // operation: every reference operation is in ours under the same method, path template, parameter names and
 // operationId, with the same query parameters and the same fields in its request body and its answer, but for
 // the departures listed below with why. A new difference fails the test, and so does a listed one that is gone.
@@ -22,7 +22,7 @@ interface Document {
   components: { schemas: Record<string, Schema> };
 }
 
-const reference = JSON.parse(readFileSync('../shared/reference/api-v2.json', 'utf8')) as Document;
+const reference = JSON.parse(readFileSync('test/facts/api-v2.json', 'utf8')) as Document;
 const ours = JSON.parse(readFileSync('generated/openapi.json', 'utf8')) as Document;
 
 /** Query parameters any list of ours takes beyond the reference's: additions a reference client never sends. */

@@ -1,4 +1,4 @@
-// The generated .proto files against the facts of the reference system's protos (../shared/reference/grpc-v2.json,
+// The generated .proto files against the facts of the reference system's protos (test/facts/grpc-v2.json,
 // and grpc-v2beta1.json for the same services under their pre-release package names): for every rpc we serve, its
 // request and response and every message and enum they reach must match in names, numbers, types, labels, oneofs,
 // maps, json names and reserved ranges. Departures are listed below with why.
@@ -56,8 +56,7 @@ interface Reference {
   messages: Record<string, RefMessage>;
   enums: Record<string, { values: { name: string; number: number }[] }>;
 }
-const read = (version: string): Reference =>
-  JSON.parse(readFileSync(`../shared/reference/grpc-${version}.json`, 'utf8'));
+const read = (version: string): Reference => JSON.parse(readFileSync(`test/facts/grpc-${version}.json`, 'utf8'));
 // v1: the token service (chainguard.platform.oidc), and the v1 packages of spec `v1Proto` (iam, registry, events).
 const references = { v2: read('v2'), v2beta1: read('v2beta1'), v1: read('v1') };
 /** how many of each file's rpcs we serve at least */

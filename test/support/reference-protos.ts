@@ -1,5 +1,5 @@
-// A protobufjs Root built from the facts of the reference system's protos (../shared/reference/grpc-<v>.json), not
-// from ours: a client whose codec comes from it proves the wire works for the reference's own clients.
+// A protobufjs Root built from the facts of the reference system's protos (test/facts/grpc-<v>.json, copied from
+// the reference by scripts/reference-facts.mjs), not from ours: a client whose codec comes from it proves the wire works for the reference's own clients.
 import { readFileSync } from 'node:fs';
 import protobuf from 'protobufjs';
 
@@ -19,7 +19,7 @@ export interface Facts {
   >;
 }
 
-const read = (version: string): Facts => JSON.parse(readFileSync(`../shared/reference/grpc-${version}.json`, 'utf8'));
+const read = (version: string): Facts => JSON.parse(readFileSync(`test/facts/grpc-${version}.json`, 'utf8'));
 
 /** The files as one: the packages differ, and what they share (google.protobuf, capabilities, common) is the same. */
 export function readFacts(versions: string[]): Facts {

@@ -13,12 +13,12 @@ import { join } from 'node:path';
 import Database from 'better-sqlite3';
 import Fastify, { type FastifyReply, type FastifyRequest } from 'fastify';
 import { createLocalJWKSet, jwtVerify, type JWK } from 'jose';
-import { parseCommandLine } from '../cli-args.js';
+import { parseCommandLine } from '../scripts/cli-args.js';
 
 parseCommandLine({
   name: 'strong-baseline',
   usage: `
-usage: tsx scripts/bench/strong-baseline.ts (started by npm run bench)
+usage: tsx bench/strong-baseline.ts (started by npm run bench)
 The benchmark's strong baseline: a Fastify server answering the repo requests from the SQLite file of
 DATABASE_FILE, verifying tokens with the public keys in DATA_DIR/signing-keys.json for ISSUER_URL (issuer and
 audience), listening on 127.0.0.1:PORT (0: any free port).`,

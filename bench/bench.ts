@@ -4,13 +4,12 @@
 import { spawn, spawnSync, type ChildProcess } from 'node:child_process';
 import { closeSync, mkdirSync, openSync, readFileSync, rmSync, statSync, writeFileSync, writeSync } from 'node:fs';
 import { join } from 'node:path';
-import autocannon from 'autocannon';
 import Database from 'better-sqlite3';
 import { readBootstrap } from '../runtime/bootstrap.js';
 import { TokenIssuer } from '../runtime/issuer.js';
 import { ancestorsOf } from '../runtime/uid.js';
-import { parseCommandLine } from './cli-args.js';
-import { coldStarts, startCommand, type ColdStarts } from './bench/cold-start.js';
+import { parseCommandLine } from '../scripts/cli-args.js';
+import { coldStarts, startCommand, type ColdStarts } from './cold-start.js';
 
 const { values } = parseCommandLine({
   name: 'bench',
@@ -35,6 +34,9 @@ SQLite file, on a fresh data directory in .tmp/bench: requests/s, latency and CP
     json: { type: 'string', default: '.tmp/bench-results.json' },
   },
 });
+// The baselines' packages live in bench/node_modules (npm run bench installs them on its first run): loaded
+// only after the command line, so that --help and a wrong option answer without them.
+const { default: autocannon } = await import('autocannon');
 const quick = values.quick!;
 const sizes = values.repos
   ? values.repos.split(',').map((n) => {
@@ -65,12 +67,13 @@ process.on('exit', () => {
 /**
  * Every server runs as plain JavaScript on Node, as users run ours (npm start runs its start-up build): a
  * TypeScript loader in the process would cost each server CPU and memory of its own (about 40 MB of RSS).
- * The baselines are bundled by esbuild into .tmp/bench/, their packages left in node_modules.
+ * The baselines are bundled by esbuild into bench/.build/, their packages left external: Node finds them from
+ * there in bench/node_modules (koa, sqlite3, fastify) and in the project's node_modules (better-sqlite3, jose).
  */
 async function plainScript(source: string): Promise<string> {
   if (source === 'ours') return 'scripts/start.mjs';
   const esbuild = await import('esbuild');
-  const outfile = join(work, source.replace(/^.*\//, '').replace(/\.ts$/, '.mjs'));
+  const outfile = join('bench', '.build', source.replace(/^.*\//, '').replace(/\.ts$/, '.mjs'));
   await esbuild.build({
     entryPoints: [source],
     outfile,
@@ -467,8 +470,8 @@ async function main(): Promise<void> {
   const folder = (await call(ours.url, 'POST', `/iam/v2/groups/${organization}`, { name: 'folder' })).uid;
   const leaf = (await call(ours.url, 'POST', `/iam/v2/groups/${folder}`, { name: 'leaf' })).uid;
   const databaseFile = { DATABASE_FILE: join(dataDir, 'platform.sqlite') };
-  const baseline = await start('scripts/bench/baseline.ts', databaseFile);
-  const strong = await start('scripts/bench/strong-baseline.ts', { ...databaseFile, ...env });
+  const baseline = await start('bench/baseline.ts', databaseFile);
+  const strong = await start('bench/strong-baseline.ts', { ...databaseFile, ...env });
   const servers: Server[] = [
     { name: 'ours', ...ours },
     { name: 'baseline', ...baseline },
