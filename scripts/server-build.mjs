@@ -103,7 +103,10 @@ async function build(root) {
   const dir = buildDir(root);
   // Every build lives at the same depth (.build/server/<id>/), which is what the source URLs are relative to.
   const placeholder = join(dir, 'id');
-  const result = await esbuild.build({ ...serverBuildOptions(root, placeholder, placeholder), write: false });
+  // esbuild's service is a child process that would otherwise live as long as the server it built.
+  const result = await esbuild
+    .build({ ...serverBuildOptions(root, placeholder, placeholder), write: false })
+    .finally(() => esbuild.stop());
   const files = result.outputFiles.map((f) => ({ name: relative(placeholder, f.path), contents: f.contents }));
   const id = hash(files.map((f) => `${f.name}\0${hash(f.contents)}\n`).join('')).slice(0, 16);
   if (!existsSync(join(dir, id))) {

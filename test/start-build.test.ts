@@ -2,7 +2,7 @@
 // build (reads on the worker thread and generated/ included), and builds again when a source changes, so a
 // changed source is never served from a stale build.
 import { spawn } from 'node:child_process';
-import { cpSync, mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { cpSync, mkdirSync, mkdtempSync, readFileSync, readdirSync, rmSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { test } from 'uvu';
 import * as assert from 'uvu/assert';
@@ -19,8 +19,27 @@ for (const path of ['server', 'runtime', 'handlers', 'generated', 'scripts', 'ts
 const dataDir = join(project, 'data');
 const issuerUrl = 'http://start-build.test';
 
-/** One npm start (its command, as npm runs it) on the copy: what it printed on stderr and the ping's answer. */
-async function start(): Promise<{ stderr: string; pong: string; filteredList: number }> {
+/** The processes whose parent is pid (Linux's /proc). */
+function childrenOf(pid: number): string[] {
+  const children: string[] = [];
+  for (const entry of readdirSync('/proc').filter((e) => /^\d+$/.test(e))) {
+    try {
+      const stat = readFileSync(`/proc/${entry}/stat`, 'utf8');
+      // pid (comm) state ppid ...: comm may hold spaces, so read after its closing parenthesis.
+      const [, ppid] = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
+      if (Number(ppid) === pid) children.push(stat.slice(stat.indexOf('(') + 1, stat.lastIndexOf(')')));
+    } catch {
+      // Gone meanwhile.
+    }
+  }
+  return children;
+}
+
+/**
+ * One npm start (its command, as npm runs it) on the copy: what it printed on stderr, the ping's answer, and the
+ * processes it left running beside the server.
+ */
+async function start(): Promise<{ stderr: string; pong: string; filteredList: number; children: string[] }> {
   const child = spawn(process.execPath, ['scripts/start.mjs'], {
     cwd: project,
     env: { ...process.env, PORT: '0', LOG: 'off', DATA_DIR: dataDir, ISSUER_URL: issuerUrl },
@@ -44,7 +63,7 @@ async function start(): Promise<{ stderr: string; pong: string; filteredList: nu
     const list = await fetch(`${url}/registry/v2/repos?uidp.children_of=${organization}&name=nobody`, {
       headers: { authorization: `Bearer ${(await issuer.mint(owner)).token}` },
     });
-    return { stderr, pong, filteredList: list.status };
+    return { stderr, pong, filteredList: list.status, children: childrenOf(child.pid!) };
   } finally {
     child.kill('SIGTERM');
     await exitOf(child);
@@ -55,6 +74,8 @@ test('the first start builds; an unchanged project starts from the build without
   const first = await start();
   assert.match(first.stderr, '> there is no build yet: building the server into .build/server/');
   assert.equal([first.pong, first.filteredList], ['pong', 200]);
+  // The build's esbuild service is stopped once the bundle is written: it does not live on beside the server.
+  assert.equal(first.children, []);
   const again = await start();
   assert.is(again.stderr, '', 'no build, nothing said');
   assert.is(again.pong, 'pong');
