@@ -101,14 +101,22 @@ export class Fixture {
   async recordsUnder(p: ResourcePlan, n: number): Promise<{ parent: string | undefined; records: number }> {
     const set = await this.once(`big:${p.collection}`, async () => ({ parent: await this.freshParent(p), records: 0 }));
     const grow = async () => {
+      const had = set.records;
+      const grown: string[] = [];
       // Eight at a time: the target takes them as any client's concurrent writes.
       while (set.records < n) {
         const batch = Math.min(8, n - set.records);
         const made = await Promise.all(Array.from({ length: batch }, () => this.tryCreate(p, set.parent)));
-        set.records += made.filter((x) => x === true).length;
-        const refused = made.find((x) => x !== true);
-        if (refused)
-          throw new Skip(`the target took ${set.records} ${p.collection} in one scope and refused more (${refused})`);
+        for (const x of made) if ('uid' in x) grown.push(x.uid);
+        set.records = had + grown.length;
+        const refused = made.find((x) => 'refused' in x);
+        if (refused) {
+          // What this growth took is given back, so that the quota it filled does not fail the rules after it.
+          await this.giveBack(p, grown);
+          set.records = had;
+          const took = had + grown.length;
+          throw new Skip(`the target took ${took} ${p.collection} in one scope and refused more (${refused.refused})`);
+        }
       }
     };
     this.growing = this.growing.then(grow, grow);
@@ -118,13 +126,22 @@ export class Fixture {
 
   private growing: Promise<void> = Promise.resolve();
 
-  /** A create that the target may refuse with a quota (RESOURCE_EXHAUSTED): true, or what it answered. */
-  private async tryCreate(p: ResourcePlan, parent: string | undefined): Promise<true | string> {
+  /** A create that the target may refuse with a quota (RESOURCE_EXHAUSTED): the record's uid, or what it answered. */
+  private async tryCreate(p: ResourcePlan, parent: string | undefined): Promise<{ uid: string } | { refused: string }> {
     const x = await this.client.call('POST', await this.createPath(p, parent), await this.variant(p));
-    if (x.status === statusOf[8]) return `HTTP ${x.status} ${x.body?.message ?? ''}`;
+    if (x.status === statusOf[8]) return { refused: `HTTP ${x.status} ${x.body?.message ?? ''}` };
     const created = expectOk(x, `create ${p.type}`);
     this.leaves.push({ base: p.base, uid: created.uid });
-    return true;
+    return { uid: created.uid };
+  }
+
+  /** Deletes these leaves now, eight at a time, and forgets them. */
+  private async giveBack(p: ResourcePlan, uids: string[]): Promise<void> {
+    for (let i = 0; i < uids.length; i += 8)
+      await Promise.all(uids.slice(i, i + 8).map((uid) => this.client.call('DELETE', `${p.base}/${uid}`)));
+    const gone = new Set(uids);
+    const kept = this.leaves.filter((l) => !gone.has(l.uid));
+    this.leaves.splice(0, this.leaves.length, ...kept);
   }
 
   /** Eight records under a parent of their own, for the paging and ordering rules. */
