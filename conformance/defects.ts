@@ -154,6 +154,13 @@ function createDefects(): Defect[] {
           : c,
     },
     {
+      name: 'a second repo of the same name in one group answered as a bad request',
+      breaks: 'decision',
+      proves: [`${repos}/create/natural-key-taken-once`],
+      over: both,
+      answer: (a, c) => (c.rpc === 'CreateRepo' && a.status === 409 ? error(400, 3, 'INVALID_ARGUMENT') : a),
+    },
+    {
       name: 'only the first failed field reported',
       breaks: 'spec:7.badrequest',
       proves: ['registry.tags/create/one-violation-per-field'],

@@ -31,6 +31,8 @@ export interface ResourcePlan {
   inputOnly: string[];
   /** shown by the create response alone */
   createOnly: string[];
+  /** what makes a record one of its kind (`parent` and fields): a second create of it is ALREADY_EXISTS */
+  naturalKey?: string[];
   /** two updatable fields with fresh values, for the mask rules */
   update?: { field: string; value: unknown; other: string; otherValue: unknown };
   /** order_by key -> JSON field */

@@ -370,6 +370,16 @@ export const resourceRules: Record<string, RuleFn> = {
       x,
     );
   },
+  'create/natural-key-taken-once': async (fx, p) => {
+    // A record made again with the same key (a repo's name in its group), the other fields fresh.
+    const parent = await fx.sharedParent(p);
+    const first = await fx.create(p, parent);
+    const again = await fx.variant(p);
+    for (const f of p.naturalKey!) if (f !== 'parent') again[f] = first[f];
+    const x = await fx.client.call('POST', await fx.createPath(p, parent), again);
+    if (x.status === 200 && x.body?.uid) fx.created.push({ base: p.base, uid: x.body.uid });
+    expectError(x, 6, 'ALREADY_EXISTS');
+  },
   'get/returns-created': async (fx, p) => {
     const created = await fx.create(p, await fx.sharedParent(p));
     for (const f of p.createOnly) {

@@ -172,6 +172,11 @@ export const ruleCoverage: Record<string, RuleCoverage> = {
   'create/rejects-invalid-*': { checks: ['spec:2.identity.name', 'spec:8.identity.name', 'spec:7.badrequest'] },
   'create/pattern-excludes-*': { checks: ['spec:2.identity.name', 'spec:8.identity.name'] },
   'create/one-violation-per-field': { checks: ['spec:7.badrequest'] },
+  'create/natural-key-taken-once': {
+    checks: [],
+    decision:
+      "a second record of the same natural key (a repo's name in its group) is ALREADY_EXISTS; the spec does not say",
+  },
   'get/returns-created': {
     checks: [
       'spec:1.conv.3',

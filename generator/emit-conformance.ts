@@ -143,6 +143,7 @@ function plan(r: ResourceModel, model: ApiModel, problems: string[]): ResourcePl
     createOnly: Object.entries(r.fields)
       .filter(([, f]) => f.createOnly)
       .map(([k]) => k),
+    ...(r.naturalKey ? { naturalKey: r.naturalKey } : {}),
     update:
       pair.length >= 2
         ? { field: pair[0], value: updateValues[0], other: pair[1], otherValue: updateValues[1] }
@@ -168,6 +169,9 @@ function createRules(p: ResourcePlan): string[] {
       .filter((f) => !p.outputOnly.includes(f) && !p.references[f])
       .map((f) => `create/pattern-excludes-${f}`),
     ...(failingFields(p).length >= 2 ? ['create/one-violation-per-field'] : []),
+    ...(p.naturalKey?.every((f) => f === 'parent' || p.createBody[f] !== undefined)
+      ? ['create/natural-key-taken-once']
+      : []),
   ];
 }
 

@@ -748,10 +748,14 @@ export class Resources {
       await this.checkReferences(sql, r, { ...next, uid });
       const changes = changedColumns(r, row, next);
       changed = Object.keys(changes);
+      // A new name (or other part of the natural key) another record has is ALREADY_EXISTS, as at create.
+      const renamed = r.naturalKey?.some((k) => k !== 'parent' && k in changes) ? { ...row, ...changes } : undefined;
+      if (renamed) await this.refuseTakenKey(sql, r, renamed);
       await guard?.(sql, { ...row, ...changes }, row);
       const updated = toResource({ ...row, ...changes }, r);
+      const write = () => this.table(r.type).update(sql, uid, changes);
       await together([
-        this.table(r.type).update(sql, uid, changes),
+        renamed ? refuseTwin(r, renamed, write) : write(),
         this.event(sql, r, operationOf(r, 'update')?.event, uid, updated, actor),
       ]);
       return updated;

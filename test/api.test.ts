@@ -109,6 +109,17 @@ test('a natural key is taken once: a second repo of the same name under one grou
   // Another group may have its own.
   const group = await s.call('POST', `/iam/v2/groups/${org}`, { name: 'elsewhere-twin' });
   assert.is((await s.call('POST', `/registry/v2/repos/${group.body.uid}`, { name: 'twin' })).status, 200);
+  // Renaming into a taken name is refused the same way (it was a 500: the unique index refused the update);
+  // renaming at once into a free name, one of them wins.
+  const other = await s.call('POST', `/registry/v2/repos/${org}`, { name: 'not-twin' });
+  const renamed = await s.call('PATCH', `/registry/v2/repos/${other.body.uid}`, { name: 'twin' });
+  assertError(renamed, 409, 6, 'ALREADY_EXISTS');
+  assert.is((await s.call('PATCH', `/registry/v2/repos/${other.body.uid}`, { name: 'not-twin' })).status, 200);
+  const third = await s.call('POST', `/registry/v2/repos/${org}`, { name: 'third' });
+  const moves = await Promise.all(
+    [other.body.uid, third.body.uid].map((uid) => s.call('PATCH', `/registry/v2/repos/${uid}`, { name: 'free' })),
+  );
+  assert.equal(moves.map((r) => r.status).sort(), [200, 409]);
 });
 
 test('PATCH: no mask changes present fields; a mask ignores other fields; * replaces; bad masks are rejected', async () => {

@@ -51,7 +51,7 @@ async function make(path: string, body: object): Promise<string> {
 }
 
 test.before(async () => {
-  s = await startTestServer();
+  s = await startTestServer(undefined, process.env.FUZZ_LOG ? { LOG: 'on' } : {});
   raw = new grpc.Client(new URL(s.url).host, grpc.credentials.createInsecure());
   c = grpcClient(s.url, s.token);
   const org = s.bootstrap.organization;
