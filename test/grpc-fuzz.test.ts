@@ -13,6 +13,7 @@
 // Two authorization values (raw HTTP/2 frames: grpc-js will not send them) act as the first, as on HTTP.
 // Then the escalation attempts of test/escalation.test.ts, over gRPC: each is refused as HTTP refuses it.
 // FUZZ_SEED picks the inputs (the default is fixed), FUZZ_GRPC_PER_RPC how many requests each rpc gets (default 40).
+// FUZZ_LOG=1 turns the server's log on, to read what an INTERNAL was.
 import net from 'node:net';
 import * as grpc from '@grpc/grpc-js';
 import protobuf from 'protobufjs';
