@@ -5,9 +5,9 @@ import { spawn, spawnSync, type ChildProcess } from 'node:child_process';
 import { closeSync, mkdirSync, openSync, readFileSync, rmSync, statSync, writeFileSync, writeSync } from 'node:fs';
 import { join } from 'node:path';
 import Database from 'better-sqlite3';
-import { readBootstrap } from '../runtime/bootstrap.js';
-import { TokenIssuer } from '../runtime/issuer.js';
-import { ancestorsOf } from '../runtime/uid.js';
+import { readBootstrap } from '../runtime/access/bootstrap.js';
+import { TokenIssuer } from '../runtime/access/issuer.js';
+import { ancestorsOf } from '../runtime/model/uid.js';
 import { parseCommandLine } from '../scripts/cli-args.js';
 import { coldStarts, startCommand, type ColdStarts } from './cold-start.js';
 
@@ -334,7 +334,7 @@ async function runServer(server: Server, deepPageToken: string, run: Run) {
 }
 
 /**
- * The floor's creates do not keep the per-scope counts (runtime/scope-counts.ts) that ours and the strong
+ * The floor's creates do not keep the per-scope counts (runtime/storage/scope-counts.ts) that ours and the strong
  * baseline keep and read: after the floor has run, the scopes its creates touched (parent and above) are
  * counted again from the rows, so every server's totalCount stays exact on the shared file.
  */

@@ -1,6 +1,6 @@
 // Cold start: from spawning the command `npm start` runs (package.json's "start", as npm runs it: in a shell,
 // with node_modules/.bin on PATH, but without npm itself and the prestart check) to the first answered ping, and
-// where the time goes: the phases of the server's start-up log line (runtime/start-up.ts).
+// where the time goes: the phases of the server's start-up log line (runtime/operate/start-up.ts).
 import { spawn } from 'node:child_process';
 import { mkdirSync, mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import { join, resolve } from 'node:path';

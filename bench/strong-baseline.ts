@@ -63,7 +63,7 @@ function pageOf(size: number): Database.Statement<[string, string, number], Repo
   }
   return statement;
 }
-// totalCount from our per-scope counts (runtime/scope-counts.ts), kept in each create's transaction below: a
+// totalCount from our per-scope counts (runtime/storage/scope-counts.ts), kept in each create's transaction below: a
 // single primary-key read at any size, where an index-backed count(*) would walk the whole scope per list.
 const scopeCount = db.prepare<[string], { below: number }>(
   "select below from scope_counts where collection = 'repos' and scope = ?",
@@ -95,7 +95,7 @@ const patch = db.transaction((fields: string[], values: unknown[], uid: string, 
 });
 
 /**
- * Stores a repo, counts it in every scope above it (as runtime/scope-counts.ts does) and records its event, in
+ * Stores a repo, counts it in every scope above it (as runtime/storage/scope-counts.ts does) and records its event, in
  * one transaction.
  */
 const create = db.transaction((row: RepoRow, parent: string, actor: string) => {

@@ -7,7 +7,7 @@ import protobuf from 'protobufjs';
 import { fromJson, jsonName, toJson } from '../runtime/grpc/proto-json.js';
 import { loadProtoDir } from '../runtime/grpc/proto-root.js';
 import { readStatusDetails } from '../runtime/grpc/status.js';
-import type { Row } from '../runtime/records.js';
+import type { Row } from '../runtime/model/records.js';
 import { Skip, statusOf, type ApiClient, type Exchange } from './client.js';
 import type { ConformancePlan, PlannedRpc } from './plan.js';
 

@@ -3,8 +3,8 @@
 // parent, {artifactId} for a nested list's), so that a client generated from
 // either document names its methods and arguments alike. A sub-resource keeps {uid}: the reference's
 // {repoReadme.uid} is not a name OpenAPI linters can read. The router keeps its own names (routes-table.ts).
-import type { ApiModel, ResourceModel } from '../runtime/model.js';
-import { lowerCamelCase } from '../runtime/field-names.js';
+import type { ApiModel, ResourceModel } from '../runtime/model/api-model.js';
+import { lowerCamelCase } from '../runtime/model/field-names.js';
 import type { ProtoSurface, RpcDecl } from './proto-model.js';
 import type { Route } from './routes-table.js';
 import { parentField } from './spec-proto.js';

@@ -7,7 +7,13 @@
 // (npm run typecheck checks the sources), no dependency of the package but Node's fetch.
 import { readFileSync } from 'node:fs';
 import { ts } from 'ts-morph';
-import { batchItemName, filterField, type ApiModel, type FilterModel, type ResourceModel } from '../runtime/model.js';
+import {
+  batchItemName,
+  filterField,
+  type ApiModel,
+  type FilterModel,
+  type ResourceModel,
+} from '../runtime/model/api-model.js';
 import { cap } from './emit-openapi.js';
 import { v2Routes, type Route } from './routes-table.js';
 import { endpointTypes, fieldType, objectType, propertyName, resourceMembers } from './typescript.js';

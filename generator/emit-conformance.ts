@@ -7,7 +7,7 @@ import {
   type PlannedRule,
   type ResourcePlan,
 } from '../conformance/plan.js';
-import type { ApiModel, FieldModel, ResourceModel } from '../runtime/model.js';
+import type { ApiModel, FieldModel, ResourceModel } from '../runtime/model/api-model.js';
 import type { RpcDecl } from './proto-model.js';
 import { v2Routes, type Route } from './routes-table.js';
 import { SpecError } from './spec.js';

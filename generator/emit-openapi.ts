@@ -1,9 +1,9 @@
 // The OpenAPI 3.1 document of the model, validated with @readme/openapi-parser before it is written.
 import { validate } from '@readme/openapi-parser';
-import type { ApiModel, Capability, FieldModel, ResourceModel } from '../runtime/model.js';
-import { batchItemName, filterField, standardFields } from '../runtime/model.js';
+import type { ApiModel, Capability, FieldModel, ResourceModel } from '../runtime/model/api-model.js';
+import { batchItemName, filterField, standardFields } from '../runtime/model/api-model.js';
 import { fieldSchema, objectSchema, type JsonSchema } from './json-schema.js';
-import { lowerCamelCase, snakeCase } from '../runtime/field-names.js';
+import { lowerCamelCase, snakeCase } from '../runtime/model/field-names.js';
 import { contractNamer } from './contract-names.js';
 import type { ProtoSurface } from './proto-model.js';
 import { v2Routes, type Route } from './routes-table.js';
@@ -309,7 +309,7 @@ export async function buildOpenApi(model: ApiModel, routes: Route[], surface: Pr
       ...(description ? { description } : {}),
       ...info,
     },
-    // The server that serves the document puts its own URL here (runtime/http.ts).
+    // The server that serves the document puts its own URL here (runtime/http/app.ts).
     servers: [{ url: 'http://127.0.0.1:8080', description: 'npm start, as it starts by default' }],
     tags: [
       ...model.domains.map((d) => ({ name: d, description: `${model.domainTitles[d]}: /${d}/${model.version}/` })),

@@ -1,6 +1,6 @@
 // Prints the gRPC surface (proto-model.ts) as .proto files, one per package, and generated/grpc.ts, the table that
 // wires each rpc to the one pipeline as generated/routes.ts wires each HTTP route.
-import type { ApiModel } from '../runtime/model.js';
+import type { ApiModel } from '../runtime/model/api-model.js';
 import type { RpcRoute, V1RpcRoute } from '../runtime/grpc/rpc.js';
 import { cap } from './emit-openapi.js';
 import { banner, endpointHandler, hooks } from './emit-typescript.js';

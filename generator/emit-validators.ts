@@ -2,8 +2,8 @@
 import { Ajv } from 'ajv';
 import addFormats from 'ajv-formats';
 import standaloneCode from 'ajv/dist/standalone/index.js';
-import type { ApiModel, ResourceModel } from '../runtime/model.js';
-import { filterField, operationOf, standardFields } from '../runtime/model.js';
+import type { ApiModel, ResourceModel } from '../runtime/model/api-model.js';
+import { filterField, operationOf, standardFields } from '../runtime/model/api-model.js';
 import { fieldSchema, int64Text, objectSchema, type JsonSchema } from './json-schema.js';
 
 function newAjv(coerce: boolean): Ajv {

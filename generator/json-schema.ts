@@ -1,6 +1,6 @@
 // JSON Schemas derived from field declarations: one source for the AJV validators and the OpenAPI document.
 import { maxPatternLength } from '../runtime/access/safe-pattern.js';
-import type { FieldModel } from '../runtime/model.js';
+import type { FieldModel } from '../runtime/model/api-model.js';
 
 export type SchemaMode =
   /** a request body: output-only fields tolerated and ignored, unknown fields rejected */
@@ -49,7 +49,7 @@ function scalarSchema(f: FieldModel, mode: SchemaMode): JsonSchema {
     case 'int32':
       return { type: 'integer', ...int32, ...bounds(f) };
     // int64 travels as a JSON string (protojson); a JSON number is accepted on input while it is exact. Declared
-    // bounds apply to numbers here and to strings in runtime/records.ts: a JSON Schema bound ignores strings.
+    // bounds apply to numbers here and to strings in runtime/model/records.ts: a JSON Schema bound ignores strings.
     case 'int64':
       return mode === 'output'
         ? { type: 'string', format: 'int64' }

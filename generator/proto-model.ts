@@ -8,10 +8,10 @@ import type {
   ProtoReserved,
   ProtoStandardNumbers,
   ResourceModel,
-} from '../runtime/model.js';
-import { filterField } from '../runtime/model.js';
+} from '../runtime/model/api-model.js';
+import { filterField } from '../runtime/model/api-model.js';
 import type { RpcKind, RpcRoute, V1Http } from '../runtime/grpc/rpc.js';
-import { lowerCamelCase as lowerCamel, snakeCase } from '../runtime/field-names.js';
+import { lowerCamelCase as lowerCamel, snakeCase } from '../runtime/model/field-names.js';
 import { parentField } from './spec-proto.js';
 import { addV1Packages } from './proto-v1.js';
 

@@ -1,8 +1,8 @@
 // v1 over gRPC: each domain's `v1Proto` (the reference's v1 package, as grpc-v1.json gives it) added to the proto
 // surface: its messages, enums and services, and for each rpc the v1 HTTP route it is transcoded to.
-import type { ApiModel, ProtoReserved, V1ProtoModel } from '../runtime/model.js';
+import type { ApiModel, ProtoReserved, V1ProtoModel } from '../runtime/model/api-model.js';
 import type { NameTree } from '../runtime/grpc/rpc.js';
-import { lowerCamelCase } from '../runtime/field-names.js';
+import { lowerCamelCase } from '../runtime/model/field-names.js';
 import type { ProtoFieldDecl, ProtoSurface } from './proto-model.js';
 
 const scalars = new Set([

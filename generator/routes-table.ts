@@ -1,7 +1,7 @@
 // Every HTTP route of the model, in match order: the one list both the router and the OpenAPI document use.
-import type { ApiModel, EndpointModel, ResourceModel } from '../runtime/model.js';
+import type { ApiModel, EndpointModel, ResourceModel } from '../runtime/model/api-model.js';
 import type { RpcKind } from '../runtime/grpc/rpc.js';
-import { uidCapture } from '../runtime/uid.js';
+import { uidCapture } from '../runtime/model/uid.js';
 
 /** A route serves the same operations an rpc does: one list of kinds for both transports. */
 export type RouteKind = RpcKind;

@@ -8,7 +8,7 @@ import { existsSync, readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 // The entity's default column name (generator/emit-typescript.ts): a field whose column is it needs no `column`.
 import { snake as snakeCase } from './emit-typescript.js';
-import type { ApiModel, FieldModel, ResourceModel, StoredChange } from '../runtime/model.js';
+import type { ApiModel, FieldModel, ResourceModel, StoredChange } from '../runtime/model/api-model.js';
 
 interface LockedField {
   column: string;

@@ -1,6 +1,12 @@
 // The gRPC declarations of the spec: `proto: 3` shorthands become ProtoFieldModels, and what they name is checked.
-import { snakeCase } from '../runtime/field-names.js';
-import type { ApiModel, FieldModel, ProtoFieldModel, ProtoOperationModel, ResourceModel } from '../runtime/model.js';
+import { snakeCase } from '../runtime/model/field-names.js';
+import type {
+  ApiModel,
+  FieldModel,
+  ProtoFieldModel,
+  ProtoOperationModel,
+  ResourceModel,
+} from '../runtime/model/api-model.js';
 
 export type RawProtoField = number | ProtoFieldModel;
 

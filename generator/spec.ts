@@ -13,10 +13,10 @@ import type {
   FilterModel,
   ResourceModel,
   V1Model,
-} from '../runtime/model.js';
-import { standardFields, type ApiInfo } from '../runtime/model.js';
-import { snakeCase } from '../runtime/field-names.js';
-import type { ProtoApiModel, ProtoOperationModel, V1ProtoModel } from '../runtime/model.js';
+} from '../runtime/model/api-model.js';
+import { standardFields, type ApiInfo } from '../runtime/model/api-model.js';
+import { snakeCase } from '../runtime/model/field-names.js';
+import type { ProtoApiModel, ProtoOperationModel, V1ProtoModel } from '../runtime/model/api-model.js';
 import { applySchemaLock, readSchemaLock } from './schema-lock.js';
 import { checkProto, normalizeFields, normalizeOperation, normalizeRequest, type RawProtoField } from './spec-proto.js';
 

@@ -1,8 +1,8 @@
 // TypeScript type text for declared fields: handler requests and responses, stored records and resources.
-import type { EndpointModel, FieldModel, ResourceModel } from '../runtime/model.js';
+import type { EndpointModel, FieldModel, ResourceModel } from '../runtime/model/api-model.js';
 
 /**
- * 'resource' leaves out input-only fields, as responses do (runtime/records.ts outputObject); 'input' is what a
+ * 'resource' leaves out input-only fields, as responses do (runtime/model/records.ts outputObject); 'input' is what a
  * client may send: an int64 as a string, a number or a bigint (the server reads all three).
  */
 type Form = 'message' | 'resource' | 'input';
@@ -48,7 +48,7 @@ export function objectType(fields: Record<string, FieldModel>, allRequired: bool
 }
 
 /**
- * A record as runtime/table.ts reads and writes it: an unset field is a null column once stored and absent
+ * A record as runtime/tables/table.ts reads and writes it: an unset field is a null column once stored and absent
  * before (a create step sees it so); required fields are always set, except output-only ones the server fills.
  */
 export function recordMembers(r: ResourceModel): string[] {
@@ -65,7 +65,7 @@ export function recordMembers(r: ResourceModel): string[] {
   ];
 }
 
-/** A resource as the API shows it (runtime/records.ts toResource): unset fields omitted, input-only ones never shown. */
+/** A resource as the API shows it (runtime/model/records.ts toResource): unset fields omitted, input-only ones never shown. */
 export function resourceMembers(r: ResourceModel): string[] {
   const shown = Object.entries(r.fields).filter(([, f]) => !f.inputOnly);
   return [

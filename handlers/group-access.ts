@@ -1,7 +1,7 @@
 // Organizations found by the caller's email domain: groups:checkEligibility, groups:lookupGroup and
 // groups/{uid}:requestGroupAccess. The domain is that of the verified email the token exchange last recorded for
-// the caller, from a trusted issuer (runtime/email-domain.ts); it names a verified root group of that name. Every
-// way of not finding one (no email, an untrusted issuer, a blocked domain, no such organization, another uid) is
+// the caller, from a trusted issuer (runtime/access/email-domain.ts); it names a verified root group of that name.
+// Every way of not finding one (no email, an untrusted issuer, a blocked domain, no such organization, another uid) is
 // the same NOT_FOUND, so that a caller cannot tell "no such organization" from "you may not know".
 import type {
   CheckEligibilityRequest,
@@ -12,12 +12,12 @@ import type {
   RequestGroupAccessResponse,
 } from '../generated/routes.js';
 import type { GroupRecord, IdentityRecord } from '../generated/types.js';
-import { and, equal, isNull, or, range } from '../runtime/condition.js';
-import { trustedEmailDomain } from '../runtime/email-domain.js';
-import { ApiError, invalidArgument } from '../runtime/errors.js';
-import { now, toResource } from '../runtime/records.js';
-import type { HandlerContext } from '../runtime/operations.js';
-import { isUidPath, newChildUid } from '../runtime/uid.js';
+import { and, equal, isNull, or, range } from '../runtime/tables/condition.js';
+import { trustedEmailDomain } from '../runtime/access/email-domain.js';
+import { ApiError, invalidArgument } from '../runtime/model/errors.js';
+import { now, toResource } from '../runtime/model/records.js';
+import type { HandlerContext } from '../runtime/pipeline/operations.js';
+import { isUidPath, newChildUid } from '../runtime/model/uid.js';
 
 /** A repeated request by the same caller for the same group within this time is refused (429). */
 export const repeatRequestSeconds = 24 * 60 * 60;

@@ -14,16 +14,16 @@ import type {
   LookupIdentityResponse,
 } from '../generated/routes.js';
 import type { IdentityRecord, RoleBindingResource } from '../generated/types.js';
-import { and, equal, isNull, matching, oneOf, or, type Condition, type Property } from '../runtime/condition.js';
-import { sameEmail, trustedEmail } from '../runtime/email-domain.js';
-import { failedPrecondition, invalidArgument, notFound, permissionDenied } from '../runtime/errors.js';
+import { and, equal, isNull, matching, oneOf, or, type Condition, type Property } from '../runtime/tables/condition.js';
+import { sameEmail, trustedEmail } from '../runtime/access/email-domain.js';
+import { failedPrecondition, invalidArgument, notFound, permissionDenied } from '../runtime/model/errors.js';
 import { groupAccess } from './group-access.js';
 import { identityMetadata } from './identity-metadata.js';
-import { parseListRequest } from '../runtime/list-request.js';
-import { now } from '../runtime/records.js';
-import { ancestorsOf, newChildUid } from '../runtime/uid.js';
-import type { RecordTypes } from '../runtime/records.js';
-import type { HandlerContext } from '../runtime/route-operations.js';
+import { parseListRequest } from '../runtime/lists/list-request.js';
+import { now } from '../runtime/model/records.js';
+import { ancestorsOf, newChildUid } from '../runtime/model/uid.js';
+import type { RecordTypes } from '../runtime/model/records.js';
+import type { HandlerContext } from '../runtime/http/route-operations.js';
 
 const byUidOrder = [{ property: 'uid', desc: false }];
 
@@ -78,7 +78,7 @@ export const iam: Omit<IamHandlers, 'register' | keyof typeof scim> = {
   /**
    * Redeems an invite code: the caller is bound to the invite's role in its group (the binding is the event the
    * call declares); a single-use invite goes. An invite made for an email is redeemed only by an identity whose
-   * verified email, from a trusted issuer (runtime/email-domain.ts), is that address; the refusal does not say
+   * verified email, from a trusted issuer (runtime/access/email-domain.ts), is that address; the refusal does not say
    * which address it is.
    */
   async acceptGroupInvite(request: AcceptGroupInviteRequest, context): Promise<AcceptGroupInviteResponse> {

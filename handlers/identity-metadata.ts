@@ -4,9 +4,9 @@
 // reference's is: no subscription receives it.
 import type { UpdateIdentityMetadataRequest, UpdateIdentityMetadataResponse } from '../generated/routes.js';
 import type { IdentityRecord } from '../generated/types.js';
-import { invalidArgument, unauthenticated } from '../runtime/errors.js';
-import { lowerCamelCase } from '../runtime/field-names.js';
-import type { HandlerContext } from '../runtime/operations.js';
+import { invalidArgument, unauthenticated } from '../runtime/model/errors.js';
+import { lowerCamelCase } from '../runtime/model/field-names.js';
+import type { HandlerContext } from '../runtime/pipeline/operations.js';
 
 type Metadata = UpdateIdentityMetadataRequest['body']['identityMetadata'];
 type Stored = NonNullable<IdentityRecord['metadata']>;

@@ -12,7 +12,7 @@ import { eolTags } from './v1-eol-tags.js';
 import { identityLookup } from './v1-identity-lookup.js';
 import { register } from './v1-register.js';
 import { vulnReports } from './v1-vuln-reports.js';
-import type { V1Extension } from '../runtime/v1/adapter.js';
+import type { V1Extension } from '../runtime/http/v1/adapter.js';
 
 export const handlers: Handlers = {
   events,

@@ -1,5 +1,5 @@
 // Artifact counts per ecosystem.
-import { equal } from '../runtime/condition.js';
+import { equal } from '../runtime/tables/condition.js';
 import type { GetArtifactCountRequest, GetArtifactCountResponse, LibrariesHandlers } from '../generated/routes.js';
 
 export const libraries: LibrariesHandlers = {

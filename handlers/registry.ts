@@ -6,9 +6,9 @@ import type {
   GetSizeResponse,
   RegistryHandlers,
 } from '../generated/routes.js';
-import { matching } from '../runtime/condition.js';
-import { invalidArgument, notFound } from '../runtime/errors.js';
-import type { HandlerContext } from '../runtime/route-operations.js';
+import { matching } from '../runtime/tables/condition.js';
+import { invalidArgument, notFound } from '../runtime/model/errors.js';
+import type { HandlerContext } from '../runtime/http/route-operations.js';
 import type { ImageRecord } from '../generated/types.js';
 
 async function findImage(repoUid: string, digest: string, context: HandlerContext): Promise<ImageRecord> {

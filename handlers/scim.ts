@@ -3,11 +3,11 @@
 // event. Events never carry a token. This server runs no SCIM service: endpoint_url is left out.
 import type { GenerateScimTokenResponse, IamHandlers, RegenerateScimTokenResponse } from '../generated/routes.js';
 import type { IdentityProviderRecord } from '../generated/types.js';
-import { and, equal } from '../runtime/condition.js';
-import { failedPrecondition, notFound } from '../runtime/errors.js';
-import { now } from '../runtime/records.js';
-import type { HandlerContext } from '../runtime/operations.js';
-import type { Writes } from '../runtime/writes.js';
+import { and, equal } from '../runtime/tables/condition.js';
+import { failedPrecondition, notFound } from '../runtime/model/errors.js';
+import { now } from '../runtime/model/records.js';
+import type { HandlerContext } from '../runtime/pipeline/operations.js';
+import type { Writes } from '../runtime/resources/writes.js';
 import {
   hasToken,
   initialScim,

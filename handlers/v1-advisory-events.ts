@@ -5,16 +5,16 @@
 //   PUT  /vulnerabilities/v1/advisory_events/{id}          {...event fields}        -> the event
 // An event's id is its advisory's uid and its position (16 hex digits): events are only ever appended, so the
 // position is stable, and the id is a child uid of the advisory as the reference's are.
-import type { HttpContext } from '../runtime/http-context.js';
-import type { Router } from '../runtime/router.js';
-import { capabilityScope, type Principal } from '../runtime/authorization.js';
-import { invalidArgument, notFound } from '../runtime/errors.js';
-import { operationOf, type ResourceModel } from '../runtime/model.js';
-import { now, type Row } from '../runtime/records.js';
-import { requestBody as body, pathParams } from '../runtime/route-operations.js';
-import { parentOf, uidCapture } from '../runtime/uid.js';
-import { check, checkParameterNames } from '../runtime/validation.js';
-import type { V1Deps, V1Extension, V1Presenter } from '../runtime/v1/adapter.js';
+import type { HttpContext } from '../runtime/http/context.js';
+import type { Router } from '../runtime/http/router.js';
+import { capabilityScope, type Principal } from '../runtime/access/authorization.js';
+import { invalidArgument, notFound } from '../runtime/model/errors.js';
+import { operationOf, type ResourceModel } from '../runtime/model/api-model.js';
+import { now, type Row } from '../runtime/model/records.js';
+import { requestBody as body, pathParams } from '../runtime/http/route-operations.js';
+import { parentOf, uidCapture } from '../runtime/model/uid.js';
+import { check, checkParameterNames } from '../runtime/pipeline/validation.js';
+import type { V1Deps, V1Extension, V1Presenter } from '../runtime/http/v1/adapter.js';
 
 const eventId = (advisory: string, index: number) => `${advisory}/${index.toString(16).padStart(16, '0')}`;
 

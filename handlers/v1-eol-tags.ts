@@ -2,8 +2,8 @@
 // end-of-life data imported for them, paged as the v2 list is. v2 has no such call (its callers filter
 // Tag.deprecated themselves). The pipeline validates the list query and confines the read to visible tags.
 import type { ListEolTagsResponse, RegistryHandlers } from '../generated/routes.js';
-import { equal } from '../runtime/condition.js';
-import { parseListRequest } from '../runtime/list-request.js';
+import { equal } from '../runtime/tables/condition.js';
+import { parseListRequest } from '../runtime/lists/list-request.js';
 
 export const eolTags: Pick<RegistryHandlers, 'listEolTags'> = {
   async listEolTags(query, { model, resources, visible }) {

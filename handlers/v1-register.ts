@@ -3,8 +3,8 @@
 // POST /iam/v2/groupInvites:accept does: the caller is bound to the role the invite promises. The caller is the
 // identity of the bearer token (this server registers no new identities).
 import type { IamHandlers, RegisterResponse } from '../generated/routes.js';
-import { invalidArgument } from '../runtime/errors.js';
-import type { EndpointHandler } from '../runtime/operations.js';
+import { invalidArgument } from '../runtime/model/errors.js';
+import type { EndpointHandler } from '../runtime/pipeline/operations.js';
 import { iam } from './iam.js';
 
 export const register: Pick<IamHandlers, 'register'> = {

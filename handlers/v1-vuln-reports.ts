@@ -10,12 +10,12 @@ import type {
   ListVulnReportsResponse,
   RegistryHandlers,
 } from '../generated/routes.js';
-import { invalidArgument, notFound, type FieldViolation } from '../runtime/errors.js';
-import { parseListRequest } from '../runtime/list-request.js';
-import type { HandlerContext } from '../runtime/operations.js';
-import { canonicalTimestamp, type Row } from '../runtime/records.js';
-import { equal, oneOf, range, type Condition } from '../runtime/condition.js';
-import { parentOf } from '../runtime/uid.js';
+import { invalidArgument, notFound, type FieldViolation } from '../runtime/model/errors.js';
+import { parseListRequest } from '../runtime/lists/list-request.js';
+import type { HandlerContext } from '../runtime/pipeline/operations.js';
+import { canonicalTimestamp, type Row } from '../runtime/model/records.js';
+import { equal, oneOf, range, type Condition } from '../runtime/tables/condition.js';
+import { parentOf } from '../runtime/model/uid.js';
 
 const severities = ['CRITICAL', 'HIGH', 'MEDIUM', 'LOW', 'NEGLIGIBLE', 'UNKNOWN'] as const;
 const countField: Record<(typeof severities)[number], string> = {

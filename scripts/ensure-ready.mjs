@@ -1,7 +1,7 @@
 // Runs before every npm script that needs dependencies or generated/: installs them with npm ci when
 // package-lock.json is not what node_modules/ was installed from, and regenerates generated/ when spec/,
-// generator/ or runtime/model.ts are not what it was generated from (content hashes: a removed or renamed file
-// counts). Says what it does, on stderr so that `TOKEN=$(npm run -s token)` stays the token alone.
+// generator/ or runtime/model/api-model.ts are not what it was generated from (content hashes: a removed or renamed
+// file counts). Says what it does, on stderr so that `TOKEN=$(npm run -s token)` stays the token alone.
 // Plain Node: it runs before any install. `--install-only` is for pregenerate, which must not regenerate.
 // `--bench` also installs the benchmark's own package (bench/: its baselines, which nothing else needs) the same
 // way, so that the first `npm run bench` installs them and no other command does.

@@ -3,7 +3,7 @@
 import { existsSync } from 'node:fs';
 import Database from 'better-sqlite3';
 import pg from 'pg';
-import { ConfigError, readConfig } from '../runtime/config.js';
+import { ConfigError, readConfig } from '../runtime/operate/config.js';
 import { parseCommandLine } from './cli-args.js';
 
 const { values, positionals } = parseCommandLine({

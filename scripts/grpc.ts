@@ -11,7 +11,7 @@ import protobuf from 'protobufjs';
 import descriptor from 'protobufjs/ext/descriptor/index.js';
 import { fromJson, jsonName, toJson } from '../runtime/grpc/proto-json.js';
 import { readStatusDetails } from '../runtime/grpc/status.js';
-import type { Row } from '../runtime/records.js';
+import type { Row } from '../runtime/model/records.js';
 import { parseCommandLine } from './cli-args.js';
 
 const { values, positionals } = parseCommandLine({

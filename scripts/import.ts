@@ -6,15 +6,15 @@
 // A record's "parent" is a uid, "$ORG" (the --parent option, or the only organization), or
 // "$<type>:<name>" (the record of that type with that name, e.g. "$repo:nginx", looked up within that
 // organization when the type lives in one); records without one go under --parent.
-import { ConfigError, databaseName, ensureDataDir, readConfig } from '../runtime/config.js';
-import { and, equal, isNull, range } from '../runtime/condition.js';
-import type { ResourceModel } from '../runtime/model.js';
-import type { Row } from '../runtime/records.js';
-import { loadDataParts, openResources } from '../runtime/open-resources.js';
-import type { Resources } from '../runtime/resources.js';
-import { descendantRange } from '../runtime/uid.js';
-import { PartialImport, RecordImport } from '../runtime/record-import.js';
-import { loadValidators, violationsOf } from '../runtime/validation.js';
+import { ConfigError, databaseName, ensureDataDir, readConfig } from '../runtime/operate/config.js';
+import { and, equal, isNull, range } from '../runtime/tables/condition.js';
+import type { ResourceModel } from '../runtime/model/api-model.js';
+import type { Row } from '../runtime/model/records.js';
+import { loadDataParts, openResources } from '../runtime/operate/open-resources.js';
+import type { Resources } from '../runtime/resources/standard-methods.js';
+import { descendantRange } from '../runtime/model/uid.js';
+import { PartialImport, RecordImport } from '../runtime/resources/record-import.js';
+import { loadValidators, violationsOf } from '../runtime/pipeline/validation.js';
 import { parseCommandLine } from './cli-args.js';
 import { RecordFileError, recordsOf } from './record-file.js';
 

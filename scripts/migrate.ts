@@ -1,11 +1,11 @@
 // npm run migrate: brings the database to this server's schema version without starting the server, or says
 // what that would change (--dry-run). A start does the same by itself; this is for upgrades an operator wants
 // to review, and for a rollout where instances should not race to migrate.
-import { ConfigError, databaseName, ensureDataDir, readConfig } from '../runtime/config.js';
-import { defaultGeneratedDir, loadDataParts } from '../runtime/open-resources.js';
-import { planMigration, type MigrationPlan } from '../runtime/schema-versions.js';
+import { ConfigError, databaseName, ensureDataDir, readConfig } from '../runtime/operate/config.js';
+import { defaultGeneratedDir, loadDataParts } from '../runtime/operate/open-resources.js';
+import { planMigration, type MigrationPlan } from '../runtime/storage/schema-versions.js';
 import { describeRowSteps } from '../runtime/storage/stored-rows.js';
-import { openStore } from '../runtime/store.js';
+import { openStore } from '../runtime/storage/store.js';
 import { parseCommandLine } from './cli-args.js';
 
 const { values } = parseCommandLine({
@@ -33,8 +33,8 @@ async function dryRun(): Promise<MigrationPlan> {
   const { entities, model } = await loadDataParts(values.generated ?? defaultGeneratedDir);
   const orm =
     config.database.engine === 'postgresql'
-      ? await (await import('../runtime/postgres-store.js')).openPostgresOrm(config.database.url, entities)
-      : await (await import('../runtime/sqlite-store.js')).openSqliteOrm(config.database.file, entities);
+      ? await (await import('../runtime/storage/postgres-store.js')).openPostgresOrm(config.database.url, entities)
+      : await (await import('../runtime/storage/sqlite-store.js')).openSqliteOrm(config.database.file, entities);
   try {
     return await planMigration(orm, { version: model.schemaVersion, resources: model.resources });
   } finally {

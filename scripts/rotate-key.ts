@@ -1,8 +1,8 @@
 // npm run rotate-key: adds a new signing key to DATA_DIR. New tokens are signed with it; the previous keys
 // stay in the JWKS until every token they signed has expired, so nothing in flight breaks.
-import { ConfigError, ensureDataDir, readConfig } from '../runtime/config.js';
-import { TokenIssuer } from '../runtime/issuer.js';
-import { issuerInUse } from '../runtime/issuer-record.js';
+import { ConfigError, ensureDataDir, readConfig } from '../runtime/operate/config.js';
+import { TokenIssuer } from '../runtime/access/issuer.js';
+import { issuerInUse } from '../runtime/operate/issuer-record.js';
 import { parseCommandLine } from './cli-args.js';
 
 parseCommandLine({

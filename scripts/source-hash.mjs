@@ -1,5 +1,5 @@
-// What generated/ is made from, as content hashes: the spec, generator/, runtime/model.ts and client/ (the typed
-// client's engine, copied into generated/client/). The generator
+// What generated/ is made from, as content hashes: the spec, generator/, runtime/model/api-model.ts and client/ (the
+// typed client's engine, copied into generated/client/). The generator
 // records them beside its output (.source-hash); ensure-ready regenerates when they differ from the record.
 // Plain Node: ensure-ready runs before any install.
 import { createHash } from 'node:crypto';
@@ -35,7 +35,7 @@ export function sourceHashes(specDir = 'spec') {
   return {
     'spec/': hashOf(specDir),
     'generator/': hashOf('generator'),
-    'runtime/model.ts': hashOf('runtime/model.ts'),
+    'runtime/model/api-model.ts': hashOf('runtime/model/api-model.ts'),
     'client/': hashOf('client'),
   };
 }

@@ -1,11 +1,11 @@
 // npm run -s token [-- --identity UID] [--ttl SECONDS]: prints a token (and nothing else) for the owner made on
 // first start, or for any identity. Reads DATA_DIR; works whether or not the server runs.
-import { readBootstrap } from '../runtime/bootstrap.js';
-import { ConfigError, databaseName, ensureDataDir, readConfig } from '../runtime/config.js';
-import { TokenIssuer, maxTokenSeconds } from '../runtime/issuer.js';
-import { issuerInUse } from '../runtime/issuer-record.js';
-import { loadDataParts, openResources } from '../runtime/open-resources.js';
-import { isUidPath } from '../runtime/uid.js';
+import { readBootstrap } from '../runtime/access/bootstrap.js';
+import { ConfigError, databaseName, ensureDataDir, readConfig } from '../runtime/operate/config.js';
+import { TokenIssuer, maxTokenSeconds } from '../runtime/access/issuer.js';
+import { issuerInUse } from '../runtime/operate/issuer-record.js';
+import { loadDataParts, openResources } from '../runtime/operate/open-resources.js';
+import { isUidPath } from '../runtime/model/uid.js';
 import { parseCommandLine } from './cli-args.js';
 
 class TokenError extends Error {}

@@ -2,11 +2,11 @@
 // counterpart of the reference's "Chainguard staff only". Over the API, setting `verified` needs CAP_INTERNAL,
 // which no customer role holds. Reads DATA_DIR or DATABASE_URL; works whether or not the server runs.
 import type { GroupRecord } from '../generated/types.js';
-import { ConfigError, databaseName, ensureDataDir, readConfig } from '../runtime/config.js';
-import { and, equal, isNull } from '../runtime/condition.js';
-import { loadDataParts, openResources } from '../runtime/open-resources.js';
-import { now, toResource } from '../runtime/records.js';
-import { isUidPath } from '../runtime/uid.js';
+import { ConfigError, databaseName, ensureDataDir, readConfig } from '../runtime/operate/config.js';
+import { and, equal, isNull } from '../runtime/tables/condition.js';
+import { loadDataParts, openResources } from '../runtime/operate/open-resources.js';
+import { now, toResource } from '../runtime/model/records.js';
+import { isUidPath } from '../runtime/model/uid.js';
 import { parseCommandLine } from './cli-args.js';
 
 class VerifyError extends Error {}

@@ -6,7 +6,7 @@ import { entities } from '../generated/entities.js';
 import { createRpcTable, v1Rpcs, v1Unimplemented } from '../generated/grpc.js';
 import { apiModel } from '../generated/model.js';
 import { createRouter, createSteps } from '../generated/routes.js';
-import { defaultGeneratedDir } from '../runtime/open-resources.js';
+import { defaultGeneratedDir } from '../runtime/operate/open-resources.js';
 import type { GeneratedParts } from './server.js';
 
 export const generated: GeneratedParts = {

@@ -1,7 +1,7 @@
 // npm start: serve the API until SIGTERM or SIGINT.
 import { parseCommandLine } from '../scripts/cli-args.js';
-import { ConfigError, databaseName, ensureDataDir, readConfig, settingsHelp } from '../runtime/config.js';
-import { startUpPhases } from '../runtime/start-up.js';
+import { ConfigError, databaseName, ensureDataDir, readConfig, settingsHelp } from '../runtime/operate/config.js';
+import { startUpPhases } from '../runtime/operate/start-up.js';
 
 parseCommandLine({
   name: 'start',

@@ -8,41 +8,41 @@ import type { createRouter as CreateRouter, createSteps as CreateSteps } from '.
 import type { createRpcTable as CreateRpcTable } from '../generated/grpc.js';
 import { handlers, v1Extensions } from '../handlers/index.js';
 import { TokenExchange } from '../handlers/sts.js';
-import { Policy, type Principal } from '../runtime/authorization.js';
-import { ensureBootstrap } from '../runtime/bootstrap.js';
-import { defaultIssuer, type Config } from '../runtime/config.js';
-import { createApp, type RouteTable } from '../runtime/http.js';
-import { closeWithin, drainConnections, listen } from '../runtime/http-server.js';
+import { Policy, type Principal } from '../runtime/access/authorization.js';
+import { ensureBootstrap } from '../runtime/access/bootstrap.js';
+import { defaultIssuer, type Config } from '../runtime/operate/config.js';
+import { createApp, type RouteTable } from '../runtime/http/app.js';
+import { closeWithin, drainConnections, listen } from '../runtime/http/listener.js';
 import {
   defaultGeneratedDir,
   loadDataParts,
   loadGeneratedModule,
   openResources,
   type DataParts,
-} from '../runtime/open-resources.js';
-import { TokenIssuer } from '../runtime/issuer.js';
+} from '../runtime/operate/open-resources.js';
+import { TokenIssuer } from '../runtime/access/issuer.js';
 import { RefreshTokens } from '../runtime/access/refresh-tokens.js';
 import { DeliveryWorker } from '../runtime/events/delivery-worker.js';
 import { EventQuotas } from '../runtime/events/quotas.js';
-import { recordIssuer } from '../runtime/issuer-record.js';
-import { Operations } from '../runtime/operations.js';
-import { createRouteOperations } from '../runtime/route-operations.js';
-import { Router } from '../runtime/router.js';
-import { createV1Router } from '../runtime/v1/adapter.js';
+import { recordIssuer } from '../runtime/operate/issuer-record.js';
+import { Operations } from '../runtime/pipeline/operations.js';
+import { createRouteOperations } from '../runtime/http/route-operations.js';
+import { Router } from '../runtime/http/router.js';
+import { createV1Router } from '../runtime/http/v1/adapter.js';
 import { createRpcOperations, type RpcMethod } from '../runtime/grpc/operations.js';
 import { shareConnections } from '../runtime/grpc/same-port.js';
 import { createGrpcServer, type GrpcOptions } from '../runtime/grpc/server.js';
 import { tokenServiceRpcs } from '../runtime/grpc/token-service.js';
 import { v1Rpcs } from '../runtime/grpc/v1.js';
 import type { V1RpcRoute } from '../runtime/grpc/rpc.js';
-import type { HttpContext } from '../runtime/http-context.js';
-import { loadValidators } from '../runtime/validation.js';
-import type { Store } from '../runtime/store.js';
-import type { Resources } from '../runtime/resources.js';
-import { healthRoutes } from '../runtime/health.js';
-import { docsRoutes } from '../runtime/docs-page.js';
-import { Metrics, metricsRoute } from '../runtime/metrics.js';
-import { RateLimit } from '../runtime/rate-limit.js';
+import type { HttpContext } from '../runtime/http/context.js';
+import { loadValidators } from '../runtime/pipeline/validation.js';
+import type { Store } from '../runtime/storage/store.js';
+import type { Resources } from '../runtime/resources/standard-methods.js';
+import { healthRoutes } from '../runtime/http/health.js';
+import { docsRoutes } from '../runtime/http/docs-page.js';
+import { Metrics, metricsRoute } from '../runtime/operate/metrics.js';
+import { RateLimit } from '../runtime/operate/rate-limit.js';
 
 /** The token service's paths (handlers/sts.ts): served before authentication, as they read their own credentials. */
 const stsPaths = new Set(['/sts/exchange', '/sts/exchange_refresh_token', '/sts/headless_sessions']);

@@ -2,7 +2,7 @@
 import { SignJWT, generateKeyPair } from 'jose';
 import { test } from 'uvu';
 import * as assert from 'uvu/assert';
-import { lowS } from '../runtime/issuer.js';
+import { lowS } from '../runtime/access/issuer.js';
 import { query } from './support/db.js';
 import { onPostgres } from './support/postgres.js';
 import { runScript } from './support/process.js';

@@ -1,16 +1,16 @@
-// runtime/answer-json.ts, on SQLite (PostgreSQL renders no answers: runtime/dialect.ts): for every resource of
-// the spec whose answer the database renders, the JSON text it renders from a row holds exactly what
+// runtime/tables/answer-json.ts, on SQLite (PostgreSQL renders no answers: runtime/storage/dialect.ts): for every
+// resource of the spec whose answer the database renders, the JSON text it renders from a row holds exactly what
 // JSON.stringify(toResource(record)) holds, member for member and in the same order, for values of each kind
 // (text that JSON must escape, JSON columns holding values, null or JSON null, nested objects with input-only
 // and unset members, booleans, int64, NULL columns).
 import { test } from 'uvu';
 import * as assert from 'uvu/assert';
-import type { Store } from '../runtime/store.js';
-import { Table } from '../runtime/table.js';
-import { answerJsonSql } from '../runtime/answer-json.js';
-import { quoteIdentifier } from '../runtime/dialect.js';
-import { resourceProperties, toResource } from '../runtime/records.js';
-import type { ApiModel } from '../runtime/model.js';
+import type { Store } from '../runtime/storage/store.js';
+import { Table } from '../runtime/tables/table.js';
+import { answerJsonSql } from '../runtime/tables/answer-json.js';
+import { quoteIdentifier } from '../runtime/storage/dialect.js';
+import { resourceProperties, toResource } from '../runtime/model/records.js';
+import type { ApiModel } from '../runtime/model/api-model.js';
 import { answerStore, chooser, seededRow } from './support/seeded-rows.js';
 
 let store: Store;

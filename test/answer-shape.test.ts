@@ -1,13 +1,13 @@
-// runtime/answer-shape.ts: for every resource of the spec, the compiled shape of a row's values is exactly what
+// runtime/tables/answer-shape.ts: for every resource of the spec, the compiled shape of a row's values is exactly what
 // toResource makes of the record the table reads from the same values (test/support/seeded-rows.ts: JSON columns
 // holding values, null, or JSON null; booleans; int64; nested objects with input-only fields; unset columns).
 import { test } from 'uvu';
 import * as assert from 'uvu/assert';
-import type { Store } from '../runtime/store.js';
-import { Table } from '../runtime/table.js';
-import { compileAnswerShape } from '../runtime/answer-shape.js';
-import { resourceProperties, toResource } from '../runtime/records.js';
-import type { ApiModel } from '../runtime/model.js';
+import type { Store } from '../runtime/storage/store.js';
+import { Table } from '../runtime/tables/table.js';
+import { compileAnswerShape } from '../runtime/tables/answer-shape.js';
+import { resourceProperties, toResource } from '../runtime/model/records.js';
+import type { ApiModel } from '../runtime/model/api-model.js';
 import { answerStore, chooser, seededRow } from './support/seeded-rows.js';
 
 let store: Store;

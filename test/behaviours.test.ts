@@ -2,8 +2,8 @@
 // references, terms, invites.
 import { test } from 'uvu';
 import * as assert from 'uvu/assert';
-import { SecretSeal } from '../runtime/access/secret-seal.js';
-import { readConfig } from '../runtime/config.js';
+import { SecretSeal } from '../runtime/storage/secret-seal.js';
+import { readConfig } from '../runtime/operate/config.js';
 import { startServer } from '../server/server.js';
 import { query } from './support/db.js';
 import { grpcClient } from './support/grpc-client.js';

@@ -6,7 +6,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { test } from 'uvu';
 import * as assert from 'uvu/assert';
-import { settings } from '../runtime/config.js';
+import { settings } from '../runtime/operate/config.js';
 import { runScript } from './support/process.js';
 
 const scratch = mkdtempSync(join(tmpdir(), 'platform-api-cli-'));
@@ -78,7 +78,7 @@ test('a malformed option names the problem in one line', async () => {
   assert.equal(linesOf(r.stderr), [`token: Option '--identity <value>' argument missing; see --help`]);
 });
 
-test('start --help names every variable runtime/config.ts reads, from its settings table', async () => {
+test('start --help names every variable runtime/operate/config.ts reads, from its settings table', async () => {
   const r = await runScript(clis.start, ['--help'], { DATA_DIR: dataDir });
   const listed = [...r.stdout.matchAll(/^ {2}([A-Z][A-Z0-9_]+) /gm)].map((m) => m[1]).filter((n) => n !== 'VARIABLE');
   assert.equal(
@@ -86,7 +86,7 @@ test('start --help names every variable runtime/config.ts reads, from its settin
     settings.map((s) => s.name),
   );
   // What the source reads: env.NAME, and the name given to a reader (wholeNumber(env, 'NAME', ...)).
-  const source = readFileSync('runtime/config.ts', 'utf8');
+  const source = readFileSync('runtime/operate/config.ts', 'utf8');
   const read = new Set([
     ...[...source.matchAll(/\benv\.([A-Z][A-Z0-9_]+)/g)].map((m) => m[1]),
     ...[...source.matchAll(/\(env, '([A-Z][A-Z0-9_]+)'/g)].map((m) => m[1]),

@@ -13,7 +13,7 @@ import { join } from 'node:path';
 import { test } from 'uvu';
 import * as assert from 'uvu/assert';
 import { parse } from 'yaml';
-import { readBootstrap } from '../runtime/bootstrap.js';
+import { readBootstrap } from '../runtime/access/bootstrap.js';
 // @ts-expect-error a plain ESM script without types: ensureHaproxy() returns the binary's path or throws why not
 import { ensureHaproxy } from '../scripts/haproxy.mjs';
 import { grpcClient } from './support/grpc-client.js';

@@ -7,8 +7,8 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { test } from 'uvu';
 import * as assert from 'uvu/assert';
-import { SecretSeal } from '../runtime/access/secret-seal.js';
-import { ConfigError, readConfig } from '../runtime/config.js';
+import { SecretSeal } from '../runtime/storage/secret-seal.js';
+import { ConfigError, readConfig } from '../runtime/operate/config.js';
 import { exitOf, spawnServer } from './support/process.js';
 
 const modeOf = (file: string) => (statSync(file).mode & 0o777).toString(8);

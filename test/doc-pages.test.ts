@@ -1,7 +1,7 @@
 // The documentation holds together: the README is a front door of at most 150 lines that reaches every page of
 // docs/; every relative link resolves, to a heading where it names one; every shell block is run by the
 // walk-through or says why not; every place in the code that sends a reader to a page and section names one that
-// exists; and the Configuration table names every setting runtime/config.ts reads.
+// exists; and the Configuration table names every setting runtime/operate/config.ts reads.
 import { existsSync, readdirSync, readFileSync, statSync } from 'node:fs';
 import { dirname, join, normalize } from 'node:path';
 import { test } from 'uvu';
@@ -84,8 +84,8 @@ test('every reference to a page and section (code, spec, tests, error messages, 
   assert.equal(broken, []);
 });
 
-test('the Configuration table of docs/operating.md names every setting runtime/config.ts reads, and no other', () => {
-  const config = readFileSync('runtime/config.ts', 'utf8');
+test('the Configuration table of docs/operating.md names every setting runtime/operate/config.ts reads, and no other', () => {
+  const config = readFileSync('runtime/operate/config.ts', 'utf8');
   const read = new Set(
     [...config.matchAll(/env\.([A-Z][A-Z0-9_]+)|\(env, '([A-Z][A-Z0-9_]+)'/g)].map((m) => m[1] ?? m[2]),
   );

@@ -50,7 +50,7 @@ function project(name: string): string {
     'spec/a.yaml': 'domain: a\n',
     'spec/b.yaml': 'domain: b\n',
     'generator/main.ts': '// generator\n',
-    'runtime/model.ts': '// model\n',
+    'runtime/model/api-model.ts': '// model\n',
   })) {
     mkdirSync(join(dir, file, '..'), { recursive: true });
     writeFileSync(join(dir, file), text);
@@ -93,10 +93,10 @@ test('removing or renaming a spec file regenerates; touching one does not', () =
   assert.match(r.stderr, '> spec/ changed since the last generate: npm run -s generate');
   rmSync(join(dir, 'spec/c.yaml'));
   assert.equal(ready(dir).npm, ['run -s generate'], 'a removed file');
-  writeFileSync(join(dir, 'runtime/model.ts'), '// model, changed\n');
+  writeFileSync(join(dir, 'runtime/model/api-model.ts'), '// model, changed\n');
   writeFileSync(join(dir, 'generator/main.ts'), '// generator, changed\n');
   r = ready(dir);
-  assert.match(r.stderr, '> generator/ and runtime/model.ts changed since the last generate');
+  assert.match(r.stderr, '> generator/ and runtime/model/api-model.ts changed since the last generate');
   assert.equal(ready(dir).npm, []);
   rmSync(join(dir, 'generated/.source-hash'));
   assert.match(ready(dir).stderr, '> generated/ does not record what it was generated from');

@@ -15,8 +15,8 @@ import { countConnections } from './support/connection-counter.js';
 import { createOrg, startTestServer, type TestServer } from './support/server.js';
 import { grpcClient } from './support/grpc-client.js';
 import { exitOf, runScript, spawnServer } from './support/process.js';
-import { TokenIssuer } from '../runtime/issuer.js';
-import { readBootstrap } from '../runtime/bootstrap.js';
+import { TokenIssuer } from '../runtime/access/issuer.js';
+import { readBootstrap } from '../runtime/access/bootstrap.js';
 
 interface Received {
   headers: IncomingMessage['headers'];

@@ -1,7 +1,7 @@
 // The token exchange against a real OIDC issuer started on loopback by the test.
 import { createHash } from 'node:crypto';
 import { readFileSync } from 'node:fs';
-import { ConfigError, readConfig } from '../runtime/config.js';
+import { ConfigError, readConfig } from '../runtime/operate/config.js';
 import { createServer, type Server } from 'node:http';
 import * as grpc from '@grpc/grpc-js';
 import protobuf from 'protobufjs';
@@ -14,8 +14,8 @@ import { countConnections } from './support/connection-counter.js';
 import { startTestServer, type TestServer } from './support/server.js';
 import { query } from './support/db.js';
 import { maxIssuerDocumentBytes, maxKeySets, TokenExchange } from '../handlers/sts.js';
-import type { Resources } from '../runtime/resources.js';
-import type { TokenIssuer } from '../runtime/issuer.js';
+import type { Resources } from '../runtime/resources/standard-methods.js';
+import type { TokenIssuer } from '../runtime/access/issuer.js';
 import { RefreshTokens } from '../runtime/access/refresh-tokens.js';
 import { compiledPatternCount, matchesPattern, maxCompiledPatterns } from '../runtime/access/safe-pattern.js';
 

@@ -5,7 +5,7 @@ import * as protoLoader from '@grpc/proto-loader';
 import descriptor from 'protobufjs/ext/descriptor/index.js';
 import { test } from 'uvu';
 import * as assert from 'uvu/assert';
-import { readConfig } from '../runtime/config.js';
+import { readConfig } from '../runtime/operate/config.js';
 import { startServer } from '../server/server.js';
 import { grpcClient, loadDefinitions, type GrpcReply, type GrpcTestClient } from './support/grpc-client.js';
 import { query } from './support/db.js';

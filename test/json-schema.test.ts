@@ -5,7 +5,7 @@ import addFormats from 'ajv-formats';
 import { test } from 'uvu';
 import * as assert from 'uvu/assert';
 import { int64Text, objectSchema, type JsonSchema, type SchemaMode } from '../generator/json-schema.js';
-import { standardFields, type FieldModel } from '../runtime/model.js';
+import { standardFields, type FieldModel } from '../runtime/model/api-model.js';
 
 // Configured as generator/emit-validators.ts configures the validators it emits.
 const ajv = new Ajv({ allErrors: true, strict: false });

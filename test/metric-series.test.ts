@@ -1,7 +1,7 @@
-// runtime/metric-series.ts: counters and histograms as the Prometheus text format writes them.
+// runtime/operate/metric-series.ts: counters and histograms as the Prometheus text format writes them.
 import { test } from 'uvu';
 import * as assert from 'uvu/assert';
-import { CounterFamily, HistogramFamily } from '../runtime/metric-series.js';
+import { CounterFamily, HistogramFamily } from '../runtime/operate/metric-series.js';
 
 test('a counter family: one line per label set, label values quoted and escaped, in the names given', () => {
   const c = new CounterFamily('things_total', 'Things, by kind and code', ['kind', 'code']);

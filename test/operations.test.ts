@@ -5,7 +5,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { test } from 'uvu';
 import * as assert from 'uvu/assert';
-import { ConfigError, readConfig } from '../runtime/config.js';
+import { ConfigError, readConfig } from '../runtime/operate/config.js';
 import { loadGenerated, type GeneratedParts } from '../server/server.js';
 import { query } from './support/db.js';
 import { grpcClient } from './support/grpc-client.js';

@@ -8,7 +8,7 @@ import { join } from 'node:path';
 import { test } from 'uvu';
 import * as assert from 'uvu/assert';
 import pg from 'pg';
-import { readBootstrap } from '../runtime/bootstrap.js';
+import { readBootstrap } from '../runtime/access/bootstrap.js';
 // @ts-expect-error a plain ESM script without types
 import { startCluster } from '../scripts/postgres-cluster.mjs';
 import { grpcClient, type GrpcTestClient } from './support/grpc-client.js';

@@ -4,9 +4,9 @@
 import pg from 'pg';
 import { test } from 'uvu';
 import * as assert from 'uvu/assert';
-import { readConfig } from '../runtime/config.js';
+import { readConfig } from '../runtime/operate/config.js';
 import { startServer, type RunningServer } from '../server/server.js';
-import { readBootstrap } from '../runtime/bootstrap.js';
+import { readBootstrap } from '../runtime/access/bootstrap.js';
 import { newDatabase, stopOwnCluster } from './support/postgres.js';
 import { runScript } from './support/process.js';
 import { mkdtempSync, rmSync } from 'node:fs';

@@ -2,9 +2,9 @@
 // marked to expect an error is a mistake a handler could make that the types must catch: if they stop catching
 // it, the unused directive is itself an error and the typecheck fails.
 import type { IamHandlers } from '../generated/routes.js';
-import type { HandlerContext } from '../runtime/route-operations.js';
-import type { Sql } from '../runtime/sql.js';
-import { equal, matching } from '../runtime/condition.js';
+import type { HandlerContext } from '../runtime/http/route-operations.js';
+import type { Sql } from '../runtime/storage/sql.js';
+import { equal, matching } from '../runtime/tables/condition.js';
 
 export async function handlerShapedUses(context: HandlerContext, sql: Sql): Promise<string[]> {
   const [invite] = await context.resources

@@ -6,7 +6,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { test } from 'uvu';
 import * as assert from 'uvu/assert';
-import { readConfig } from '../runtime/config.js';
+import { readConfig } from '../runtime/operate/config.js';
 import { startServer } from '../server/server.js';
 import { grpcClient } from './support/grpc-client.js';
 import { startTestServer, type Reply, type TestServer } from './support/server.js';

@@ -1,14 +1,14 @@
-// runtime/router.ts and runtime/http-context.ts on a real node:http server on loopback: table order across the
+// runtime/http/router.ts and runtime/http/context.ts on a real node:http server on loopback: table order across the
 // first-segment index, captures, HEAD, router-wide middleware, the query, absolute-form targets and the answer.
 import { createServer, type Server } from 'node:http';
 import { connect } from 'node:net';
 import type { AddressInfo } from 'node:net';
 import { test } from 'uvu';
 import * as assert from 'uvu/assert';
-import { ApiError } from '../runtime/errors.js';
-import { createApp } from '../runtime/http.js';
-import { compose, HttpContext, type Middleware } from '../runtime/http-context.js';
-import { Router } from '../runtime/router.js';
+import { ApiError } from '../runtime/model/errors.js';
+import { createApp } from '../runtime/http/app.js';
+import { compose, HttpContext, type Middleware } from '../runtime/http/context.js';
+import { Router } from '../runtime/http/router.js';
 
 const said =
   (what: string): Middleware =>

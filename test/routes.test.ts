@@ -9,7 +9,7 @@ import { protoSurface } from '../generator/proto-model.js';
 import { emitRouter } from '../generator/emit-typescript.js';
 import { routesOf, type Route } from '../generator/routes-table.js';
 import { loadSpec } from '../generator/spec.js';
-import { uidCapture } from '../runtime/uid.js';
+import { uidCapture } from '../runtime/model/uid.js';
 
 const model = loadSpec('spec');
 const routes = routesOf(model);
@@ -23,7 +23,7 @@ const nameOf = (r: Route) => `${r.method} ${r.path} (${r.kind} ${r.resource?.col
 
 /**
  * The route that answers a request and its raw captures: the first in table order whose method and pattern match
- * the raw path, as runtime/router.ts runs them (ctx.path is not decoded; the runtime decodes captures).
+ * the raw path, as runtime/http/router.ts runs them (ctx.path is not decoded; the runtime decodes captures).
  */
 function answering(method: string, path: string): { route: string; params: Record<string, string> } | undefined {
   for (const r of routes) {

@@ -4,12 +4,12 @@ import * as assert from 'uvu/assert';
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { ApiError } from '../runtime/errors.js';
-import { TokenIssuer } from '../runtime/issuer.js';
-import { applyFieldMask, parseFieldMask } from '../runtime/field-mask.js';
-import type { FieldModel } from '../runtime/model.js';
-import { PageToken, pageTokenLifetimeMs } from '../runtime/page-token.js';
-import { ancestorsOf, isUidPath, newChildUid, newRootUid, parentOf } from '../runtime/uid.js';
+import { ApiError } from '../runtime/model/errors.js';
+import { TokenIssuer } from '../runtime/access/issuer.js';
+import { applyFieldMask, parseFieldMask } from '../runtime/model/field-mask.js';
+import type { FieldModel } from '../runtime/model/api-model.js';
+import { PageToken, pageTokenLifetimeMs } from '../runtime/lists/page-token.js';
+import { ancestorsOf, isUidPath, newChildUid, newRootUid, parentOf } from '../runtime/model/uid.js';
 
 test('a page token older than 3 days restarts the query; a fresh one continues', () => {
   const tokens = new PageToken(Buffer.alloc(32, 7));

@@ -1,7 +1,7 @@
 // Opening a store skips MikroORM's schema comparison only when the record says the database has the model's
-// schema (runtime/schema-state.ts): a changed model, or a schema changed by anyone since, is compared and
+// schema (runtime/storage/schema-state.ts): a changed model, or a schema changed by anyone since, is compared and
 // migrated as before. Each migration is recorded with its version; a database a newer version migrated is
-// refused, and nothing is ever dropped (runtime/schema-versions.ts). PostgreSQL: test/postgres.test.ts.
+// refused, and nothing is ever dropped (runtime/storage/schema-versions.ts). PostgreSQL: test/postgres.test.ts.
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -10,7 +10,7 @@ import { EntitySchema } from '@mikro-orm/core';
 import { SchemaComparator } from '@mikro-orm/better-sqlite';
 import { test } from 'uvu';
 import * as assert from 'uvu/assert';
-import { openStore } from '../runtime/store.js';
+import { openStore } from '../runtime/storage/store.js';
 
 const dir = mkdtempSync(join(tmpdir(), 'schema-state-'));
 test.after(() => rmSync(dir, { recursive: true, force: true }));

@@ -6,8 +6,8 @@ import { cpSync, mkdirSync, mkdtempSync, readFileSync, readdirSync, rmSync, writ
 import { join } from 'node:path';
 import { test } from 'uvu';
 import * as assert from 'uvu/assert';
-import { readBootstrap } from '../runtime/bootstrap.js';
-import { TokenIssuer } from '../runtime/issuer.js';
+import { readBootstrap } from '../runtime/access/bootstrap.js';
+import { TokenIssuer } from '../runtime/access/issuer.js';
 import { exitOf, outcome } from './support/process.js';
 
 // Inside the project, where node_modules resolves for the copy and for its build.

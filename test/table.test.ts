@@ -1,12 +1,12 @@
 // The SQL read path answers exactly what the ORM answers, on a real SQLite file, for every kind of condition the
-// runtime writes (runtime/condition.ts), checked against the same condition in the ORM's own filter syntax.
+// runtime writes (runtime/tables/condition.ts), checked against the same condition in the ORM's own filter syntax.
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { test } from 'uvu';
 import * as assert from 'uvu/assert';
 import { loadGenerated } from '../server/server.js';
-import { openStore, type Store } from '../runtime/store.js';
+import { openStore, type Store } from '../runtime/storage/store.js';
 import {
   and,
   contains,
@@ -18,11 +18,11 @@ import {
   or,
   range,
   type Condition,
-} from '../runtime/condition.js';
-import { UnsupportedCondition } from '../runtime/sql-condition.js';
-import { Table } from '../runtime/table.js';
-import { CountCache } from '../runtime/count-cache.js';
-import { descendantRange, newChildUid, newRootUid } from '../runtime/uid.js';
+} from '../runtime/tables/condition.js';
+import { UnsupportedCondition } from '../runtime/tables/sql-condition.js';
+import { Table } from '../runtime/tables/table.js';
+import { CountCache } from '../runtime/storage/count-cache.js';
+import { descendantRange, newChildUid, newRootUid } from '../runtime/model/uid.js';
 
 let store: Store;
 let dir: string;

@@ -5,7 +5,7 @@ import { readFileSync } from 'node:fs';
 import { SignJWT, generateKeyPair, importJWK, type JWK } from 'jose';
 import { test } from 'uvu';
 import * as assert from 'uvu/assert';
-import { clockSkewSeconds, lowS, maxTokenSeconds } from '../runtime/issuer.js';
+import { clockSkewSeconds, lowS, maxTokenSeconds } from '../runtime/access/issuer.js';
 import { startTestServer, type TestServer } from './support/server.js';
 
 let s: TestServer;

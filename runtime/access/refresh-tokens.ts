@@ -6,11 +6,11 @@
 // identity is deleted or its claimMatch changes (what the upstream token was checked against is no longer true).
 import { createHash, randomBytes } from 'node:crypto';
 import { EntitySchema } from '@mikro-orm/core';
-import { and, equal, isNull, oneOf, range } from '../condition.js';
-import { unauthenticated } from '../errors.js';
-import { now } from '../records.js';
-import type { Resources } from '../resources.js';
-import type { Sql } from '../sql.js';
+import { and, equal, isNull, oneOf, range } from '../tables/condition.js';
+import { unauthenticated } from '../model/errors.js';
+import { now } from '../model/records.js';
+import type { Resources } from '../resources/standard-methods.js';
+import type { Sql } from '../storage/sql.js';
 
 export interface RefreshTokenRecord {
   /** the SHA-256 (hex) of the token: the token itself is never stored */

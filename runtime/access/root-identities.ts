@@ -7,11 +7,11 @@
 // - deleted: as updated, or the identity itself; a bound identity is not deleted at all (its bindings go first,
 //   by whoever may delete them), so no organization loses its last owner that way.
 // Any other caller is refused alike whether the identity exists or not.
-import { equal } from '../condition.js';
-import type { ApiModel, ResourceModel } from '../model.js';
-import type { Resources } from '../resources.js';
-import type { Sql } from '../sql.js';
-import { isUidPath } from '../uid.js';
+import { equal } from '../tables/condition.js';
+import type { ApiModel, ResourceModel } from '../model/api-model.js';
+import type { Resources } from '../resources/standard-methods.js';
+import type { Sql } from '../storage/sql.js';
+import { isUidPath } from '../model/uid.js';
 
 export type RootIdentityUse = 'read' | 'update' | 'delete';
 

@@ -4,7 +4,7 @@
 // only its SHA-256 is stored. Every change makes a new etag; regenerate and setScimEnabled must name the current
 // one, so two operators cannot silently undo each other (a stale etag is ABORTED, AIP-154).
 import { createHash, randomBytes } from 'node:crypto';
-import { ApiError, invalidArgument } from '../errors.js';
+import { ApiError, invalidArgument } from '../model/errors.js';
 
 export type CredentialState =
   | 'CREDENTIAL_STATE_UNSPECIFIED'

@@ -3,8 +3,8 @@
 // `cloudevents` package is not used: binary mode is these eight headers, and the package would bring its own
 // validator and HTTP layer for what the token and the SSRF-checked connection need done here anyway.
 import { createHash } from 'node:crypto';
-import { snakeCase } from '../field-names.js';
-import type { OutboxEvent } from '../outbox.js';
+import { snakeCase } from '../model/field-names.js';
+import type { OutboxEvent } from '../storage/outbox.js';
 
 /** What of an outbox event a delivery sends. */
 export type StoredEvent = Pick<OutboxEvent, 'type' | 'subject' | 'groupUid' | 'actor' | 'time' | 'body'>;

@@ -3,11 +3,11 @@
 // one folder: an event reaches every subscription at or above its group, so subscriptions spread over nested
 // folders would multiply just the same. Past a quota: RESOURCE_EXHAUSTED (429) with a QuotaFailure naming the
 // setting (AIP-193's answer for a quota), or, for deliveries the worker makes, a FAILED delivery saying so.
-import { and, equal, oneOf, range, type Condition } from '../condition.js';
-import { ApiError } from '../errors.js';
-import type { RecordTypes } from '../records.js';
-import { descendantRange } from '../uid.js';
-import type { Writes } from '../writes.js';
+import { and, equal, oneOf, range, type Condition } from '../tables/condition.js';
+import { ApiError } from '../model/errors.js';
+import type { RecordTypes } from '../model/records.js';
+import { descendantRange } from '../model/uid.js';
+import type { Writes } from '../resources/writes.js';
 
 type Subscription = RecordTypes['subscriptions'];
 type Delivery = RecordTypes['deliveries'];

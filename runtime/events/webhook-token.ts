@@ -8,7 +8,7 @@
 //   exchange can refuse to mint. `customer` stays for receivers written against the reference's SDK.
 // - `webhook` also holds the CloudEvents attributes sent as Ce-* headers (id, type, source, subject, time, group):
 //   a receiver compares each header with its claim.
-import type { TokenIssuer } from '../issuer.js';
+import type { TokenIssuer } from '../access/issuer.js';
 import { digestOf } from './cloud-event.js';
 
 /** The reference's one audience of every webhook token. */

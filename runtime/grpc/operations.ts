@@ -1,14 +1,14 @@
 // The gRPC adapter's side of the one pipeline: a request message, read as proto3 JSON, becomes a Call by its rpc's
 // field routes (where HTTP would carry each field: path, query, body, mask), runs through Operations, and the
 // answer goes back as the JSON of the response message. It translates only: the pipeline authorizes and validates.
-import type { Principal } from '../authorization.js';
-import { invalidArgument } from '../errors.js';
-import { unsafeJson } from '../input-safety.js';
-import type { EndpointModel, ResourceModel } from '../model.js';
-import type { Call, EndpointHandler, Operations, Present, Prepare } from '../operations.js';
-import { snakeCase } from '../field-names.js';
-import type { Row } from '../records.js';
-import { checkUidParams } from '../route-operations.js';
+import type { Principal } from '../access/authorization.js';
+import { invalidArgument } from '../model/errors.js';
+import { unsafeJson } from '../pipeline/input-safety.js';
+import type { EndpointModel, ResourceModel } from '../model/api-model.js';
+import type { Call, EndpointHandler, Operations, Present, Prepare } from '../pipeline/operations.js';
+import { snakeCase } from '../model/field-names.js';
+import type { Row } from '../model/records.js';
+import { checkUidParams } from '../http/route-operations.js';
 import type { RpcRoute } from './rpc.js';
 
 export interface RpcMethod {

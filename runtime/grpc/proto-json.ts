@@ -1,9 +1,9 @@
 // The proto3 JSON mapping, both ways, over protobufjs reflection: what the pipeline reads and writes is the same
 // JSON as HTTP's (JSON names, RFC 3339 timestamps, int64 as strings, enum names), so gRPC adds no second shape.
 import protobuf from 'protobufjs';
-import { invalidArgument } from '../errors.js';
-import { lowerCamelCase as lowerCamel } from '../field-names.js';
-import type { Row } from '../records.js';
+import { invalidArgument } from '../model/errors.js';
+import { lowerCamelCase as lowerCamel } from '../model/field-names.js';
+import type { Row } from '../model/records.js';
 
 /** The JSON name of a field: its json_name, else the lowerCamelCase of its name. */
 export function jsonName(f: protobuf.Field): string {

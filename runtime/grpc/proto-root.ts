@@ -2,7 +2,7 @@
 import { readdirSync } from 'node:fs';
 import { join, relative } from 'node:path';
 import protobuf from 'protobufjs';
-import { defaultGeneratedDir } from '../open-resources.js';
+import { defaultGeneratedDir } from '../operate/open-resources.js';
 
 /** Every .proto below dir, relative to it, sorted. */
 export function protoFiles(dir: string): string[] {

@@ -16,7 +16,7 @@ export function connectionKind(head: Buffer): 'h2' | 'http' | 'undecided' {
 /**
  * Takes over the HTTP server's connections: each is read until its kind is known (within `timeoutMs`, else it is
  * closed), then handed to the HTTP/1.1 server or to `h2`. Answers the connections open, of every kind and stage:
- * what a shutdown cuts at the end of its grace (runtime/http-server.ts, closeWithin).
+ * what a shutdown cuts at the end of its grace (runtime/http/listener.ts, closeWithin).
  */
 export function shareConnections(server: Server, h2: (socket: Socket) => void, timeoutMs: number): Set<Socket> {
   const http = server.listeners('connection') as ((socket: Socket) => void)[];

@@ -5,15 +5,15 @@ import type { Duplex } from 'node:stream';
 import { join } from 'node:path';
 import type * as grpc from '@grpc/grpc-js';
 import type protobuf from 'protobufjs';
-import type { Principal } from '../authorization.js';
-import { ApiError, internal, unauthenticated } from '../errors.js';
-import type { Row } from '../records.js';
+import type { Principal } from '../access/authorization.js';
+import { ApiError, internal, unauthenticated } from '../model/errors.js';
+import type { Row } from '../model/records.js';
 import type { RpcMethod } from './operations.js';
 import { decodeRequest, encodeResponse, jsonName } from './proto-json.js';
 import { loadProtoRoot, protoFiles } from './proto-root.js';
 import { statusDetails } from './status.js';
-import type { RateLimit } from '../rate-limit.js';
-import type { GrpcLimits } from '../config.js';
+import type { RateLimit } from '../operate/rate-limit.js';
+import type { GrpcLimits } from '../operate/config.js';
 import { callerAddress, type TrustedProxies } from '../operate/caller-address.js';
 
 export interface GrpcOptions {
@@ -283,7 +283,7 @@ export function createGrpcServer(o: GrpcOptions): GrpcServer {
       const set = await settingUp?.catch(() => undefined);
       if (!set) return;
       // GOAWAY to every connection; tryShutdown waits for their rpcs to finish, forceShutdown cuts them. The
-      // sockets under them are the HTTP port's to cut as well (runtime/http-server.ts, closeWithin).
+      // sockets under them are the HTTP port's to cut as well (runtime/http/listener.ts, closeWithin).
       let grace: NodeJS.Timeout | undefined;
       const cut = new Promise<void>((resolve) => (grace = setTimeout(resolve, graceMs)));
       set.injector.drain(graceMs);

@@ -1,7 +1,7 @@
 // AIP-193 errors on the gRPC wire: the status code, the message, and grpc-status-details-bin carrying a serialized
 // google.rpc.Status with the same typed details as the HTTP body (ErrorInfo, BadRequest, ResourceInfo, ...).
 import protobuf from 'protobufjs';
-import type { ApiError, Detail } from '../errors.js';
+import type { ApiError, Detail } from '../model/errors.js';
 
 // google/rpc/status.proto and error_details.proto, the messages our errors carry. Field names are the JSON names
 // our details use; the wire knows only the numbers.

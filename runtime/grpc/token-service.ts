@@ -2,8 +2,8 @@
 // the reference's SDK calls it): Exchange is POST /sts/exchange, with the other issuer's token as the bearer
 // metadata; ExchangeRefreshToken is POST /sts/exchange_refresh_token, with the refresh token as the bearer
 // metadata. It translates only: every check of the exchange is the one function both transports call.
-import { invalidArgument } from '../errors.js';
-import type { Row } from '../records.js';
+import { invalidArgument } from '../model/errors.js';
+import type { Row } from '../model/records.js';
 import type { RpcMethod } from './operations.js';
 
 /** What the exchange takes from either transport. */

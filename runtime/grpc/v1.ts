@@ -4,12 +4,12 @@
 // for every rpc; the rpcs of v1 services that no route serves answer a structured UNIMPLEMENTED.
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import { stringify } from 'node:querystring';
-import type { Principal } from '../authorization.js';
-import { ApiError, invalidArgument } from '../errors.js';
-import { lowerCamelCase } from '../field-names.js';
-import { HttpContext } from '../http-context.js';
-import { unsafeJson } from '../input-safety.js';
-import type { Row } from '../records.js';
+import type { Principal } from '../access/authorization.js';
+import { ApiError, invalidArgument } from '../model/errors.js';
+import { lowerCamelCase } from '../model/field-names.js';
+import { HttpContext } from '../http/context.js';
+import { unsafeJson } from '../pipeline/input-safety.js';
+import type { Row } from '../model/records.js';
 import type { RpcMethod } from './operations.js';
 import type { NameTree, V1RpcRoute } from './rpc.js';
 

@@ -4,9 +4,9 @@
 // line naming the table, the key and a statement that lists them. Which twin to keep is the owner's choice
 // (rename or delete the others through the API, then start again), not something a migration may guess.
 import type { MikroORM } from '@mikro-orm/core';
-import { ConfigError } from '../config.js';
-import { ApiError } from '../errors.js';
-import { quoteIdentifier } from '../dialect.js';
+import { ConfigError } from '../operate/config.js';
+import { ApiError } from '../model/errors.js';
+import { quoteIdentifier } from './dialect.js';
 
 type Execute = (sql: string) => Promise<Record<string, unknown>[]>;
 

@@ -2,7 +2,7 @@
 // failure, a deadlock) is run again; a duplicate natural key is ALREADY_EXISTS; a database that went away, or a
 // connection lost mid-call, is UNAVAILABLE with a RetryInfo, never INTERNAL: the pool connects again on the next
 // call once the database is back.
-import { ApiError, unavailable } from '../errors.js';
+import { ApiError, unavailable } from '../model/errors.js';
 import { isDuplicateKey } from './duplicate-key.js';
 
 interface PgError {

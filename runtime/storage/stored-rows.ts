@@ -1,9 +1,9 @@
-// How rows stored before a change of the spec take it (runtime/model.ts StoredChange, recorded by
+// How rows stored before a change of the spec take it (runtime/model/api-model.ts StoredChange, recorded by
 // generator/schema-lock.ts): a renamed field's values copied to its new column, a retyped field's converted
 // into its new column (every value that does not convert reported, and the migration refused), a default
 // for old rows, or nothing (clear: old rows lack the value until a change sets it). Old columns are never
 // dropped or changed: a step only fills a column the same migration adds, or old rows' unset values.
-import type { ExistingRows, FieldModel, ResourceModel, StoredChange } from '../model.js';
+import type { ExistingRows, FieldModel, ResourceModel, StoredChange } from '../model/api-model.js';
 
 type Execute = (sql: string, params?: unknown[]) => Promise<Record<string, unknown>[]>;
 

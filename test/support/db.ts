@@ -4,7 +4,7 @@
 // engine (JSON as its text, integers as numbers, booleans as 1 and 0), so a test reads the same on both.
 import Database from 'better-sqlite3';
 import pg from 'pg';
-import type { Database as Where } from '../../runtime/store.js';
+import type { Database as Where } from '../../runtime/storage/store.js';
 
 /** The types whose text PostgreSQL's driver would parse, kept as SQLite gives them. */
 const sqliteShaped = {

@@ -3,7 +3,7 @@
 // operations of the reference contracts it does not serve, each with what a valid request looks like: which real
 // record each path parameter names, the query parameters it declares and a valid body.
 import { readFileSync } from 'node:fs';
-import type { ApiModel, ResourceModel, V1Model } from '../../runtime/model.js';
+import type { ApiModel, ResourceModel, V1Model } from '../../runtime/model/api-model.js';
 import { exampleOf, Rng, type QueryKind, type Schema } from './fuzz-inputs.js';
 
 /** Real records the test creates (or imports) before fuzzing, by kind; values are uids unless said otherwise. */

@@ -3,10 +3,10 @@
 import { join } from 'node:path';
 import * as grpc from '@grpc/grpc-js';
 import * as protoLoader from '@grpc/proto-loader';
-import { defaultGeneratedDir } from '../../runtime/open-resources.js';
+import { defaultGeneratedDir } from '../../runtime/operate/open-resources.js';
 import { protoFiles } from '../../runtime/grpc/proto-root.js';
 import { readStatusDetails } from '../../runtime/grpc/status.js';
-import type { Detail } from '../../runtime/errors.js';
+import type { Detail } from '../../runtime/model/errors.js';
 
 export interface GrpcReply {
   code: number;

@@ -4,9 +4,9 @@ import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { loadGenerated } from '../../server/server.js';
-import { openStore, type Store } from '../../runtime/store.js';
-import type { Column } from '../../runtime/dialect.js';
-import type { ApiModel, FieldModel, ResourceModel } from '../../runtime/model.js';
+import { openStore, type Store } from '../../runtime/storage/store.js';
+import type { Column } from '../../runtime/storage/dialect.js';
+import type { ApiModel, FieldModel, ResourceModel } from '../../runtime/model/api-model.js';
 
 /** A store on a SQLite file of its own, with the spec's model; close removes the file. */
 export async function answerStore(): Promise<{ store: Store; model: ApiModel; close: () => Promise<void> }> {

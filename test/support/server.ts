@@ -2,10 +2,10 @@
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { readConfig } from '../../runtime/config.js';
-import type { Database } from '../../runtime/store.js';
+import { readConfig } from '../../runtime/operate/config.js';
+import type { Database } from '../../runtime/storage/store.js';
 import { newDatabase, onPostgres } from './postgres.js';
-import { readBootstrap, type Bootstrap } from '../../runtime/bootstrap.js';
+import { readBootstrap, type Bootstrap } from '../../runtime/access/bootstrap.js';
 import { startServer, type GeneratedParts, type RunningServer } from '../../server/server.js';
 
 export interface Reply {

@@ -1,0 +1,71 @@
+// First start: the built-in roles as root records, and on an empty database one organization with an owner.
+import { existsSync, readFileSync, writeFileSync } from 'node:fs';
+import { join } from 'node:path';
+import type { ApiModel } from '../model/api-model.js';
+import { now } from '../model/records.js';
+import type { Store } from '../storage/store.js';
+import { Table } from '../tables/table.js';
+import { newChildUid, newRootUid } from '../model/uid.js';
+
+export interface Bootstrap {
+  organization: string;
+  owner: string;
+}
+
+const fileOf = (dataDir: string) => join(dataDir, 'bootstrap.json');
+
+export function readBootstrap(dataDir: string): Bootstrap | undefined {
+  const file = fileOf(dataDir);
+  return existsSync(file) ? (JSON.parse(readFileSync(file, 'utf8')) as Bootstrap) : undefined;
+}
+
+/** Idempotent: built-in roles follow the spec on every start; the organization is made only once. */
+export async function ensureBootstrap(store: Store, model: ApiModel, dataDir: string): Promise<Bootstrap> {
+  const [groups, identities, roles, roleBindings] = ['groups', 'identities', 'roles', 'roleBindings'].map(
+    (c) => new Table(store, model.resources[c].type),
+  );
+  return store.transaction(async (sql) => {
+    const time = now();
+    for (const role of model.roles) {
+      const fields = { name: role.name, description: role.description, capabilities: role.capabilities };
+      if (await roles.get(role.uid, sql)) await roles.update(sql, role.uid, fields);
+      else await roles.insert(sql, { uid: role.uid, parentUid: null, createTime: time, updateTime: time, ...fields });
+    }
+    const existing = readBootstrap(dataDir);
+    if (existing) return existing;
+    const organization = newRootUid();
+    const owner = newRootUid();
+    const ownerRoles = model.roles.filter((r) => r.bootstrap);
+    if (ownerRoles.length === 0)
+      throw new Error('access.yaml declares no role with bootstrap: true, so nobody could use a new server');
+    await groups.insert(sql, {
+      uid: organization,
+      parentUid: null,
+      name: 'default',
+      description: 'Created on first start',
+      createTime: time,
+      updateTime: time,
+    });
+    await identities.insert(sql, {
+      uid: owner,
+      parentUid: null,
+      name: 'owner',
+      description: 'Created on first start; get a token with npm run -s token',
+      createTime: time,
+      updateTime: time,
+    });
+    for (const role of ownerRoles) {
+      await roleBindings.insert(sql, {
+        uid: newChildUid(organization),
+        parentUid: organization,
+        identityUid: owner,
+        roleUid: role.uid,
+        createTime: time,
+        updateTime: time,
+      });
+    }
+    const result = { organization, owner };
+    writeFileSync(fileOf(dataDir), `${JSON.stringify(result, null, 2)}\n`, { flag: 'wx', mode: 0o600 });
+    return result;
+  });
+}

@@ -1,0 +1,359 @@
+// The HTTP application: request id and log, errors, body, public routes, authenticate, then the route tables.
+import { randomUUID } from 'node:crypto';
+import type { IncomingMessage, ServerResponse } from 'node:http';
+import { compose, HttpContext, type Middleware, type Next } from './context.js';
+import { Router } from './router.js';
+import { ApiError, internal, invalidArgument, unauthenticated } from '../model/errors.js';
+import { unsafeRequestLine } from '../pipeline/input-safety.js';
+import { checkParameterNames } from '../pipeline/validation.js';
+import type { Principal } from '../access/authorization.js';
+import { jsonBody } from './json-body.js';
+import type { TokenIssuer } from '../access/issuer.js';
+import type { ApiModel } from '../model/api-model.js';
+import type { Metrics } from '../operate/metrics.js';
+import type { RateLimit } from '../operate/rate-limit.js';
+import { cors } from './cors.js';
+import { callerAddress, type TrustedProxies } from '../operate/caller-address.js';
+
+/** One table of routes; every table takes part in the one set of routing rules (404, 405 with Allow). */
+export interface RouteTable {
+  router: Router;
+  /** a cheap test of the paths the table may serve: other requests skip matching it */
+  serves?: (path: string) => boolean;
+}
+
+export interface AppOptions {
+  model: ApiModel;
+  openapi: unknown;
+  /** where log lines go; undefined: nowhere (LOG=off), and none is made */
+  log?: (line: Record<string, unknown>) => void;
+  issuer: () => TokenIssuer;
+  /** the principal of a bearer token; UNAUTHENTICATED when the token is not good here */
+  authenticate: (token: string) => Principal | Promise<Principal>;
+  /** routes before authentication: they need no caller, or read the Authorization header themselves (the token exchange) */
+  publicRoutes: RouteTable[];
+  /** every other route (v2, v1) */
+  routes: RouteTable[];
+  /** requests counted and timed */
+  metrics?: Metrics;
+  /** CORS for these origins (['*']: any); none when undefined */
+  corsOrigins?: string[];
+  maxBodyBytes?: number;
+  /** requests per second per caller */
+  rateLimit?: RateLimit;
+  /** the proxies whose X-Forwarded-For names an anonymous caller's address */
+  trustedProxies?: TrustedProxies;
+}
+
+/** The methods any table serves at this path (HEAD goes with GET). */
+function allowedMethods(tables: RouteTable[], path: string): string[] {
+  const methods = tables.flatMap((t) => t.router.methodsAt(path));
+  return [...new Set(methods)].filter((m) => m !== 'HEAD');
+}
+
+function methodNotAllowed(method: string, path: string, allowed: string[]): ApiError {
+  const e = new ApiError('UNIMPLEMENTED', `Method ${method} is not allowed on ${path}; allowed: ${allowed.join(', ')}`);
+  e.httpStatus = 405;
+  return e;
+}
+
+/** The table's routes as middleware, skipped for paths it does not serve. */
+function dispatch(t: RouteTable): Middleware {
+  const routes = t.router.routes();
+  return t.serves ? (ctx, next) => (t.serves!(ctx.path) ? routes(ctx, next) : next()) : routes;
+}
+
+/** Templates of the routes given as regular expressions (the generated ones), made once per route. */
+const templates = new WeakMap<RegExp, string>();
+
+/**
+ * The matched route's template, never the path itself (it holds uids): a route given as a regular expression
+ * reads as its path with an asterisk for each capture. "(none)" when no route matched.
+ */
+export function routeTemplate(ctx: HttpContext): string {
+  const route = ctx.route;
+  if (route === undefined) return '(none)';
+  if (typeof route === 'string') return route;
+  let template = templates.get(route);
+  if (template === undefined) {
+    template = route.source.replace(/^\^|\$$/g, '');
+    // innermost groups first, until none is left
+    for (let before = ''; before !== template;) {
+      before = template;
+      template = template.replace(/\((?:[^()\\]|\\.)*\)/g, '*');
+    }
+    template = template.replace(/\\(.)/g, '$1');
+    templates.set(route, template);
+  }
+  return template;
+}
+
+/** The pattern of the first table's route for the request's method and path, or at its path; none for a 404. */
+function routeAt(tables: RouteTable[], ctx: HttpContext): string | RegExp | undefined {
+  for (const t of tables) {
+    if (t.serves && !t.serves(ctx.path)) continue;
+    const pattern = t.router.patternAt(ctx.method, ctx.path);
+    if (pattern !== undefined) return pattern;
+  }
+  return undefined;
+}
+
+/** Probes and scrapes: not logged when they succeed (they come every few seconds), never rate limited. */
+const probePaths = new Set(['/healthz', '/readyz', '/metrics']);
+
+function levelOf(status: number): string {
+  return status >= 500 ? 'error' : status >= 400 ? 'warn' : 'info';
+}
+
+/**
+ * The outermost step: a request id, every error as the API's error body, and one log line per request with its
+ * outcome. The line has the route template, the caller (identity, address) and the error's reason, never the
+ * query (a page token or any other value in it could be a secret).
+ */
+function answer(
+  log: AppOptions['log'],
+  errorDomain: (path: string) => string,
+  tables: () => RouteTable[],
+  proxies: TrustedProxies | undefined,
+): Middleware {
+  return (ctx, next) => {
+    const started = log === undefined ? 0 : performance.now();
+    // A caller's request id is echoed only when it is a plain token: a header value is the client's to choose.
+    const given = ctx.get('x-request-id');
+    // Random, not a count: a count would tell anyone how many requests this instance answers.
+    const requestId = given !== '' && /^[\w.:-]{1,128}$/.test(given) ? given : randomUUID();
+    ctx.set('x-request-id', requestId);
+    // compose's next() rejects rather than throws
+    return next().then(
+      () => answered(ctx, requestId, started),
+      (e: unknown) => answered(ctx, requestId, started, { thrown: e }),
+    );
+  };
+
+  /** What was thrown, if anything, as the API's error body; then the request's log line. */
+  function answered(ctx: HttpContext, requestId: string, started: number, failure?: { thrown: unknown }): void {
+    let error: ApiError | undefined;
+    if (failure) {
+      const e = failure.thrown;
+      if (e instanceof ApiError) error = e;
+      else {
+        error = internal();
+        log?.({
+          level: 'error',
+          requestId,
+          method: ctx.method,
+          path: ctx.path,
+          error: e instanceof Error ? e.stack : String(e),
+        });
+      }
+      ctx.status = error.status();
+      // What the route said of its own answer does not describe this one.
+      ctx.type = undefined;
+      ctx.res.removeHeader('Cache-Control');
+      const retryAfter = error.retryAfterSeconds();
+      if (retryAfter !== undefined) ctx.set('Retry-After', String(retryAfter));
+      // v1 answers errors with its code and message only, whichever step refused the request.
+      ctx.body = /^\/[a-z]+\/v1\//.test(ctx.path)
+        ? { code: error.code, message: error.message, details: [] }
+        : error.body(errorDomain(ctx.path));
+    }
+    // Refused before a route ran it (a bad token, 405, 415, malformed JSON, 429): named by the route it was for.
+    if (ctx.route === undefined) ctx.route = routeAt(tables(), ctx);
+    if (log === undefined || (ctx.status < 400 && probePaths.has(ctx.path))) return;
+    const subject = ctx.state.principal?.subject;
+    const address = callerAddress(ctx.ip, undefined);
+    const caller = addressOf(ctx, proxies);
+    log({
+      level: levelOf(ctx.status),
+      requestId,
+      method: ctx.method,
+      path: ctx.path,
+      route: routeTemplate(ctx),
+      status: ctx.status,
+      ms: Math.round(performance.now() - started),
+      address,
+      // The caller a trusted proxy forwarded for, as the rate limit counts it.
+      ...(caller !== address ? { forwardedFor: caller } : {}),
+      ...(subject ? { identity: subject } : {}),
+      ...(error ? { reason: error.codeName } : {}),
+    });
+  }
+}
+
+/** Takes a request from the caller's bucket: the identity when known, else the address it comes from. */
+function limit(rateLimit: RateLimit, ctx: HttpContext, proxies: TrustedProxies | undefined): void {
+  if (probePaths.has(ctx.path)) return;
+  const subject = ctx.state.principal?.subject;
+  rateLimit.require(subject ? `identity ${subject}` : `address ${addressOf(ctx, proxies)}`);
+}
+
+function addressOf(ctx: HttpContext, proxies: TrustedProxies | undefined): string {
+  return callerAddress(ctx.ip, ctx.get('x-forwarded-for') || undefined, proxies);
+}
+
+/**
+ * A refused token costs its caller's address a request: forging or replaying tokens is limited as any anonymous
+ * calling is, and past the limit the answer is 429, not another verdict on a token.
+ */
+function refusedToken(rateLimit: RateLimit | undefined, ctx: HttpContext, proxies: TrustedProxies | undefined) {
+  return (e: unknown): never => {
+    if (rateLimit && e instanceof ApiError && e.codeName === 'UNAUTHENTICATED')
+      rateLimit.require(`address ${addressOf(ctx, proxies)}`);
+    throw e;
+  };
+}
+
+/**
+ * A fault outside `answer`, or an answer that cannot be written (a body JSON cannot hold): logged, and the
+ * caller told of an internal error if nothing has been sent yet.
+ */
+function fault(
+  ctx: HttpContext,
+  e: unknown,
+  log: (line: Record<string, unknown>) => void,
+  errorDomain: (path: string) => string,
+): void {
+  try {
+    log({ level: 'error', method: ctx.method, path: ctx.path, error: e instanceof Error ? e.stack : String(e) });
+    if (ctx.res.headersSent) return void ctx.res.destroy();
+    ctx.status = 500;
+    ctx.type = undefined;
+    ctx.body = internal().body(errorDomain(ctx.path));
+    ctx.respond();
+  } catch {
+    // Not even that could be written: the connection is closed rather than left waiting.
+    ctx.res.destroy();
+  }
+}
+
+/**
+ * Authenticate: presented credentials must be good on every route, whether or not it needs a capability, so a
+ * refused token is refused the same way everywhere. Whether a caller is needed at all is the route's business.
+ */
+function authentication(o: AppOptions): Middleware {
+  const { authenticate } = o;
+  const authenticated = (ctx: HttpContext, next: Next, principal: Principal) => {
+    ctx.state.principal = principal;
+    if (o.rateLimit) limit(o.rateLimit, ctx, o.trustedProxies);
+    return next();
+  };
+  return (ctx, next) => {
+    const header = ctx.get('authorization');
+    if (!header) return authenticated(ctx, next, {});
+    const refused = refusedToken(o.rateLimit, ctx, o.trustedProxies);
+    const m = /^Bearer +([^\s]+) *$/i.exec(header);
+    if (!m) return refused(unauthenticated('the Authorization header must be "Bearer <token>"'));
+    let principal: Principal | Promise<Principal>;
+    try {
+      principal = authenticate(m[1]);
+    } catch (e) {
+      return refused(e);
+    }
+    return principal instanceof Promise
+      ? principal.then((p) => authenticated(ctx, next, p), refused)
+      : authenticated(ctx, next, principal);
+  };
+}
+
+/** What answers each request: the middleware below in order, then the answer written. */
+export type RequestListener = (req: IncomingMessage, res: ServerResponse) => void;
+
+export function createApp(o: AppOptions): RequestListener {
+  const { model, openapi, issuer, publicRoutes, routes } = o;
+  const log = o.log ?? (() => {});
+  const steps: Middleware[] = [];
+  const app = { use: (step: Middleware) => steps.push(step) };
+  const domains = new Set(model.domains);
+  const errorDomain = (path: string) => {
+    const first = path.split('/')[1] ?? '';
+    return `${domains.has(first) ? first : 'api'}.${model.service}.dev`;
+  };
+
+  // The tables are made below, before any request comes.
+  let tables: RouteTable[] = [];
+  app.use(answer(o.log, errorDomain, () => tables, o.trustedProxies));
+  if (o.corsOrigins) app.use(cors(o.corsOrigins));
+
+  app.use((ctx, next) => {
+    const unsafe = unsafeRequestLine(ctx.path, ctx.query, ctx.get('host') || undefined, ctx.req.httpVersion);
+    if (unsafe) throw invalidArgument([unsafe]);
+    return next();
+  });
+  app.use(jsonBody(o.maxBodyBytes));
+
+  // The documents, and the routes that read their own credentials, come before authentication. A wrong method
+  // on one of their paths is answered here too, before another issuer's token could be refused as ours.
+  const documents = new Router();
+  const documentPaths = new Set<string>();
+  for (const [path, document] of Object.entries<() => unknown>({
+    // The document names this server as its server: its public URL, the issuer of its tokens.
+    '/openapi.json': () => ({ ...(openapi as object), servers: [{ url: issuer().issuer }] }),
+    '/.well-known/openid-configuration': () => issuer().discovery(),
+    '/.well-known/jwks.json': () => issuer().jwks(),
+  })) {
+    documentPaths.add(path);
+    documents.get(path, (ctx) => {
+      checkParameterNames(ctx.query);
+      ctx.body = document();
+    });
+  }
+  const before: RouteTable[] = [{ router: documents, serves: (path) => documentPaths.has(path) }, ...publicRoutes];
+  tables = [...before, ...routes];
+  // One step for them all: the first table serving the path answers, or refuses the method.
+  app.use((ctx, next) => {
+    let limited = false;
+    for (const t of before) {
+      if (t.serves && !t.serves(ctx.path)) continue;
+      // Who calls these is not known yet: an anonymous caller's bucket, by address.
+      if (o.rateLimit && !limited) limit(o.rateLimit, ctx, o.trustedProxies);
+      limited = true;
+      const answered = t.router.dispatch(ctx);
+      if (answered) return answered;
+      if (t.router.methodsAt(ctx.path).length > 0) {
+        const allowed = allowedMethods(tables, ctx.path);
+        ctx.set('Allow', allowed.join(', '));
+        throw methodNotAllowed(ctx.method, ctx.path, allowed);
+      }
+    }
+    return next();
+  });
+
+  app.use(authentication(o));
+
+  for (const t of routes) app.use(dispatch(t));
+
+  // One set of routing rules for every table: a known path with another method is 405 with Allow, else 404.
+  app.use(async (ctx) => {
+    const allowed = allowedMethods(tables, ctx.path);
+    if (allowed.length > 0) {
+      ctx.set('Allow', allowed.join(', '));
+      throw methodNotAllowed(ctx.method, ctx.path, allowed);
+    }
+    throw new ApiError('NOT_FOUND', `Not found: no route ${ctx.method} ${ctx.path}`);
+  });
+
+  const run = compose(steps);
+  const { metrics } = o;
+  return (req, res) => {
+    const started = performance.now();
+    metrics?.requestStarted();
+    const ctx = new HttpContext(req, res);
+    // Counted and timed from its arrival to its answer, whichever step answered it.
+    const finished = () =>
+      metrics?.requestFinished(routeTemplate(ctx), ctx.method, ctx.status, (performance.now() - started) / 1000);
+    run(ctx).then(
+      () => {
+        try {
+          ctx.respond();
+        } catch (e) {
+          fault(ctx, e, log, errorDomain);
+        }
+        finished();
+      },
+      (e: unknown) => {
+        fault(ctx, e, log, errorDomain);
+        finished();
+      },
+    );
+  };
+}

@@ -1,0 +1,56 @@
+// The event outbox: every change records its event in the same transaction as the change, so an event is
+// stored if and only if the change is. The delivery worker (runtime/events/) hands each event, in sequence order,
+// to a delivery per subscription, and marks it dispatched in the same transaction.
+import { EntitySchema } from '@mikro-orm/core';
+import type { ApiModel, ResourceModel } from '../model/api-model.js';
+import { now, type Row } from '../model/records.js';
+
+export interface OutboxEvent {
+  seq?: number;
+  type: string;
+  /** the uid of the changed resource */
+  subject: string;
+  /** the group the resource lives in, if any */
+  groupUid: string | null;
+  /** the identity that made the change, if known */
+  actor: string | null;
+  time: string;
+  /** the resource after a create or update; {uid} for a delete */
+  body: Row;
+  /** when the event was handed to its subscriptions' deliveries; null until then */
+  dispatchedTime?: string | null;
+}
+
+export const outboxEntity = new EntitySchema<OutboxEvent>({
+  name: 'OutboxEvent',
+  tableName: 'event_outbox',
+  properties: {
+    seq: { type: 'integer', primary: true, autoincrement: true },
+    type: { type: 'text' },
+    subject: { type: 'text' },
+    groupUid: { type: 'text', nullable: true, index: true },
+    actor: { type: 'text', nullable: true },
+    time: { type: 'text' },
+    body: { type: 'json' },
+    dispatchedTime: { type: 'text', nullable: true, index: true },
+  },
+});
+
+/** The group a record of r with this uid belongs to: itself for groups, else the nearest group above it. */
+export function groupOf(model: ApiModel, r: ResourceModel, uid: string): string | null {
+  let segments = uid.split('/');
+  let current: ResourceModel | undefined = r;
+  while (current && current.collection !== 'groups') {
+    // A record whose uid is its parent's (an account association) shares its parent's segments.
+    if (current.uid !== 'parent') segments = segments.slice(0, -1);
+    current = current.parent ? model.resources[current.parent] : undefined;
+  }
+  return current && segments.length > 0 ? segments.join('/') : null;
+}
+
+export type NewEvent = Omit<OutboxEvent, 'seq' | 'time' | 'dispatchedTime'>;
+
+/** The stored row of a new event (Resources.recordEvent stores it). */
+export function outboxRow(e: NewEvent): OutboxEvent {
+  return { ...e, time: now(), dispatchedTime: null };
+}
