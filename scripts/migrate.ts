@@ -5,7 +5,7 @@ import { ConfigError, databaseName, ensureDataDir, readConfig } from '../runtime
 import { defaultGeneratedDir, loadDataParts } from '../runtime/operate/open-resources.js';
 import { planMigration, type MigrationPlan } from '../runtime/storage/schema-versions.js';
 import { describeRowSteps } from '../runtime/storage/stored-rows.js';
-import { openStore } from '../runtime/storage/store.js';
+import { openStore } from '../runtime/storage/open-store.js';
 import { parseCommandLine } from './cli-args.js';
 
 const { values } = parseCommandLine({

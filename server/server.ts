@@ -41,7 +41,8 @@ import type { Store } from '../runtime/storage/store.js';
 import type { Resources } from '../runtime/resources/standard-methods.js';
 import { healthRoutes } from '../runtime/http/health.js';
 import { docsRoutes } from '../runtime/http/docs-page.js';
-import { Metrics, metricsRoute } from '../runtime/operate/metrics.js';
+import { Metrics } from '../runtime/operate/metrics.js';
+import { metricsRoute } from '../runtime/http/metrics-route.js';
 import { RateLimit } from '../runtime/operate/rate-limit.js';
 
 /** The token service's paths (handlers/sts.ts): served before authentication, as they read their own credentials. */

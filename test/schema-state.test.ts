@@ -10,7 +10,7 @@ import { EntitySchema } from '@mikro-orm/core';
 import { SchemaComparator } from '@mikro-orm/better-sqlite';
 import { test } from 'uvu';
 import * as assert from 'uvu/assert';
-import { openStore } from '../runtime/storage/store.js';
+import { openStore } from '../runtime/storage/open-store.js';
 
 const dir = mkdtempSync(join(tmpdir(), 'schema-state-'));
 test.after(() => rmSync(dir, { recursive: true, force: true }));

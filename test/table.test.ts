@@ -6,7 +6,8 @@ import { join } from 'node:path';
 import { test } from 'uvu';
 import * as assert from 'uvu/assert';
 import { loadGenerated } from '../server/server.js';
-import { openStore, type Store } from '../runtime/storage/store.js';
+import { openStore } from '../runtime/storage/open-store.js';
+import type { Store } from '../runtime/storage/store.js';
 import {
   and,
   contains,

@@ -1,14 +1,15 @@
 // Who is calling, and whether they hold an operation's capabilities at a scope. A role binding grants its
 // role's capabilities in its group and every group below, within the scope of the bound identity.
-import { equal, isNull, oneOf, or, range, type Condition } from '../tables/condition.js';
+import { equal, oneOf, type Condition } from '../tables/condition.js';
 import { ApiError, failedPrecondition, invalidArgument, permissionDenied, unauthenticated } from '../model/errors.js';
 import { operationOf, type ApiModel, type Capability, type ResourceModel } from '../model/api-model.js';
 import { isRootIdentity, mayUseRootIdentity, rootIdentityPlaces, type RootIdentityUse } from './root-identities.js';
 import { groupOf } from '../storage/outbox.js';
 import type { Row } from '../model/records.js';
-import type { Resources } from '../resources/standard-methods.js';
+import type { Resources, WriteGuard } from '../resources/standard-methods.js';
 import type { Sql } from '../storage/sql.js';
-import { descendantRange, within } from '../model/uid.js';
+import { within } from '../model/uid.js';
+import { visibleWhere, type Visible } from '../lists/visibility.js';
 
 export interface Principal {
   /** Identity uid from a verified token of an identity that exists; absent for an anonymous caller. */
@@ -102,9 +103,6 @@ const maxCachedSubjects = 10_000;
 
 /** How long grants are used from the cache at most when no change is heard: a notification lost costs no more. */
 export const defaultGrantsTtlMs = 30_000;
-
-/** A check run inside a write's transaction, on the record as it will be stored (and as it was, for an update). */
-export type WriteGuard = (sql: Sql, next: Row, current?: Row) => Promise<void>;
 
 export class Policy {
   private readonly cache = new Map<string, { grants: Grants | null; until: number }>();
@@ -488,15 +486,4 @@ function refusal(needed: Exclude<Capability, 'none'>, scope: string | undefined)
   return permissionDenied(
     `${capability.join(' and ')} ${capability.length > 1 ? 'are' : 'is'} required ${scope === undefined ? 'in some group' : `at ${scope}`}`,
   );
-}
-
-/** What a caller may list of a resource: everything, or the records at and below some groups (and root records). */
-export type Visible = { all: true } | { all: false; groups: readonly string[]; publicRootRecords: boolean };
-
-/** The conditions that confine a query to what is visible. */
-export function visibleWhere(visible: Visible): Condition[] {
-  if (visible.all) return [];
-  const anyOf: Condition[] = visible.groups.flatMap((g) => [equal('uid', g), range('uid', descendantRange(g))]);
-  if (visible.publicRootRecords) anyOf.push(isNull('parentUid'));
-  return [or(...anyOf)];
 }

@@ -1,7 +1,7 @@
 // A list's totalCount from the per-scope counts (runtime/storage/scope-counts.ts), when its conditions are a hierarchy
 // scope and what the caller may see: a few index reads however many records there are. Lists with filters,
 // ids or ancestors are counted by SQL instead (docs/transports.md, "HTTP: what every resource gets").
-import type { Visible } from '../access/authorization.js';
+import type { Visible } from './visibility.js';
 import type { ListRequest } from './list-request.js';
 import type { Table } from '../tables/table.js';
 import { within } from '../model/uid.js';

@@ -1,5 +1,8 @@
 // AIP-193 errors: a gRPC code, a message and typed details, mapped to HTTP in one place.
 
+/** A bad setting or data directory: the server or a CLI stops with its message, one line naming what to fix. */
+export class ConfigError extends Error {}
+
 export const Code = {
   INVALID_ARGUMENT: 3,
   DEADLINE_EXCEEDED: 4,

@@ -2,7 +2,7 @@
 // (TRUSTED_PROXIES), the rightmost hop of X-Forwarded-For that is not one of our proxies. Anyone can write the
 // header, so it is read only from a trusted peer, and only as far back as trusted proxies appended to it.
 import { BlockList, isIP } from 'node:net';
-import { ConfigError } from './config.js';
+import { ConfigError } from '../model/errors.js';
 
 export type TrustedProxies = BlockList;
 

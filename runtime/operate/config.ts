@@ -9,6 +9,10 @@ import type { Database, ReadLimits } from '../storage/store.js';
 import { trustedProxies, type TrustedProxies } from './caller-address.js';
 import { secretsKeys } from '../storage/secret-seal.js';
 import { protectDataDir } from '../storage/data-dir.js';
+import { ConfigError } from '../model/errors.js';
+
+/** A bad setting: the server stops with its one line (beside the other errors, so storage can raise it). */
+export { ConfigError };
 
 export interface Config {
   host: string;
@@ -81,8 +85,6 @@ export interface GrpcLimits {
   /** memory one connection may hold (HTTP/2 state and unsent data); beyond, new rpcs are refused */
   sessionMemoryMb: number;
 }
-
-export class ConfigError extends Error {}
 
 /** A setting the server reads from the environment, as `npm start -- --help` lists it. */
 export interface Setting {

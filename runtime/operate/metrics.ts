@@ -1,12 +1,8 @@
 // The server's Prometheus metrics (prom-client), in a registry of its own: requests by route template, method and
 // status, their latency and how many are in flight; statement time and the write queue; token verifications;
 // event deliveries; the process. Labels take only bounded values (templates, never paths holding uids).
-import { Router } from '../http/router.js';
 import { collectDefaultMetrics, Counter, Gauge, Registry } from 'prom-client';
 import { CounterFamily, HistogramFamily } from './metric-series.js';
-import type { Principal } from '../access/authorization.js';
-import type { RouteTable } from '../http/app.js';
-import { checkParameterNames } from '../pipeline/validation.js';
 
 /** What the delivery worker tells: its counts since start, and how long the oldest undispatched event has waited. */
 export interface DeliveryStatus {
@@ -166,19 +162,4 @@ export class Metrics {
   get contentType(): string {
     return this.registry.contentType;
   }
-}
-
-/**
- * GET /metrics. With `authorize`, only for a caller it lets through (METRICS=token: the table goes after
- * authentication, and authorize checks the principal's capability).
- */
-export function metricsRoute(metrics: Metrics, authorize?: (principal: Principal) => Promise<void> | void): RouteTable {
-  const router = new Router();
-  router.get('/metrics', async (ctx) => {
-    checkParameterNames(ctx.query);
-    if (authorize) await authorize(ctx.state.principal as Principal);
-    ctx.type = metrics.contentType;
-    ctx.body = await metrics.text();
-  });
-  return { router, serves: (path) => path === '/metrics' };
 }

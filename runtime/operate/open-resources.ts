@@ -11,7 +11,8 @@ import { SecretSeal } from '../storage/secret-seal.js';
 import { protectDataDir } from '../storage/data-dir.js';
 import { PageToken } from '../lists/page-token.js';
 import { Resources } from '../resources/standard-methods.js';
-import { openStore, type StatementObserver, type Store } from '../storage/store.js';
+import { openStore } from '../storage/open-store.js';
+import type { StatementObserver, Store } from '../storage/store.js';
 
 export const defaultGeneratedDir = new URL('../../generated/', import.meta.url).pathname;
 

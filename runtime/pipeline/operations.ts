@@ -7,7 +7,8 @@
 //   4. the shared operation (Resources) or a hand-written handler, then the presenter.
 // Adapters translate a request into a Call and the answer back; they neither authorize nor validate.
 import { ApiError, invalidArgument, type FieldViolation } from '../model/errors.js';
-import { capabilityScope, isGroupScoped, visibleWhere, type Policy, type Principal } from '../access/authorization.js';
+import { capabilityScope, isGroupScoped, type Policy, type Principal } from '../access/authorization.js';
+import { visibleWhere } from '../lists/visibility.js';
 import { parseListRequest, type ListRequest } from '../lists/list-request.js';
 import type { ListScope } from '../lists/total-count.js';
 import {

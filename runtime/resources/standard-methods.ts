@@ -22,7 +22,6 @@ import {
   type Row,
 } from '../model/records.js';
 import { groupOf, outboxEntity, outboxRow, type NewEvent, type OutboxEvent } from '../storage/outbox.js';
-import type { WriteGuard } from '../access/authorization.js';
 import { Writes, type DeclaredEvent } from './writes.js';
 import { changesGrants, type WriteKind } from './grant-changes.js';
 import { together, type Sql } from '../storage/sql.js';
@@ -52,6 +51,9 @@ import { holdsSecret, type SecretSeal } from '../storage/secret-seal.js';
 
 /** The most records a list without paging answers, unless configured (V1_LIST_MAX). */
 export const defaultWholeListMax = 5000;
+
+/** A check run inside a write's transaction, on the record as it will be stored (and as it was, for an update). */
+export type WriteGuard = (sql: Sql, next: Row, current?: Row) => Promise<void>;
 
 /** Who writes, and the steps a create or update runs in its transaction. */
 export interface WriteOptions {

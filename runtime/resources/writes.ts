@@ -2,12 +2,11 @@
 // served operation declares recorded with them, and the access caches told of what changed after the commit.
 // A handler cannot forget the event or the cache, and never reaches the store behind them.
 import type { Condition } from '../tables/condition.js';
-import type { ResourceModel } from '../model/api-model.js';
+import type { ApiModel, ResourceModel } from '../model/api-model.js';
 import type { RecordTypes, Row } from '../model/records.js';
-import type { Resources } from './standard-methods.js';
 import type { Sql } from '../storage/sql.js';
-import type { Order } from '../tables/table.js';
-import { groupOf } from '../storage/outbox.js';
+import type { Order, Table } from '../tables/table.js';
+import { groupOf, type NewEvent } from '../storage/outbox.js';
 import type { WriteKind } from './grant-changes.js';
 
 /** The event the operation being served declares, and who acts. */
@@ -16,9 +15,16 @@ export interface DeclaredEvent {
   actor?: string;
 }
 
-const byUid: Order[] = [{ property: 'uid', desc: false }];
-
 type Collection = keyof RecordTypes & string;
+
+/** What writes need of the standard methods (runtime/resources/standard-methods.ts): the model, tables, events. */
+export interface WriteTarget {
+  readonly model: ApiModel;
+  tableOf<C extends Collection>(collection: C): Table<RecordTypes[C]>;
+  recordEvent(sql: Sql, e: NewEvent): Promise<void>;
+}
+
+const byUid: Order[] = [{ property: 'uid', desc: false }];
 
 export class Writes {
   /** what was written (an update: which fields), for the access caches */
@@ -26,7 +32,7 @@ export class Writes {
 
   constructor(
     private readonly sql: Sql,
-    private readonly resources: Resources,
+    private readonly resources: WriteTarget,
     private readonly declared: DeclaredEvent,
   ) {}
 

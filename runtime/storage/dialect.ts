@@ -1,7 +1,18 @@
 // What differs between the SQL engines the runtime speaks, and nothing else: statements of our own are written
 // once, with `?` for each parameter, and take these pieces where engines disagree. SQLite is the one served
 // today; PostgreSQL plugs in here (and as a connection behind runtime/storage/sql.ts's Sql).
-import type { JsonSql } from '../tables/answer-json.js';
+
+/** The pieces of SQL an engine renders JSON with (runtime/tables/answer-json.ts renders answers with them). */
+export interface JsonSql {
+  /** A column's value as a JSON value: text quoted, a number as it is, NULL as null. */
+  value(expression: string): string;
+  /** A boolean column's value as true or false. */
+  boolean(expression: string): string;
+  /** Whether a JSON column holds an object. */
+  isObject(expression: string): string;
+  /** The JSON text of the member `key` of a JSON column's object; NULL when it has none. */
+  member(expression: string, key: string): string;
+}
 
 export type ColumnKind = 'json' | 'boolean' | 'int64' | 'plain';
 /**

@@ -4,7 +4,7 @@
 // line naming the table, the key and a statement that lists them. Which twin to keep is the owner's choice
 // (rename or delete the others through the API, then start again), not something a migration may guess.
 import type { MikroORM } from '@mikro-orm/core';
-import { ConfigError } from '../operate/config.js';
+import { ConfigError } from '../model/errors.js';
 import { ApiError } from '../model/errors.js';
 import { quoteIdentifier } from './dialect.js';
 

@@ -8,7 +8,7 @@ import { EntitySchema, type MikroORM } from '@mikro-orm/core';
 import { SchemaComparator, type DatabaseSchema, type TableDifference } from '@mikro-orm/knex';
 import type { ApiModel, ResourceModel } from '../model/api-model.js';
 import { applyRowSteps, convertRows, describeRowSteps, rowSteps, type RowStep } from './stored-rows.js';
-import { ConfigError } from '../operate/config.js';
+import { ConfigError } from '../model/errors.js';
 import { refuseRepeatedKeys } from './natural-keys.js';
 
 interface SchemaMigration {

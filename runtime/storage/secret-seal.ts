@@ -5,7 +5,7 @@
 import { createCipheriv, createDecipheriv, createHash, randomBytes } from 'node:crypto';
 import { existsSync, readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
-import { ConfigError } from '../operate/config.js';
+import { ConfigError } from '../model/errors.js';
 import type { FieldModel } from '../model/api-model.js';
 import type { Row } from '../model/records.js';
 

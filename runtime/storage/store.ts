@@ -1,12 +1,12 @@
 // The database behind every resource: what the runtime needs of it, whichever engine serves it. MikroORM defines
-// and migrates the tables from the generated entities; everything else runs as SQL of our own (runtime/tables/table.ts)
-// through a dialect. SQLite in the data directory is the default (runtime/storage/sqlite-store.ts);
-// DATABASE_URL=postgres:// selects PostgreSQL (runtime/storage/postgres-store.ts), for several server processes on one
-// database.
+// and migrates the tables from the generated entities; everything else runs as SQL of our own
+// (runtime/tables/table.ts) through a dialect. SQLite in the data directory is the default
+// (runtime/storage/sqlite-store.ts); DATABASE_URL=postgres:// selects PostgreSQL (runtime/storage/postgres-store.ts),
+// for several server processes on one database; runtime/storage/open-store.ts opens the one configured.
 import type { EntitySchema, MikroORM } from '@mikro-orm/core';
 import type { Dialect } from './dialect.js';
 import { quoteIdentifier } from './dialect.js';
-import { schemaMigrationEntity, type StoredSchema } from './schema-versions.js';
+import { schemaMigrationEntity } from './schema-versions.js';
 import { outboxEntity } from './outbox.js';
 import { isCounted, scopeCountEntity } from './scope-counts.js';
 import { refreshTokenEntity } from '../access/refresh-tokens.js';
@@ -124,22 +124,4 @@ export function countedTables(orm: MikroORM) {
       table: quoteIdentifier(m.tableName),
       parentColumn: quoteIdentifier(m.properties.parentUid.fieldNames[0]),
     }));
-}
-
-/**
- * schema: the model's version and resources (runtime/storage/schema-versions.ts); the database is migrated to it.
- * observe: how long each statement of our own took.
- */
-export async function openStore(
-  database: Database,
-  entities: EntitySchema[],
-  schema: StoredSchema | number = 1,
-  observe?: StatementObserver,
-  limits: ReadLimits = defaultReadLimits,
-): Promise<Store> {
-  if (database.engine === 'postgresql') {
-    const store = await (await import('./postgres-store.js')).openPostgresStore(database.url, entities, schema, limits);
-    return observe ? timeStatements(store, observe) : store;
-  }
-  return (await import('./sqlite-store.js')).openSqliteStore(database.file, entities, schema, observe, limits);
 }

@@ -4,21 +4,9 @@
 // and serialised, and about 60 µs rendered so. Only fields whose answer is their stored value in another
 // spelling are rendered by SQL; a resource with another kind of field (a map, a double, an object holding such
 // a field) has no SQL answer and is shaped in JavaScript (runtime/tables/answer-shape.ts).
-import { quoteIdentifier, type Column } from '../storage/dialect.js';
+import { quoteIdentifier, type Column, type JsonSql } from '../storage/dialect.js';
 import type { FieldModel, ResourceModel } from '../model/api-model.js';
 import { shownFields } from '../model/records.js';
-
-/** The pieces of SQL an engine renders JSON with. */
-export interface JsonSql {
-  /** A column's value as a JSON value: text quoted, a number as it is, NULL as null. */
-  value(expression: string): string;
-  /** A boolean column's value as true or false. */
-  boolean(expression: string): string;
-  /** Whether a JSON column holds an object. */
-  isObject(expression: string): string;
-  /** The JSON text of the member `key` of a JSON column's object; NULL when it has none. */
-  member(expression: string, key: string): string;
-}
 
 /** Field types whose answer is the stored value itself (int64 is shown as decimal text, objects are rebuilt). */
 const asStored = new Set<FieldModel['type']>(['string', 'enum', 'timestamp', 'duration', 'int32', 'bool']);

@@ -4,7 +4,8 @@ import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { loadGenerated } from '../../server/server.js';
-import { openStore, type Store } from '../../runtime/storage/store.js';
+import { openStore } from '../../runtime/storage/open-store.js';
+import type { Store } from '../../runtime/storage/store.js';
 import type { Column } from '../../runtime/storage/dialect.js';
 import type { ApiModel, FieldModel, ResourceModel } from '../../runtime/model/api-model.js';
 
