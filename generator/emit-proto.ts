@@ -153,8 +153,7 @@ export function emitGrpcTable(model: ApiModel, surface: ProtoSurface): string {
   }
   return [
     banner,
-    "import type { RpcMethod, RpcOperations } from '../runtime/grpc/operations.js';",
-    "import type { V1RpcRoute } from '../runtime/grpc/rpc.js';",
+    "import type { RpcMethod, RpcOperations, V1RpcRoute } from '../runtime/index.js';",
     "import { apiModel } from './model.js';",
     `import type { Handlers${endpoints.map((n) => `, ${n}`).join('')} } from './routes.js';`,
     ...(typed.size ? [`import type { ${[...typed].sort().join(', ')} } from './types.js';`] : []),

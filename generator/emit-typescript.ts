@@ -45,7 +45,7 @@ export function emitModel(model: ApiModel): string {
   return source('model.ts', (f) => {
     f.addImportDeclaration({
       namedImports: ['ApiModel'],
-      moduleSpecifier: '../runtime/model/api-model.js',
+      moduleSpecifier: '../runtime/index.js',
       isTypeOnly: true,
     });
     f.addVariableStatement({
@@ -151,7 +151,7 @@ export function emitTypes(model: ApiModel): string {
     f.addStatements(
       [
         '/** Each collection as stored (Resources.tableOf) and as the API shows it (Resources.readsOf). */',
-        "declare module '../runtime/model/records.js' {",
+        "declare module '../runtime/index.js' {",
         '  interface RecordTypes {',
         ...resources.map((r) => `    ${r.collection}: ${r.type}Record;`),
         '  }',
@@ -265,12 +265,12 @@ export function emitRouter(model: ApiModel, routes: Route[]): string {
     // Type-only: generated code imports no runtime values, so it loads wherever generated/ is written.
     f.addImportDeclaration({
       namedImports: ['Router'],
-      moduleSpecifier: '../runtime/http/router.js',
+      moduleSpecifier: '../runtime/index.js',
       isTypeOnly: true,
     });
     f.addImportDeclaration({
       namedImports: ['RouteOperations', 'HandlerContext', 'Prepare'],
-      moduleSpecifier: '../runtime/http/route-operations.js',
+      moduleSpecifier: '../runtime/index.js',
       isTypeOnly: true,
     });
     f.addImportDeclaration({ namedImports: ['apiModel'], moduleSpecifier: './model.js' });

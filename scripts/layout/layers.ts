@@ -26,9 +26,12 @@ export interface LayerReport {
   cycles: string[][];
   /** `from -> to`, to on a higher floor */
   up: string[];
-  /** files at runtime/'s top or in a folder of no floor */
+  /** files at runtime/'s top (but the face) or in a folder of no floor */
   unplaced: string[];
 }
+
+/** What generated code imports: above every floor, so that nothing in runtime/ may import it. */
+export const face = 'runtime/index.ts';
 
 const codeFile = /\.(ts|mts|js|mjs)$/;
 const importPath = /(?:^|\n)\s*(?:import|export)[^'"`;]*?from\s*['"]([^'"]+)['"]|import\(\s*['"]([^'"]+)['"]\s*\)/g;
@@ -87,7 +90,9 @@ export function layerReport(at: string): LayerReport {
   const runtime = path.join(root, 'runtime');
   const files = filesUnder(runtime);
   const floorOf = (file: string) =>
-    floors.findIndex((f) => f.includes(path.relative(runtime, file).split(path.sep)[0]));
+    file === path.join(root, face)
+      ? floors.length
+      : floors.findIndex((f) => f.includes(path.relative(runtime, file).split(path.sep)[0]));
   const edges = new Map(files.map((f) => [f, new Set<string>()]));
   for (const f of files) {
     for (const m of fs.readFileSync(f, 'utf8').matchAll(importPath)) {
