@@ -5,44 +5,12 @@
 // that two parties hold the family (OAuth 2.0 Security BCP §4.14): the family dies. A family dies too when its
 // identity is deleted or its claimMatch changes (what the upstream token was checked against is no longer true).
 import { createHash, randomBytes } from 'node:crypto';
-import { EntitySchema } from '@mikro-orm/core';
 import { and, equal, isNull, oneOf, range } from '../tables/condition.js';
 import { unauthenticated } from '../model/errors.js';
 import { now } from '../model/records.js';
 import type { Resources } from '../resources/standard-methods.js';
 import type { Sql } from '../storage/sql.js';
-
-export interface RefreshTokenRecord {
-  /** the SHA-256 (hex) of the token: the token itself is never stored */
-  uid: string;
-  /** every rotation of one exchange's token shares it */
-  family: string;
-  identityUid: string;
-  /** the digest of the identity's claimMatch when the family was issued */
-  claimMatch: string;
-  /** the audience the family's tokens are minted for; null: ours */
-  audience: string | null;
-  /** when the family ends */
-  expireTime: string;
-  /** set when the token was exchanged: presenting it again kills the family */
-  usedTime: string | null;
-  createTime: string;
-}
-
-export const refreshTokenEntity = new EntitySchema<RefreshTokenRecord>({
-  name: 'RefreshToken',
-  tableName: 'refresh_tokens',
-  properties: {
-    uid: { type: 'text', primary: true },
-    family: { type: 'text', index: true },
-    identityUid: { type: 'text', index: true },
-    claimMatch: { type: 'text' },
-    audience: { type: 'text', nullable: true },
-    expireTime: { type: 'text', index: true },
-    usedTime: { type: 'text', nullable: true },
-    createTime: { type: 'text' },
-  },
-});
+import { refreshTokenEntity, type RefreshTokenRecord } from '../storage/refresh-token-table.js';
 
 /** The unused families one identity may hold; past it the oldest are dropped (a robot exchanging each minute). */
 export const maxFamiliesPerIdentity = 50;

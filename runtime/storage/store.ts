@@ -9,7 +9,7 @@ import { quoteIdentifier } from './dialect.js';
 import { schemaMigrationEntity } from './schema-versions.js';
 import { outboxEntity } from './outbox.js';
 import { isCounted, scopeCountEntity } from './scope-counts.js';
-import { refreshTokenEntity } from '../access/refresh-tokens.js';
+import { refreshTokenEntity } from './refresh-token-table.js';
 import type { Sql } from './sql.js';
 
 export interface Store {
