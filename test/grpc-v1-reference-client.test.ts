@@ -2,11 +2,9 @@
 // (test/facts/grpc-v1.json), not ours: subscriptions, repos and tags created, listed, updated and deleted,
 // identities looked up, organizations listed, and v1's empty list for the id of a record that is gone.
 import * as grpc from '@grpc/grpc-js';
-import protobuf from 'protobufjs';
 import { test } from 'uvu';
 import * as assert from 'uvu/assert';
-import { readStatusDetails } from '../runtime/grpc/status.js';
-import { readFacts, referenceRoot } from './support/reference-protos.js';
+import { callReference, readFacts, referenceRoot, type ReferenceAnswer } from './support/reference-protos.js';
 import { startTestServer, type TestServer } from './support/server.js';
 
 let s: TestServer;
@@ -14,38 +12,11 @@ let client: grpc.Client;
 const root = referenceRoot(readFacts(['v1']));
 const digest = (c: string) => `sha256:${c.repeat(64)}`;
 
-interface Answer {
-  code: number;
-  value?: any;
-  message?: string;
-  details?: any[];
-}
-
 /** One rpc through the reference codec, as the provider makes it (`service` below chainguard.platform). */
-function call(service: string, rpc: string, request: object, token = s.token): Promise<Answer> {
-  const svc = root.lookup(`chainguard.platform.${service}`) as protobuf.Service;
-  const m = svc.methods[rpc];
-  const req = m.resolvedRequestType!;
-  const res = m.resolvedResponseType!;
-  const metadata = new grpc.Metadata();
-  if (token) metadata.set('authorization', `Bearer ${token}`);
-  return new Promise((resolve) =>
-    client.makeUnaryRequest(
-      `/${svc.fullName.slice(1)}/${rpc}`,
-      (o: object) => Buffer.from(req.encode(req.fromObject(o)).finish()),
-      (b: Buffer) => res.toObject(res.decode(b), { longs: String, enums: String, arrays: true }),
-      request,
-      metadata,
-      (e, value) => {
-        if (!e) return resolve({ code: 0, value });
-        const bin = e.metadata.get('grpc-status-details-bin')[0] as Buffer | undefined;
-        resolve({ code: e.code, message: e.details, details: bin ? readStatusDetails(bin).details : [] });
-      },
-    ),
-  );
-}
+const call = (service: string, rpc: string, request: object, token = s.token) =>
+  callReference(root, client, service, rpc, request, token);
 
-const ok = (a: Answer) => assert.is(a.code, 0, `${a.message} ${JSON.stringify(a.details)}`);
+const ok = (a: ReferenceAnswer) => assert.is(a.code, 0, `${a.message} ${JSON.stringify(a.details)}`);
 
 test.before(async () => {
   s = await startTestServer();

@@ -3,46 +3,17 @@
 // hydrated fields, NOT_FOUND for deleting what is gone, and RESOURCE_EXHAUSTED only for calls that did nothing (the
 // provider retries every call on it, creates included, so a refused create retried must not make two).
 import * as grpc from '@grpc/grpc-js';
-import protobuf from 'protobufjs';
 import { test } from 'uvu';
 import * as assert from 'uvu/assert';
-import { readStatusDetails } from '../runtime/grpc/status.js';
-import { readFacts, referenceRoot } from './support/reference-protos.js';
+import { callReference, readFacts, referenceRoot, type ReferenceAnswer } from './support/reference-protos.js';
 import { startTestServer, type TestServer } from './support/server.js';
 
 const root = referenceRoot(readFacts(['v2', 'v2beta1', 'v1']));
 const digest = (c: string) => `sha256:${c.repeat(64)}`;
 
-interface Answer {
-  code: number;
-  value?: any;
-  message?: string;
-  details?: any[];
-}
-
 /** One rpc (service below chainguard.platform) through the reference's codec. */
-function call(s: TestServer, client: grpc.Client, service: string, rpc: string, request: object): Promise<Answer> {
-  const svc = root.lookup(`chainguard.platform.${service}`) as protobuf.Service;
-  const m = svc.methods[rpc];
-  const req = m.resolvedRequestType!;
-  const res = m.resolvedResponseType!;
-  const metadata = new grpc.Metadata();
-  metadata.set('authorization', `Bearer ${s.token}`);
-  return new Promise((resolve) =>
-    client.makeUnaryRequest(
-      `/${svc.fullName.slice(1)}/${rpc}`,
-      (o: object) => Buffer.from(req.encode(req.fromObject(o)).finish()),
-      (b: Buffer) => res.toObject(res.decode(b), { longs: String, enums: String, arrays: true }),
-      request,
-      metadata,
-      (e, value) => {
-        if (!e) return resolve({ code: 0, value });
-        const bin = e.metadata.get('grpc-status-details-bin')[0] as Buffer | undefined;
-        resolve({ code: e.code, message: e.details, details: bin ? readStatusDetails(bin).details : [] });
-      },
-    ),
-  );
-}
+const call = (s: TestServer, client: grpc.Client, service: string, rpc: string, request: object) =>
+  callReference(root, client, service, rpc, request, s.token);
 
 let s: TestServer;
 let client: grpc.Client;
@@ -133,8 +104,8 @@ test('RESOURCE_EXHAUSTED leaves nothing done: a refused create retried makes one
   try {
     const org = limited.bootstrap.organization;
     /** Calls until one is not refused for the rate, answering the refusals seen on the way. */
-    const retried = async (make: () => Promise<Answer>) => {
-      const refusals: Answer[] = [];
+    const retried = async (make: () => Promise<ReferenceAnswer>) => {
+      const refusals: ReferenceAnswer[] = [];
       for (;;) {
         const a = await make();
         if (a.code !== grpc.status.RESOURCE_EXHAUSTED || !a.message?.includes('per second')) return { a, refusals };

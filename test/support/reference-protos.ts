@@ -2,6 +2,8 @@
 // the reference by scripts/reference-facts.mjs), not from ours: a client whose codec comes from it proves the wire
 // works for the reference's own clients.
 import { readFileSync } from 'node:fs';
+import * as grpc from '@grpc/grpc-js';
+import { readStatusDetails } from '../../runtime/grpc/status.js';
 import protobuf from 'protobufjs';
 
 interface FactField {
@@ -75,4 +77,43 @@ export function referenceRoot(facts: Facts): protobuf.Root {
     }
   root.resolveAll();
   return root;
+}
+
+/** An rpc's outcome: its code (0 when it answered), the answer, or the error's message and google.rpc details. */
+export interface ReferenceAnswer {
+  code: number;
+  value?: any;
+  message?: string;
+  details?: any[];
+}
+
+/** One rpc (`service` below chainguard.platform) through the reference's codec, as its clients make it. */
+export function callReference(
+  root: protobuf.Root,
+  client: grpc.Client,
+  service: string,
+  rpc: string,
+  request: object,
+  token?: string,
+): Promise<ReferenceAnswer> {
+  const svc = root.lookup(`chainguard.platform.${service}`) as protobuf.Service;
+  const m = svc.methods[rpc];
+  const req = m.resolvedRequestType!;
+  const res = m.resolvedResponseType!;
+  const metadata = new grpc.Metadata();
+  if (token) metadata.set('authorization', `Bearer ${token}`);
+  return new Promise((resolve) =>
+    client.makeUnaryRequest(
+      `/${svc.fullName.slice(1)}/${rpc}`,
+      (o: object) => Buffer.from(req.encode(req.fromObject(o)).finish()),
+      (b: Buffer) => res.toObject(res.decode(b), { longs: String, enums: String, arrays: true }),
+      request,
+      metadata,
+      (e, value) => {
+        if (!e) return resolve({ code: 0, value });
+        const bin = e.metadata.get('grpc-status-details-bin')[0] as Buffer | undefined;
+        resolve({ code: e.code, message: e.details, details: bin ? readStatusDetails(bin).details : [] });
+      },
+    ),
+  );
 }
