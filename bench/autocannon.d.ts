@@ -4,6 +4,8 @@ declare module 'autocannon' {
     url: string;
     method?: string;
     body?: string;
+    /** setupRequest: changes each request before it is sent (a new body) */
+    requests?: { setupRequest: (request: object) => object }[];
     headers?: Record<string, string>;
     connections?: number;
     duration?: number;
@@ -19,6 +21,8 @@ declare module 'autocannon' {
     requests: Histogram;
     latency: Histogram;
     non2xx: number;
+    /** how many answers each status code had */
+    statusCodeStats: Record<string, { count: number }>;
     errors: number;
   }
   function autocannon(options: Options): Promise<Result>;

@@ -188,20 +188,30 @@ interface Scenario {
   name: string;
   method: 'GET' | 'POST' | 'PATCH';
   path: string;
-  body?: string;
+  /** a function: a new body for every request (a create's name, unique under its parent) */
+  body?: string | (() => string);
 }
 
+/** Names no create of this run has used: a repo's name is its natural key under its parent. */
+let created = 0;
+const newRepoName = () => `bench-new-${process.pid}-${++created}`;
+
 async function load(url: string, s: Scenario, headers: Record<string, string>, over = connections, duration = seconds) {
+  const { body } = s;
   const r = await autocannon({
     url: url + s.path,
     method: s.method,
-    body: s.body,
+    ...(typeof body === 'function'
+      ? { requests: [{ setupRequest: (request: object) => ({ ...request, body: body() }) }] }
+      : { body }),
     connections: over,
     duration,
     headers: { ...headers, ...(s.body ? { 'content-type': 'application/json' } : {}) },
   });
   if (r.non2xx > 0 || r.errors > 0)
-    throw new Error(`${s.name} at ${url}: ${r.non2xx} non-2xx answers, ${r.errors} errors`);
+    throw new Error(
+      `${s.name} at ${url}: ${r.non2xx} non-2xx answers (by status: ${JSON.stringify(r.statusCodeStats)}), ${r.errors} errors`,
+    );
   return { rps: Math.round(r.requests.average), p50: r.latency.p50, p99: r.latency.p99, requests: r.requests.total };
 }
 
@@ -215,7 +225,7 @@ function scenariosOf(list: string, deepPageToken: string, target: string, folder
       name: 'create',
       method: 'POST',
       path: `/registry/v2/repos/${folder}`,
-      body: JSON.stringify({ name: 'bench-new', description: 'made by the benchmark' }),
+      body: () => JSON.stringify({ name: newRepoName(), description: 'made by the benchmark' }),
     },
     {
       name: 'patch',
@@ -568,31 +578,80 @@ async function coldStartOnly(): Promise<void> {
   say(`results written to ${values.json}`);
 }
 
-/** A setup of our server: one or more instances on one database, and the env that reaches its data. */
+/** A setup: one or more instances of a server on one database, and the env that reaches its data. */
 interface Setup {
   name: string;
   urls: string[];
+  /** every process serving the setup: its CPU is theirs together */
   children: ChildProcess[];
   env: Record<string, string>;
 }
 
 /** A scenario against every instance of a setup at once, the connections split between them. */
-async function loadSetup(setup: Setup, s: Scenario, headers: Record<string, string>, over = connections) {
+async function loadSetup(
+  setup: Setup,
+  s: Scenario,
+  headers: Record<string, string>,
+  over = connections,
+  duration = seconds,
+) {
   const each = await Promise.all(
-    setup.urls.map((url) => load(url, s, headers, Math.max(1, Math.round(over / setup.urls.length)))),
+    setup.urls.map((url) => load(url, s, headers, Math.max(1, Math.round(over / setup.urls.length)), duration)),
   );
-  const total = each.reduce((n, r) => n + r.requests, 0);
   return {
     rps: each.reduce((n, r) => n + r.rps, 0),
     p50: Math.max(...each.map((r) => r.p50)),
     p99: Math.max(...each.map((r) => r.p99)),
-    requests: total,
+    requests: each.reduce((n, r) => n + r.requests, 0),
   };
 }
 
+interface EngineRow {
+  setup: string;
+  scenario: string;
+  rps: number;
+  p50: number;
+  p99: number;
+  /** CPU of the setup's processes per request, µs (in the mixed scenario: over the lists and creates together) */
+  cpuUs: number;
+}
+
+/** Every scenario against one setup, warmed first, with its processes' CPU per request. */
+async function runSetup(setup: Setup, scenarios: Scenario[], list: string, auth: Record<string, string>) {
+  const rows: EngineRow[] = [];
+  const ticks = () => setup.children.reduce((n, c) => n + processTicks(c), 0);
+  for (const s of scenarios) {
+    say(`${setup.name}: ${s.name}`);
+    await loadSetup(setup, s, auth, connections, warmUpSeconds);
+    const before = ticks();
+    const r = await loadSetup(setup, s, auth);
+    rows.push({
+      setup: setup.name,
+      scenario: s.name,
+      ...r,
+      cpuUs: Math.round(((ticks() - before) * usPerTick) / r.requests),
+    });
+  }
+  say(`${setup.name}: lists under creates`);
+  const create = scenarios.find((s) => s.name === 'create')!;
+  const before = ticks();
+  const [lists, creates] = await Promise.all([
+    loadSetup(setup, { name: 'list under creates', method: 'GET', path: list }, auth),
+    loadSetup(setup, create, auth, 2),
+  ]);
+  const cpuUs = Math.round(((ticks() - before) * usPerTick) / (lists.requests + creates.requests));
+  rows.push(
+    { setup: setup.name, scenario: 'list under creates', ...lists, cpuUs },
+    { setup: setup.name, scenario: 'creates beside lists', ...creates, cpuUs },
+  );
+  return rows;
+}
+
 /**
- * Our server on each engine: SQLite; PostgreSQL; two instances on one PostgreSQL database, the load split
- * between them as a balancer would. The same repos in each, loaded through npm run import.
+ * Our server on each engine: SQLite; PostgreSQL, one instance and two on one database (the load split between
+ * them as a balancer would); and the hand-written PostgreSQL peer (bench/pg-peer.ts), one and two instances, on
+ * the same database in the same run. The cluster is durable (fsync and synchronous_commit on), as production
+ * runs it. The same repos in each, loaded through npm run import.
  */
 async function engines(): Promise<void> {
   rmSync(work, { recursive: true, force: true });
@@ -600,82 +659,118 @@ async function engines(): Promise<void> {
   const size = sizes[0];
   say(`engines: ${size} repos, ${seconds} s per scenario, ${connections} connections`);
   // @ts-expect-error a plain ESM script without types
-  const { startCluster } = await import('./postgres-cluster.mjs');
-  const cluster = await startCluster({ endWithProcess: true });
+  const { startCluster } = await import('../scripts/postgres-cluster.mjs');
+  const cluster = await startCluster({ endWithProcess: true, durable: true });
   const databaseUrl: string = await cluster.createDatabase('bench');
   const pgDataDir = join(work, 'pg-data');
-  const setups: Setup[] = [];
   const sqliteEnv = { DATA_DIR: dataDir, ISSUER_URL: issuerUrl };
   const pgEnv = { DATA_DIR: pgDataDir, ISSUER_URL: issuerUrl, DATABASE_URL: databaseUrl };
-  const one = await start('ours', sqliteEnv);
-  setups.push({ name: 'SQLite', urls: [one.url], children: [one.child], env: sqliteEnv });
-  const first = await start('ours', pgEnv);
-  setups.push({ name: 'PostgreSQL', urls: [first.url], children: [first.child], env: pgEnv });
-  const table: string[] = [];
+  const setups: Setup[] = [];
+  for (const [name, env] of [
+    ['SQLite', sqliteEnv],
+    ['PostgreSQL', pgEnv],
+  ] as const) {
+    const one = await start('ours', env);
+    setups.push({ name, urls: [one.url], children: [one.child], env });
+  }
+  const table: EngineRow[] = [];
   for (const setup of setups) {
     const dir = setup.env.DATA_DIR;
     const { organization, owner } = readBootstrap(dir)!;
     const issuer = await TokenIssuer.open(dir, issuerUrl, issuerUrl);
     const auth = { authorization: `Bearer ${(await issuer.mint(owner)).token}` };
     const url = setup.urls[0];
-    const post = async (path: string, body: unknown) =>
-      (
-        await (
-          await fetch(url + path, {
-            method: 'POST',
-            headers: { ...auth, 'content-type': 'application/json' },
-            body: JSON.stringify(body),
-          })
-        ).json()
-      ).uid as string;
-    const folder = await post(`/iam/v2/groups/${organization}`, { name: 'folder' });
-    const leaf = await post(`/iam/v2/groups/${folder}`, { name: 'leaf' });
+    const call = async (at: string, method: string, path: string, body?: unknown) =>
+      (await (
+        await fetch(at + path, {
+          method,
+          headers: { ...auth, 'content-type': 'application/json' },
+          body: body === undefined ? undefined : JSON.stringify(body),
+        })
+      ).json()) as any;
+    const folder = (await call(url, 'POST', `/iam/v2/groups/${organization}`, { name: 'folder' })).uid as string;
+    const leaf = (await call(url, 'POST', `/iam/v2/groups/${folder}`, { name: 'leaf' })).uid as string;
     say(`${setup.name}: loading ${size} repos through npm run import`);
     const loadSeconds = await importRepos(leaf, 0, size, setup.env);
     say(`${setup.name}: loaded in ${loadSeconds.toFixed(1)} s (${Math.round(size / loadSeconds)} repos/s)`);
     const list = `/registry/v2/repos?uidp.descendants_of=${organization}&page_size=50`;
-    const page = async (query: string) =>
-      (await (await fetch(`${url}${list}${query}`, { headers: auth })).json()) as any;
-    const target = (await page(`&skip=${Math.floor(size / 3)}`)).repos[0].uid as string;
-    const deep = (await page(`&skip=${Math.floor(size / 2)}`)).nextPageToken as string;
-    const variants = setup.name === 'PostgreSQL' ? [setup, await secondInstance(setup, pgEnv)] : [setup];
-    for (const variant of variants) {
-      for (const s of scenariosOf(list, deep, target, folder)) {
-        say(`${variant.name}: ${s.name}`);
-        table.push(row(variant.name, s.name, await loadSetup(variant, s, auth)));
-      }
-      say(`${variant.name}: lists under creates`);
-      const create = scenariosOf(list, deep, target, folder).find((s) => s.name === 'create')!;
-      const [lists, creates] = await Promise.all([
-        loadSetup(variant, { name: 'list under creates', method: 'GET', path: list }, auth),
-        loadSetup(variant, create, auth, 2),
-      ]);
-      table.push(row(variant.name, 'list under creates', lists), row(variant.name, 'creates beside lists', creates));
+    const target = (await call(url, 'GET', `${list}&skip=${Math.floor(size / 3)}`)).repos[0].uid as string;
+    const deep = (await call(url, 'GET', `${list}&skip=${Math.floor(size / 2)}`)).nextPageToken as string;
+    const scenarios = scenariosOf(list, deep, target, folder);
+    const variants = [setup];
+    if (setup.name === 'PostgreSQL') {
+      const second = await start('ours', pgEnv);
+      variants.push({
+        ...setup,
+        name: 'PostgreSQL, 2 instances',
+        urls: [url, second.url],
+        children: [setup.children[0], second.child],
+      });
+      const peerEnv = { DATABASE_URL: databaseUrl, ISSUER_URL: issuerUrl, JWKS_URL: `${url}/.well-known/jwks.json` };
+      const peers = [await start('bench/pg-peer.ts', peerEnv), await start('bench/pg-peer.ts', peerEnv)];
+      await checkPeerAnswers(call, url, peers[0].url, list, target);
+      variants.push(
+        { name: 'pg peer', urls: [peers[0].url], children: [peers[0].child], env: peerEnv },
+        {
+          name: 'pg peer, 2 instances',
+          urls: peers.map((p) => p.url),
+          children: peers.map((p) => p.child),
+          env: peerEnv,
+        },
+      );
     }
+    for (const variant of variants) table.push(...(await runSetup(variant, scenarios, list, auth)));
   }
-  for (const setup of setups) for (const child of setup.children) await stop(child);
   for (const child of running) await stop(child);
   await cluster.stop();
-  console.log('');
-  console.log(`${'setup'.padEnd(26)}${'scenario'.padEnd(22)}${'r/s'.padStart(8)}${'p50/p99 ms'.padStart(12)}`);
-  for (const line of table) console.log(line);
+  printEngines(table);
   mkdirSync(join(values.json!, '..'), { recursive: true });
-  writeFileSync(
-    values.json!,
-    `${JSON.stringify({ date: new Date().toISOString(), size, seconds, table }, null, 2)}
-`,
-  );
+  writeFileSync(values.json!, `${JSON.stringify({ date: new Date().toISOString(), size, seconds, table }, null, 2)}\n`);
   say(`results written to ${values.json}`);
 }
 
-function row(setup: string, scenario: string, r: { rps: number; p50: number; p99: number }): string {
-  return `${setup.padEnd(26)}${scenario.padEnd(22)}${String(r.rps).padStart(8)}${`${r.p50}/${r.p99}`.padStart(12)}`;
+/** The peer must answer get and list page 1 as ours does on the same database, or the comparison means nothing. */
+async function checkPeerAnswers(
+  call: (url: string, method: string, path: string) => Promise<any>,
+  ours: string,
+  peer: string,
+  list: string,
+  target: string,
+): Promise<void> {
+  // A page token is each server's own: the list is compared by its repos and totalCount.
+  const shown = (a: any) => JSON.stringify(a.repos ? { repos: a.repos, totalCount: a.totalCount } : a);
+  for (const path of [`/registry/v2/repos/${target}`, list]) {
+    const [want, got] = [shown(await call(ours, 'GET', path)), shown(await call(peer, 'GET', path))];
+    if (want !== got)
+      throw new Error(`the PostgreSQL peer answers ${path} differently from ours ${firstDifference(want, got)}`);
+  }
+  say('the PostgreSQL peer answers get and list page 1 with the same JSON as ours');
 }
 
-/** A second instance on the setup's database and data directory: the two share the load. */
-async function secondInstance(setup: Setup, env: Record<string, string>): Promise<Setup> {
-  const second = await start('ours', env);
-  return { name: 'PostgreSQL, 2 instances', urls: [...setup.urls, second.url], children: [second.child], env };
+/** The table of every setup and scenario, and ours against the peer on PostgreSQL. */
+function printEngines(table: EngineRow[]): void {
+  const pad = (v: unknown, n: number) => String(v).padStart(n);
+  console.log('');
+  console.log(
+    `${'setup'.padEnd(26)}${'scenario'.padEnd(22)}${pad('r/s', 8)}${pad('µs CPU/req', 12)}${pad('p50/p99 ms', 12)}`,
+  );
+  for (const r of table)
+    console.log(
+      `${r.setup.padEnd(26)}${r.scenario.padEnd(22)}${pad(r.rps, 8)}${pad(r.cpuUs, 12)}${pad(`${r.p50}/${r.p99}`, 12)}`,
+    );
+  const of = (setup: string, scenario: string) => table.find((r) => r.setup === setup && r.scenario === scenario)!;
+  console.log('');
+  console.log(
+    `${'scenario'.padEnd(22)}${pad('ours/peer', 11)}${pad('2 inst/1 ours', 15)}${pad('2 inst/1 peer', 15)}${pad('PG/SQLite', 11)}`,
+  );
+  for (const { scenario } of table.filter((r) => r.setup === 'SQLite'))
+    console.log(
+      scenario.padEnd(22) +
+        pad(ratio(of('PostgreSQL', scenario).rps, of('pg peer', scenario).rps), 11) +
+        pad(ratio(of('PostgreSQL, 2 instances', scenario).rps, of('PostgreSQL', scenario).rps), 15) +
+        pad(ratio(of('pg peer, 2 instances', scenario).rps, of('pg peer', scenario).rps), 15) +
+        pad(ratio(of('PostgreSQL', scenario).rps, of('SQLite', scenario).rps), 11),
+    );
 }
 
 (values['cold-start'] ? coldStartOnly() : values.engines ? engines() : main()).then(

@@ -53,8 +53,9 @@ function freePort() {
 /**
  * endWithProcess: the cluster does not keep this process alive, and is stopped when it exits (a test file run
  * alone has no one to call stop(); its data directory is left in the temporary directory).
+ * durable: every commit flushed to disk, as production runs it (the benchmark); tests keep nothing across a crash.
  */
-export async function startCluster({ endWithProcess = false } = {}) {
+export async function startCluster({ endWithProcess = false, durable = false } = {}) {
   const bin = ensureBinaries();
   const asRoot = process.getuid?.() === 0;
   const dir = mkdtempSync(join(tmpdir(), 'platform-api-pg-'));
@@ -83,12 +84,7 @@ export async function startCluster({ endWithProcess = false } = {}) {
     '-c',
     'listen_addresses=127.0.0.1',
     // A test cluster: nothing to keep across a crash.
-    '-c',
-    'fsync=off',
-    '-c',
-    'synchronous_commit=off',
-    '-c',
-    'full_page_writes=off',
+    ...(durable ? [] : ['-c', 'fsync=off', '-c', 'synchronous_commit=off', '-c', 'full_page_writes=off']),
     '-c',
     'max_connections=300',
   ]);
