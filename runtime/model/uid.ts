@@ -3,12 +3,6 @@ import { randomBytes } from 'node:crypto';
 
 const uidPath = /^[0-9a-f]{40}(?:\/[0-9a-f]{16})*$/;
 
-/**
- * A route's capture for a uid, "/" included (raw or as %2F). A uid never holds ":", so "<uid>:<verb>" is never
- * read as a uid: a custom method the API does not serve matches no route (404) instead of reaching create or get.
- */
-export const uidCapture = '([^:]+)';
-
 /** Random bytes drawn a block at a time: one call to the system's generator costs as much as a block's worth. */
 const pool = { bytes: Buffer.alloc(0), at: 0 };
 
