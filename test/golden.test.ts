@@ -1,4 +1,4 @@
-// The generator's goldens: its output for the widgets fixture, cut to that resource (scripts/golden-files.ts),
+// The generator's goldens: its output for the widgets fixture, cut to that resource (scripts/tooling/golden-files.ts),
 // must match test/golden/widgets/ byte for byte. A difference is reported with a short diff and the command that
 // refreshes them (`npm run golden -- --update`). Each run generates under a new scratch directory, so an absolute
 // path or anything else that varies between runs shows up as a difference.
@@ -14,7 +14,7 @@ import {
   refreshCommand,
   widgetParts,
   writeGoldens,
-} from '../scripts/golden-files.js';
+} from '../scripts/tooling/golden-files.js';
 
 const scratchRoot = join(process.cwd(), '.tmp');
 mkdirSync(scratchRoot, { recursive: true });
