@@ -24,7 +24,7 @@ SQLite file, on a fresh data directory in .tmp/bench: requests/s, latency and CP
   --cold-start  only the cold start: npm start's command to the first answered ping, on fresh data directories
                 and on an existing one, 7 runs each, medians and where the time goes
   --engines     our server on SQLite, on PostgreSQL, and as two instances on one PostgreSQL database (a
-                throwaway cluster, scripts/postgres-cluster.mjs): requests/s and latency of each
+                throwaway cluster, scripts/tooling/postgres-cluster.mjs): requests/s and latency of each
   --json FILE   where the results go (default .tmp/bench-results.json)`,
   options: {
     quick: { type: 'boolean', default: false },
@@ -659,7 +659,7 @@ async function engines(): Promise<void> {
   const size = sizes[0];
   say(`engines: ${size} repos, ${seconds} s per scenario, ${connections} connections`);
   // @ts-expect-error a plain ESM script without types
-  const { startCluster } = await import('../scripts/postgres-cluster.mjs');
+  const { startCluster } = await import('../scripts/tooling/postgres-cluster.mjs');
   const cluster = await startCluster({ endWithProcess: true, durable: true });
   const databaseUrl: string = await cluster.createDatabase('bench');
   const pgDataDir = join(work, 'pg-data');

@@ -9,6 +9,7 @@ import {
 } from '../conformance/plan.js';
 import type { ApiModel, FieldModel, ResourceModel } from '../runtime/model/api-model.js';
 import type { RpcDecl } from './proto-model.js';
+import { readTemplate } from '../runtime/http/route-template.js';
 import { v2Routes, type Route } from './routes-table.js';
 import { SpecError } from './spec.js';
 
@@ -241,7 +242,7 @@ export const apiRules = [
 
 /** Each v2 route with the rpc of the same operation; routes without one (HTTP only) are left out. */
 function plannedRpcs(routes: Route[], rpcs: RpcDecl[]): PlannedRpc[] {
-  return v2Routes(routes).flatMap(({ method, path, pattern, params, ...op }) => {
+  return v2Routes(routes).flatMap(({ method, path, template, params, ...op }) => {
     const rpc = rpcs.find((r) =>
       op.endpoint
         ? r.endpoint === op.endpoint
@@ -249,8 +250,19 @@ function plannedRpcs(routes: Route[], rpcs: RpcDecl[]): PlannedRpc[] {
     );
     if (!rpc) return [];
     const { request, response, fields, bodyMessage } = rpc;
+    const pattern = pathPattern(template);
     return [{ method, path, pattern, params, grpc: rpc.path, request, response, fields, bodyMessage }];
   });
+}
+
+/**
+ * The route's template as an anchored regular expression over a raw path, for the harness to tell which rpc a
+ * recorded request was: a uid capture stops at ":" (runtime/http/route-template.ts), any other at "/".
+ */
+function pathPattern(template: string): string {
+  const { literals, captures } = readTemplate(template);
+  const escape = (text: string) => text.replace(/[.*+?^${}()|[\]\\/]/g, '\\$&');
+  return `^${literals.map((l, i) => escape(l) + (i < captures.length ? (captures[i].spans ? '([^:]+)' : '([^/]+)') : '')).join('')}$`;
 }
 
 export function emitConformancePlan(model: ApiModel, routes: Route[], rpcs: RpcDecl[]): ConformancePlan {

@@ -237,24 +237,24 @@ function emitHandlerInterfaces(f: SourceFile, model: ApiModel): void {
   });
 }
 
-/** One router line per route, most specific first. */
+/** One router line per route, most specific first: its method, its template, what answers it. */
 function routeLines(model: ApiModel, routes: Route[]): string[] {
   return routes.map((route) => {
     const method = route.method.toLowerCase();
-    const pattern = `/${route.pattern}/`;
+    const template = `'${route.template}'`;
     const params = JSON.stringify(route.params);
     switch (route.kind) {
       case 'endpoint': {
         const e = route.endpoint!;
-        return `router.${method}(${pattern}, ops.endpoint(apiModel.endpoints[${model.endpoints.indexOf(e)}], ${params}, ${endpointHandler(e)}));`;
+        return `router.${method}(${template}, ops.endpoint(apiModel.endpoints[${model.endpoints.indexOf(e)}], ${params}, ${endpointHandler(e)}));`;
       }
       case 'subresourceGet':
       case 'subresourceUpdate':
-        return `router.${method}(${pattern}, ${queryParameters(route)}, ops.${route.kind}(apiModel.resources.${route.resource!.collection}, ${JSON.stringify(route.subresource)}));`;
+        return `router.${method}(${template}, ${queryParameters(route)}, ops.${route.kind}(apiModel.resources.${route.resource!.collection}, ${JSON.stringify(route.subresource)}));`;
       default: {
         const r = route.resource!;
         const check = route.kind === 'list' ? '' : `${queryParameters(route)}, `;
-        return `router.${method}(${pattern}, ${check}ops.${route.kind}(apiModel.resources.${r.collection}, ${params}${hooks(r, route.kind)}));`;
+        return `router.${method}(${template}, ${check}ops.${route.kind}(apiModel.resources.${r.collection}, ${params}${hooks(r, route.kind)}));`;
       }
     }
   });

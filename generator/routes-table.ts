@@ -1,7 +1,7 @@
 // Every HTTP route of the model, in match order: the one list both the router and the OpenAPI document use.
 import type { ApiModel, EndpointModel, ResourceModel } from '../runtime/model/api-model.js';
 import type { RpcKind } from '../runtime/grpc/rpc.js';
-import { uidCapture } from '../runtime/model/uid.js';
+import { readTemplate } from '../runtime/http/route-template.js';
 
 /** A route serves the same operations an rpc does: one list of kinds for both transports. */
 export type RouteKind = RpcKind;
@@ -10,8 +10,10 @@ export interface Route {
   method: 'GET' | 'POST' | 'PATCH' | 'PUT' | 'DELETE';
   /** OpenAPI-style path, e.g. /registry/v2/repos/{uid} */
   path: string;
-  /** Anchored regular expression source matching the raw request path. */
-  pattern: string;
+  /** the router's template: the path with a uid capture marked as spanning segments, e.g. /registry/v2/repos/{uid*} */
+  template: string;
+  /** the literal text every path of the route starts with, e.g. /registry/v2/repos/ */
+  prefix: string;
   params: string[];
   kind: RouteKind;
   resource?: ResourceModel;
@@ -22,31 +24,26 @@ export interface Route {
 /** The routes of v2's documents (/openapi.json): the calls only v1 has are left out. */
 export const v2Routes = (routes: Route[]): Route[] => routes.filter((r) => !r.endpoint?.version);
 
-/** Turns a template such as repos/{repoUid*}/digests/{digest} into an anchored pattern; {x*} is a uid, which may span segments. */
-export function compileTemplate(prefix: string, template: string): Pick<Route, 'path' | 'pattern' | 'params'> {
-  const params: string[] = [];
-  let pattern = '';
-  let path = '';
-  const full = template ? `${prefix}/${template}` : prefix;
-  for (const part of full.split(/(\{\w+\*?\})/)) {
-    const m = /^\{(\w+)(\*?)\}$/.exec(part);
-    if (m) {
-      params.push(m[1]);
-      pattern += m[2] ? uidCapture : '([^/]+)';
-      path += `{${m[1]}}`;
-    } else {
-      pattern += part.replace(/[.*+?^${}()|[\]\\/]/g, '\\$&');
-      path += part;
-    }
-  }
-  return { path, pattern: `^${pattern}$`, params };
+/** A template such as repos/{repoUid*}/digests/{digest} under its prefix, as a route; {x*} is a uid, which may span segments. */
+export function compileTemplate(
+  prefix: string,
+  template: string,
+): Pick<Route, 'path' | 'template' | 'prefix' | 'params'> {
+  const read = readTemplate(template ? `${prefix}/${template}` : prefix);
+  return {
+    path: read.template.replace(/\{(\w+)\*\}/g, '{$1}'),
+    template: read.template,
+    prefix: read.prefix,
+    params: read.captures.map((c) => c.name),
+  };
 }
 
 function specificity(r: Route): number {
   // Routes with literal text after a multi-segment parameter must be tried before the plain {uid} routes.
-  const wildcard = r.pattern.indexOf(uidCapture);
+  const { captures, literals } = readTemplate(r.template);
+  const wildcard = captures.findIndex((c) => c.spans);
   if (wildcard < 0) return 0;
-  return r.pattern.length - wildcard > `${uidCapture}$`.length ? 1 : 2;
+  return literals.slice(wildcard + 1).join('') !== '' ? 1 : 2;
 }
 
 export function routesOf(model: ApiModel): Route[] {

@@ -12,7 +12,7 @@ import { invalidArgument, notFound } from '../runtime/model/errors.js';
 import { operationOf, type ResourceModel } from '../runtime/model/api-model.js';
 import { now, type Row } from '../runtime/model/records.js';
 import { requestBody as body, pathParams } from '../runtime/http/route-operations.js';
-import { parentOf, uidCapture } from '../runtime/model/uid.js';
+import { parentOf } from '../runtime/model/uid.js';
 import { check, checkParameterNames } from '../runtime/pipeline/validation.js';
 import type { V1Deps, V1Extension, V1Presenter } from '../runtime/http/v1/adapter.js';
 
@@ -64,7 +64,7 @@ function addAdvisoryEventRoutes(
     return event;
   };
 
-  router.get(/^\/vulnerabilities\/v1\/advisories\/(.+)\/events$/, async (ctx) => {
+  router.get('/vulnerabilities/v1/advisories/{uid*}/events', async (ctx) => {
     checkParameterNames(ctx.query);
     const { uid: parentId } = pathParams(ctx, ['uid']);
     await policy.requireCapability(principal(ctx), list.capability, scope(parentId));
@@ -73,7 +73,7 @@ function addAdvisoryEventRoutes(
   });
 
   if (!update) return;
-  router.post(/^\/vulnerabilities\/v1\/advisories\/(.+)\/events$/, async (ctx) => {
+  router.post('/vulnerabilities/v1/advisories/{uid*}/events', async (ctx) => {
     const { uid: parentId } = pathParams(ctx, ['uid']);
     await policy.requireCapability(principal(ctx), update.capability, scope(parentId));
     const event = v2Event(body(ctx).advisoryEvent, 'advisoryEvent');
@@ -92,7 +92,7 @@ function addAdvisoryEventRoutes(
     ctx.body = v1Event(updated, index);
   });
 
-  router.put(new RegExp(`^/vulnerabilities/v1/advisory_events/${uidCapture}$`), async (ctx) => {
+  router.put('/vulnerabilities/v1/advisory_events/{id*}', async (ctx) => {
     const { id } = pathParams(ctx, ['id']);
     const advisory = parentOf(id);
     if (!advisory)

@@ -9,7 +9,7 @@ import { iam } from './iam.js';
 
 function addLookupRoute(router: Router, r: ResourceModel, shape: V1Presenter, { model, operations }: V1Deps): void {
   const lookup = model.endpoints.find((e) => e.domain === r.domain && e.name === 'lookupIdentity')!;
-  router.get(/^\/iam\/v1\/identities\/lookup$/, async (ctx) => {
+  router.get('/iam/v1/identities/lookup', async (ctx) => {
     const call = callOf(ctx, [], {});
     const { uid } = (await operations.endpoint(lookup, call, (request, context) =>
       iam.lookupIdentity(request as never, context),

@@ -72,7 +72,7 @@ function requirePackages() {
 
 /**
  * esbuild's options for the server: the bundle written to outdir, its source URLs relative to urlBase. The
- * release (scripts/release.mjs) builds with these too.
+ * release (scripts/tooling/release.mjs) builds with these too.
  */
 export function serverBuildOptions(root, outdir, urlBase) {
   return {

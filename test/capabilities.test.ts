@@ -6,7 +6,7 @@ import * as assert from 'uvu/assert';
 import { loadSpec } from '../generator/spec.js';
 import { startTestServer, type TestServer } from './support/server.js';
 
-// The published contract's facts, kept in test/facts/ (scripts/reference-facts.mjs).
+// The published contract's facts, kept in test/facts/ (scripts/tooling/reference-facts.mjs).
 const contract = JSON.parse(readFileSync('test/facts/api-v2.json', 'utf8'));
 /** UNKNOWN is the enum's zero value, not a capability. */
 const published = new Set<string>(

@@ -15,7 +15,7 @@ const dataDir = join(scratch, 'data');
 
 const clis: Record<string, string> = {
   generate: 'generator/main.ts',
-  golden: 'scripts/golden.ts',
+  golden: 'scripts/tooling/golden.ts',
   start: 'server/main.ts',
   token: 'scripts/token.ts',
   import: 'scripts/import.ts',

@@ -1,4 +1,4 @@
-// compose.yaml's topology with local processes: HAProxy (Debian's package, scripts/haproxy.mjs) with the same
+// compose.yaml's topology with local processes: HAProxy (Debian's package, scripts/tooling/haproxy.mjs) with the same
 // haproxy.cfg in front of two release instances (test/support/release.ts: the image's CMD and ENV) on one
 // PostgreSQL database, each instance with compose.yaml's environment, where only what names compose's network
 // (the database host, the public URL, the proxies' network) is replaced by its local counterpart. Writes through
@@ -15,7 +15,7 @@ import * as assert from 'uvu/assert';
 import { parse } from 'yaml';
 import { readBootstrap } from '../runtime/access/bootstrap.js';
 // @ts-expect-error a plain ESM script without types: ensureHaproxy() returns the binary's path or throws why not
-import { ensureHaproxy } from '../scripts/haproxy.mjs';
+import { ensureHaproxy } from '../scripts/tooling/haproxy.mjs';
 import { grpcClient } from './support/grpc-client.js';
 import { newDatabase, stopOwnCluster } from './support/postgres.js';
 import { exitOf, runScript } from './support/process.js';

@@ -68,7 +68,7 @@ test('no statement is left without a rule or a reason, and no rule names a state
 });
 
 test("every statement's section is a section of the spec", () => {
-  // The spec's section headings, kept in test/facts/ (scripts/reference-facts.mjs).
+  // The spec's section headings, kept in test/facts/ (scripts/tooling/reference-facts.mjs).
   const headings: { section: string }[] = JSON.parse(readFileSync('test/facts/spec-sections.json', 'utf8'));
   const sections = new Set(headings.map((h) => h.section));
   for (const s of specStatements) assert.ok(sections.has(s.id.split(/[:.]/)[1]), `${s.id}: no such section`);

@@ -1,5 +1,5 @@
 // /docs: the interactive reference of /openapi.json, served by this process alone, rendered in a real headless
-// Chromium (scripts/browser.mjs installs it when missing) with every other host unreachable. The screenshot is
+// Chromium (scripts/tooling/browser.mjs installs it when missing) with every other host unreachable. The screenshot is
 // kept as .tmp/docs.png.
 import { execFile } from 'node:child_process';
 import { mkdirSync, statSync } from 'node:fs';
@@ -7,7 +7,7 @@ import { promisify } from 'node:util';
 import { test } from 'uvu';
 import * as assert from 'uvu/assert';
 // @ts-expect-error a plain ESM script without types: ensureChromium() returns the browser's path
-import { ensureChromium } from '../scripts/browser.mjs';
+import { ensureChromium } from '../scripts/tooling/browser.mjs';
 import { startTestServer, type TestServer } from './support/server.js';
 
 const run = promisify(execFile);

@@ -51,7 +51,7 @@ const readJson = (path: string) => JSON.parse(readFileSync(new URL(path, import.
 const openapi = readJson('../generated/openapi.json');
 const operations: Operation[] = (() => {
   const served = [...v2Operations(openapi, apiModel), ...v1Operations(openapi, apiModel), ...otherOperations()];
-  // The reference contracts' facts (test/facts/, scripts/reference-facts.mjs).
+  // The reference contracts' facts (test/facts/, scripts/tooling/reference-facts.mjs).
   const reference = ['api-v1.json', 'api-v2.json'].map((f) => readJson(`./facts/${f}`));
   return [...served, ...unservedOperations(reference, served)];
 })();

@@ -1,11 +1,11 @@
-// runtime/ in its floors (scripts/layout/layers.ts): no import cycle, no import pointing up a floor, no file
+// runtime/ in its floors (scripts/tooling/layers.ts): no import cycle, no import pointing up a floor, no file
 // outside a floor's folder but the face (runtime/index.ts), which nothing in runtime/ imports. A planted cycle, upward import and stray file are each found.
 import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { test } from 'uvu';
 import * as assert from 'uvu/assert';
-import { floors, layerReport } from '../scripts/layout/layers.js';
+import { floors, layerReport } from '../scripts/tooling/layers.js';
 
 test("runtime/'s import graph has no cycle, no import pointing up and no file outside the floors", () => {
   const r = layerReport('.');

@@ -10,7 +10,7 @@ import * as assert from 'uvu/assert';
 import pg from 'pg';
 import { readBootstrap } from '../runtime/access/bootstrap.js';
 // @ts-expect-error a plain ESM script without types
-import { startCluster } from '../scripts/postgres-cluster.mjs';
+import { startCluster } from '../scripts/tooling/postgres-cluster.mjs';
 import { grpcClient, type GrpcTestClient } from './support/grpc-client.js';
 import { runScript, spawnServer, type ServerProcess } from './support/process.js';
 

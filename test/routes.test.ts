@@ -9,7 +9,7 @@ import { protoSurface } from '../generator/proto-model.js';
 import { emitRouter } from '../generator/emit-typescript.js';
 import { routesOf, type Route } from '../generator/routes-table.js';
 import { loadSpec } from '../generator/spec.js';
-import { uidCapture } from '../runtime/model/uid.js';
+import { matchTemplate, readTemplate } from '../runtime/http/route-template.js';
 
 const model = loadSpec('spec');
 const routes = routesOf(model);
@@ -22,13 +22,13 @@ const digest = `sha256:${hex(32)}`;
 const nameOf = (r: Route) => `${r.method} ${r.path} (${r.kind} ${r.resource?.collection ?? r.endpoint?.name})`;
 
 /**
- * The route that answers a request and its raw captures: the first in table order whose method and pattern match
+ * The route that answers a request and its raw captures: the first in table order whose method and template match
  * the raw path, as runtime/http/router.ts runs them (ctx.path is not decoded; the runtime decodes captures).
  */
 function answering(method: string, path: string): { route: string; params: Record<string, string> } | undefined {
   for (const r of routes) {
-    const m = r.method === method ? new RegExp(r.pattern).exec(path) : null;
-    if (m) return { route: nameOf(r), params: Object.fromEntries(r.params.map((p, i) => [p, m[i + 1]])) };
+    const m = r.method === method ? matchTemplate(readTemplate(r.template), path) : undefined;
+    if (m) return { route: nameOf(r), params: Object.fromEntries(r.params.map((p, i) => [p, m[i]])) };
   }
   return undefined;
 }
@@ -110,9 +110,9 @@ test('a uid capture never swallows a ":verb" suffix', () => {
 
 /** A path for the route's template: a multi-segment uid for each uid capture, a digest for a single segment. */
 function pathFor(r: Route, escape: boolean): { path: string; params: Record<string, string> } {
-  const captures = r.pattern.match(/\([^()]*\)/g) ?? [];
+  const { captures } = readTemplate(r.template);
   const params = Object.fromEntries(
-    r.params.map((p, i) => [p, captures[i] === uidCapture ? (escape ? repo.replace('/', '%2F') : repo) : digest]),
+    r.params.map((p, i) => [p, captures[i].spans ? (escape ? repo.replace('/', '%2F') : repo) : digest]),
   );
   return { path: r.path.replace(/\{(\w+)\}/g, (_, p: string) => params[p]), params };
 }
@@ -147,12 +147,12 @@ test("v1's own calls are routes of the table under /<prefix or domain>/v1/, and 
 });
 
 test("the emitted router registers the table's routes in the table's order", () => {
-  const registered = [...emitRouter(model, routes).matchAll(/^\s*router\.(\w+)\(\/(.*?\$)\/, /gm)].map(
-    ([, method, pattern]) => `${method.toUpperCase()} ${pattern}`,
+  const registered = [...emitRouter(model, routes).matchAll(/^\s*router\.(\w+)\('(.*?)', /gm)].map(
+    ([, method, template]) => `${method.toUpperCase()} ${template}`,
   );
   assert.equal(
     registered,
-    routes.map((r) => `${r.method} ${r.pattern}`),
+    routes.map((r) => `${r.method} ${r.template}`),
   );
 });
 

@@ -1,4 +1,4 @@
-// npm test's runner (scripts/test.mjs) on a scratch test directory: uvu's summary plus the "Failed: N" line.
+// npm test's runner (scripts/tooling/test.mjs) on a scratch test directory: uvu's summary plus the "Failed: N" line.
 import { spawnSync } from 'node:child_process';
 import { mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { join, relative } from 'node:path';
@@ -26,7 +26,7 @@ writeFileSync(
 );
 
 const run = (pattern: string, env: Record<string, string> = {}) =>
-  spawnSync(process.execPath, ['scripts/test.mjs', scratch, pattern], {
+  spawnSync(process.execPath, ['scripts/tooling/test.mjs', scratch, pattern], {
     encoding: 'utf8',
     env: { ...process.env, ...env },
   });

@@ -3,6 +3,7 @@ import { randomUUID } from 'node:crypto';
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import { compose, HttpContext, type Middleware, type Next } from './context.js';
 import { Router } from './router.js';
+import type { RouteTemplate } from './route-template.js';
 import { ApiError, internal, invalidArgument, unauthenticated } from '../model/errors.js';
 import { unsafeRequestLine } from '../pipeline/input-safety.js';
 import { checkParameterNames } from '../pipeline/validation.js';
@@ -63,37 +64,17 @@ function dispatch(t: RouteTable): Middleware {
   return t.serves ? (ctx, next) => (t.serves!(ctx.path) ? routes(ctx, next) : next()) : routes;
 }
 
-/** Templates of the routes given as regular expressions (the generated ones), made once per route. */
-const templates = new WeakMap<RegExp, string>();
-
-/**
- * The matched route's template, never the path itself (it holds uids): a route given as a regular expression
- * reads as its path with an asterisk for each capture. "(none)" when no route matched.
- */
+/** The matched route's template with its captures as "*", never the path (it holds uids); "(none)" if none matched. */
 export function routeTemplate(ctx: HttpContext): string {
-  const route = ctx.route;
-  if (route === undefined) return '(none)';
-  if (typeof route === 'string') return route;
-  let template = templates.get(route);
-  if (template === undefined) {
-    template = route.source.replace(/^\^|\$$/g, '');
-    // innermost groups first, until none is left
-    for (let before = ''; before !== template;) {
-      before = template;
-      template = template.replace(/\((?:[^()\\]|\\.)*\)/g, '*');
-    }
-    template = template.replace(/\\(.)/g, '$1');
-    templates.set(route, template);
-  }
-  return template;
+  return ctx.route?.name ?? '(none)';
 }
 
-/** The pattern of the first table's route for the request's method and path, or at its path; none for a 404. */
-function routeAt(tables: RouteTable[], ctx: HttpContext): string | RegExp | undefined {
+/** The first table's route for the request's method and path, or at its path; none for a 404. */
+function routeAt(tables: RouteTable[], ctx: HttpContext): RouteTemplate | undefined {
   for (const t of tables) {
     if (t.serves && !t.serves(ctx.path)) continue;
-    const pattern = t.router.patternAt(ctx.method, ctx.path);
-    if (pattern !== undefined) return pattern;
+    const route = t.router.routeAt(ctx.method, ctx.path);
+    if (route !== undefined) return route;
   }
   return undefined;
 }

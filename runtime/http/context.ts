@@ -6,6 +6,7 @@
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import { parse as parseQuery, type ParsedUrlQuery } from 'node:querystring';
 import type { Principal } from '../access/authorization.js';
+import type { RouteTemplate } from './route-template.js';
 
 export type Next = () => Promise<void>;
 export type Middleware = (ctx: HttpContext, next: Next) => Promise<void> | void;
@@ -54,8 +55,8 @@ export class HttpContext {
   readonly state: { principal?: Principal } = {};
   /** the parsed JSON body, once read (runtime/http/json-body.ts) */
   requestBody?: unknown;
-  /** the matched route's pattern and its captures, raw */
-  route?: string | RegExp;
+  /** the matched route's template and its captures, raw */
+  route?: RouteTemplate;
   captures: string[] = [];
 
   constructor(

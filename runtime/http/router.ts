@@ -1,141 +1,59 @@
-// A table of routes: a method and a pattern (an exact path, or a regular expression over the raw path) to the
-// middleware that answer it. The first route in the order they were added whose method and pattern match
-// answers. A request is tried only against the routes that can match its first path segments (/registry/v2/repos),
-// known from each pattern's literal start, so a table of hundreds of routes costs a few tests per request; and a
-// pattern's regular expression runs only for a path with its literal start and end (a string comparison).
+// A table of routes: a method and a template (runtime/http/route-template.ts) to the middleware that answer it.
+// The first route in the order they were added whose method and template match answers. A request is tried only
+// against the routes whose literal prefix can lead its path: the routes sit in a trie of the whole segments of
+// their prefixes (/registry/v2/repos/{uid*} under registry, v2, repos), and a path walks down it by its own
+// segments, so a table of hundreds of routes costs a few tests per request.
 import { compose, type HttpContext, type Middleware } from './context.js';
+import { matchTemplate, readTemplate, type RouteTemplate } from './route-template.js';
 
-export interface Route {
+export interface Route extends RouteTemplate {
   /** GET brings HEAD */
   methods: string[];
-  pattern: string | RegExp;
   run: (ctx: HttpContext) => Promise<void>;
-  /** what every path the pattern matches starts and ends with: a path without them is not tried against it */
-  starts: string;
-  ends: string;
-}
-
-/** The text every path a regular expression matches starts with, and whether the expression ends there. */
-function literalStart(source: string): { text: string; whole: boolean } {
-  let text = '';
-  for (let i = source.startsWith('^') ? 1 : 0; i < source.length;) {
-    let literal: string;
-    let next: number;
-    if (source[i] === '\\' && i + 1 < source.length && !/\w/.test(source[i + 1])) {
-      literal = source[i + 1];
-      next = i + 2;
-    } else if (source[i] === '$' && i === source.length - 1) return { text, whole: true };
-    else if ('\\.*+?()[]{}|^$'.includes(source[i])) break;
-    else {
-      literal = source[i];
-      next = i + 1;
-    }
-    // A quantifier after it makes the character optional or repeated: the literal start ends before it.
-    if ('*+?{'.includes(source[next] ?? '')) break;
-    text += literal;
-    i = next;
-  }
-  return { text, whole: false };
-}
-
-/**
- * The text every path a regular expression matches ends with ("/readme" of ^\/registry\/v2\/repos\/([^:]+)\/readme$);
- * '' when the expression does not fix it.
- */
-function literalEnd(source: string): string {
-  const escaped = (at: number) => {
-    let slashes = 0;
-    for (let j = at - 1; j >= 0 && source[j] === '\\'; j--) slashes++;
-    return slashes % 2 === 1;
-  };
-  // An escape of several characters (\u0041, \x41, \cJ, a back-reference) would be misread from its end.
-  if (!source.endsWith('$') || escaped(source.length - 1) || /\\[uxckpP0-9]/.test(source)) return '';
-  let text = '';
-  for (let i = source.length - 2; i >= 0;) {
-    const c = source[i];
-    if (escaped(i)) {
-      // \d, \w, \b and the like are classes or assertions, not the letter
-      if (/\w/.test(c)) break;
-      text = c + text;
-      i -= 2;
-    } else if ('\\.*+?()[]{}|^$'.includes(c)) break;
-    else {
-      text = c + text;
-      i--;
-    }
-  }
-  return text;
 }
 
 /** The methods a route can be added for. */
 const routeMethods = new Set(['GET', 'HEAD', 'POST', 'PUT', 'PATCH', 'DELETE']);
 
-/** How many leading segments of a path pick its candidate routes. */
-const keyDepth = 3;
-
-/** The first `depth` segments of a path ("registry/v2/repos" of /registry/v2/repos/x at 3); undefined when it has fewer. */
-function keyOf(path: string, depth: number): string | undefined {
-  let end = 0;
-  for (let i = 0; i < depth; i++) {
-    if (end >= path.length) return undefined;
-    const next = path.indexOf('/', end + 1);
-    end = next < 0 ? path.length : next;
-  }
-  return path.slice(1, end);
+/** A place in the trie: the routes that may match a path whose segments lead here, in table order. */
+interface Segment {
+  next: Map<string, Segment>;
+  routes: Route[];
+  /** routes by the method they answer (one of routeMethods), made at the first request for it */
+  byMethod: Map<string, Route[]>;
 }
 
-/**
- * The leading segments every path the pattern matches has, up to keyDepth, joined by "/" ("registry/v2/repos"
- * of ^\/registry\/v2\/repos\/([^:]+)$); '' when the pattern fixes none.
- */
-function fixedSegments(pattern: string | RegExp): string {
-  let text: string;
-  let whole: boolean;
-  if (typeof pattern === 'string') [text, whole] = [pattern, true];
-  // An alternative anywhere could start elsewhere; a flag could match other letters.
-  else if (!pattern.source.startsWith('^') || pattern.source.includes('|') || pattern.flags !== '') return '';
-  else ({ text, whole } = literalStart(pattern.source));
-  if (!text.startsWith('/')) return '';
-  // A segment is fixed when the literal start goes on past it, or ends with it and with the pattern.
-  const segments = text.slice(1).split('/');
-  const complete = whole ? segments : segments.slice(0, -1);
-  return complete.slice(0, keyDepth).join('/');
-}
-
-function captured(pattern: string | RegExp, path: string): string[] | undefined {
-  if (typeof pattern === 'string') return pattern === path ? [] : undefined;
-  const m = pattern.exec(path);
-  return m ? m.slice(1) : undefined;
+/** The whole segments of a route's literal prefix ("registry", "v2", "repos" of /registry/v2/repos/{uid*}). */
+function fixedSegments(t: RouteTemplate): string[] {
+  const segments = t.prefix.slice(1).split('/');
+  // After the last "/" of a prefix that a capture goes on, the segment is only begun.
+  return t.captures.length === 0 ? segments : segments.slice(0, -1);
 }
 
 export class Router {
-  private readonly table: (Route & { fixed: string })[] = [];
+  private readonly table: (Route & { fixed: string[] })[] = [];
   /** middleware run before the route that answer, when one of this router does (router.use) */
   private readonly shared: Middleware[] = [];
-  /** per depth 1 to keyDepth, the candidates of paths by their leading segments at that depth */
-  private byKey?: Map<string, Route[]>[];
-  private anywhere: Route[] = [];
-  /** candidates lists by the method their routes answer (one of routeMethods) */
-  private readonly byMethod = new Map<Route[], Map<string, Route[]>>();
+  private trie?: Segment;
 
-  get(pattern: string | RegExp, ...stack: Middleware[]): this {
-    return this.add(['GET', 'HEAD'], pattern, stack);
+  get(template: string, ...stack: Middleware[]): this {
+    return this.add(['GET', 'HEAD'], template, stack);
   }
 
-  post(pattern: string | RegExp, ...stack: Middleware[]): this {
-    return this.add(['POST'], pattern, stack);
+  post(template: string, ...stack: Middleware[]): this {
+    return this.add(['POST'], template, stack);
   }
 
-  put(pattern: string | RegExp, ...stack: Middleware[]): this {
-    return this.add(['PUT'], pattern, stack);
+  put(template: string, ...stack: Middleware[]): this {
+    return this.add(['PUT'], template, stack);
   }
 
-  patch(pattern: string | RegExp, ...stack: Middleware[]): this {
-    return this.add(['PATCH'], pattern, stack);
+  patch(template: string, ...stack: Middleware[]): this {
+    return this.add(['PATCH'], template, stack);
   }
 
-  delete(pattern: string | RegExp, ...stack: Middleware[]): this {
-    return this.add(['DELETE'], pattern, stack);
+  delete(template: string, ...stack: Middleware[]): this {
+    return this.add(['DELETE'], template, stack);
   }
 
   /** Runs before whichever route of this router answers (never when none does). */
@@ -144,94 +62,88 @@ export class Router {
     return this;
   }
 
-  private add(methods: string[], pattern: string | RegExp, stack: Middleware[]): this {
+  private add(methods: string[], template: string, stack: Middleware[]): this {
     const shared = this.shared;
     // Composed at the first request, when every use() has been made.
     let composed: ((ctx: HttpContext) => Promise<void>) | undefined;
     const run = (ctx: HttpContext) => (composed ??= compose([...shared, ...stack]))(ctx);
-    const fixed = typeof pattern === 'string' || pattern.source.includes('|') || pattern.flags !== '';
-    this.table.push({
-      methods,
-      pattern,
-      run,
-      fixed: fixedSegments(pattern),
-      starts: fixed || !pattern.source.startsWith('^') ? '' : literalStart(pattern.source).text,
-      ends: fixed ? '' : literalEnd(pattern.source),
-    });
-    this.byKey = undefined;
+    const read = readTemplate(template);
+    this.table.push({ ...read, methods, run, fixed: fixedSegments(read) });
+    this.trie = undefined;
     return this;
   }
 
-  /**
-   * The routes that may match a path, in table order: those whose fixed segments lead the path's. A path is
-   * looked up by its deepest key some route fixes; with no such key, only routes fixing fewer segments (or none)
-   * can match it.
-   */
-  private candidates(path: string): Route[] {
-    if (!this.byKey) {
-      this.byKey = [];
-      for (let depth = 1; depth <= keyDepth; depth++) {
-        const lists = new Map<string, Route[]>();
-        for (const key of new Set(this.table.map((r) => r.fixed.split('/').slice(0, depth).join('/'))))
-          if (key !== '' && key.split('/').length === depth)
-            lists.set(
-              key,
-              this.table.filter((r) => r.fixed === '' || `${key}/`.startsWith(`${r.fixed}/`)),
-            );
-        this.byKey.push(lists);
+  /** The trie of the table's fixed segments; each place holds the routes whose fixed segments lead to it. */
+  private build(): Segment {
+    const root: Segment = { next: new Map(), routes: [], byMethod: new Map() };
+    for (const route of this.table) {
+      let at = root;
+      for (const s of route.fixed) {
+        let next = at.next.get(s);
+        if (!next) at.next.set(s, (next = { next: new Map(), routes: [], byMethod: new Map() }));
+        at = next;
       }
-      this.anywhere = this.table.filter((r) => r.fixed === '');
-      this.byMethod.clear();
     }
-    for (let depth = keyDepth; depth >= 1; depth--) {
-      const key = keyOf(path, depth);
-      const found = key === undefined ? undefined : this.byKey[depth - 1].get(key);
-      if (found) return found;
+    const fill = (at: Segment, path: string[]) => {
+      at.routes = this.table.filter((r) => r.fixed.every((s, i) => s === path[i]) && r.fixed.length <= path.length);
+      for (const [s, next] of at.next) fill(next, [...path, s]);
+    };
+    fill(root, []);
+    return root;
+  }
+
+  /** The routes that may match a path, in table order: those at the deepest place its segments lead to. */
+  private candidates(path: string): Segment {
+    let at = (this.trie ??= this.build());
+    if (path[0] !== '/') return at;
+    // down while the place has places below it: a uid after the last fixed segment is never sliced out
+    for (let from = 1; at.next.size > 0;) {
+      const end = path.indexOf('/', from);
+      const next = at.next.get(end < 0 ? path.slice(from) : path.slice(from, end));
+      if (!next) return at;
+      at = next;
+      if (end < 0) return at;
+      from = end + 1;
     }
-    return this.anywhere;
+    return at;
   }
 
   /** Those of candidates(path) that answer the method. */
   private answering(method: string, path: string): Route[] {
     if (!routeMethods.has(method)) return [];
-    const all = this.candidates(path);
-    let of = this.byMethod.get(all);
-    if (!of) this.byMethod.set(all, (of = new Map()));
-    let routes = of.get(method);
-    if (!routes) of.set(method, (routes = all.filter((r) => r.methods.includes(method))));
+    const at = this.candidates(path);
+    let routes = at.byMethod.get(method);
+    if (!routes) at.byMethod.set(method, (routes = at.routes.filter((r) => r.methods.includes(method))));
     return routes;
   }
 
   /** The methods some route answers at this path. */
   methodsAt(path: string): string[] {
-    return this.candidates(path).flatMap((r) => (captured(r.pattern, path) ? r.methods : []));
+    return this.candidates(path).routes.flatMap((r) => (matchTemplate(r, path) ? r.methods : []));
   }
 
   /** The route answering the method at the path, and its raw captures. */
   find(method: string, path: string): { route: Route; captures: string[] } | undefined {
     for (const route of this.answering(method, path)) {
-      if (!path.startsWith(route.starts) || !path.endsWith(route.ends)) continue;
-      const captures = captured(route.pattern, path);
+      const captures = matchTemplate(route, path);
       if (captures) return { route, captures };
     }
     return undefined;
   }
 
   /**
-   * The pattern of the route this request is for, though no route ran it (a step before routing refused it, or
-   * the method is not served there): the route answering the method, else the first at the path.
+   * The route this request is for, though no route ran it (a step before routing refused it, or the method is
+   * not served there): the route answering the method, else the first at the path.
    */
-  patternAt(method: string, path: string): string | RegExp | undefined {
-    return (
-      this.find(method, path)?.route.pattern ?? this.candidates(path).find((r) => captured(r.pattern, path))?.pattern
-    );
+  routeAt(method: string, path: string): Route | undefined {
+    return this.find(method, path)?.route ?? this.candidates(path).routes.find((r) => matchTemplate(r, path));
   }
 
   /** Runs the route that answers the request; undefined when none does. */
   dispatch(ctx: HttpContext): Promise<void> | undefined {
     const found = this.find(ctx.method, ctx.path);
     if (!found) return undefined;
-    ctx.route = found.route.pattern;
+    ctx.route = found.route;
     ctx.captures = found.captures;
     return found.route.run(ctx);
   }

@@ -1,13 +1,16 @@
 // UID paths: root records have 40 hex characters; a child is "<parent uid>/<16 hex>".
 import { randomBytes } from 'node:crypto';
+import { invalidArgument } from './errors.js';
 
 const uidPath = /^[0-9a-f]{40}(?:\/[0-9a-f]{16})*$/;
 
-/**
- * A route's capture for a uid, "/" included (raw or as %2F). A uid never holds ":", so "<uid>:<verb>" is never
- * read as a uid: a custom method the API does not serve matches no route (404) instead of reaching create or get.
- */
-export const uidCapture = '([^:]+)';
+/** A uid where one is expected, else INVALID_ARGUMENT naming the field. */
+export function checkUid(uid: string, field: string): void {
+  if (!uidPath.test(uid))
+    throw invalidArgument([
+      { field, description: `"${uid}" is not a uid (40 hex characters, then /16 hex per level)` },
+    ]);
+}
 
 /** Random bytes drawn a block at a time: one call to the system's generator costs as much as a block's worth. */
 const pool = { bytes: Buffer.alloc(0), at: 0 };

@@ -1,20 +1,13 @@
 // The one implementation of list, get, create, update and delete, shared by every resource of the model.
-import {
-  ApiError,
-  failedPrecondition,
-  invalidArgument,
-  notFound,
-  type PreconditionViolation,
-} from '../model/errors.js';
+import { ApiError, failedPrecondition, invalidArgument, notFound } from '../model/errors.js';
 import { applyFieldMask, parseFieldMask } from '../model/field-mask.js';
 import type { ListRequest } from '../lists/list-request.js';
 import { operationOf, type ApiModel, type ResourceModel } from '../model/api-model.js';
-import { PageToken, type Cursor } from '../lists/page-token.js';
+import type { PageToken } from '../lists/page-token.js';
 import {
   inputObject,
   now,
   outputObject,
-  resourceProperties,
   toResource,
   withDefaults,
   type RecordTypes,
@@ -25,29 +18,16 @@ import { groupOf, outboxEntity, outboxRow, type NewEvent, type OutboxEvent } fro
 import { Writes, type DeclaredEvent } from './writes.js';
 import { changesGrants, type WriteKind } from './grant-changes.js';
 import { together, type Sql } from '../storage/sql.js';
-import {
-  and,
-  contains,
-  equal,
-  everything,
-  isNull,
-  notNull,
-  oneOf,
-  or,
-  range,
-  type Condition,
-  type Value,
-} from '../tables/condition.js';
+import { and, equal, everything, type Condition, type Value } from '../tables/condition.js';
 import type { Store, TransactionOptions } from '../storage/store.js';
 import type { RowLock } from '../storage/dialect.js';
-import { alreadyExists } from '../storage/natural-keys.js';
-import { isDuplicateKey } from '../storage/duplicate-key.js';
-import { Table, type Order, type Selection } from '../tables/table.js';
-import { compileAnswerShape } from '../tables/answer-shape.js';
-import { answerJsonSql } from '../tables/answer-json.js';
-import { ancestorsOf, descendantRange, isUidPath, newChildUid, newUid, within } from '../model/uid.js';
-import { scopeTotal, type ListScope } from '../lists/total-count.js';
+import { Table } from '../tables/table.js';
+import { answerFormsOf, type AnswerForm, type AnswerForms } from '../tables/answer-forms.js';
+import { checkUid, newChildUid, newUid } from '../model/uid.js';
+import type { ListScope } from '../lists/total-count.js';
+import { listConditions, listOrder, readPage, type ListResult } from '../lists/list-query.js';
 import { holdsSecret, type SecretSeal } from '../storage/secret-seal.js';
+import { checkExclusive, checkReferences, deleteWithChildren, refuseTakenKey, refuseTwin } from './integrity.js';
 
 /** The most records a list without paging answers, unless configured (V1_LIST_MAX). */
 export const defaultWholeListMax = 5000;
@@ -77,106 +57,6 @@ export interface WriteOptions {
  */
 function isolationOf({ guard, prepare }: WriteOptions): TransactionOptions {
   return { serializable: guard !== undefined || prepare !== undefined };
-}
-
-/** What a read selects, and what it makes of each row's values. */
-interface AnswerForm<I> {
-  selection: Selection;
-  item: (values: unknown[]) => I;
-}
-
-/** A row whose answer the database left to JavaScript (runtime/tables/answer-json.ts): read again as objects. */
-interface Unrendered {
-  uid: string;
-}
-
-/** A resource's answers as objects, and as JSON text where the database renders them. */
-interface AnswerForms {
-  objects: AnswerForm<Row>;
-  json?: AnswerForm<string | Unrendered>;
-}
-
-export interface ListResult<T = Row> {
-  items: T[];
-  nextPageToken: string;
-  totalCount: string;
-  skipped: number;
-}
-
-export function checkUid(uid: string, field: string): void {
-  if (!isUidPath(uid))
-    throw invalidArgument([
-      { field, description: `"${uid}" is not a uid (40 hex characters, then /16 hex per level)` },
-    ]);
-}
-
-function hierarchyWhere(req: ListRequest): Condition[] {
-  const h = req.hierarchy;
-  const where: Condition[] = [];
-  if (h.descendantsOf) {
-    checkUid(h.descendantsOf, 'uidp.descendants_of');
-    where.push(range('uid', descendantRange(h.descendantsOf)));
-  }
-  if (h.childrenOf) {
-    checkUid(h.childrenOf, 'uidp.children_of');
-    where.push(equal('parentUid', h.childrenOf));
-  }
-  if (h.ancestorsOf) {
-    checkUid(h.ancestorsOf, 'uidp.ancestors_of');
-    where.push(oneOf('uid', ancestorsOf(h.ancestorsOf)));
-  }
-  if (h.inRoot) where.push(isNull('parentUid'));
-  if (h.ids) where.push(oneOf('uid', h.ids));
-  return where;
-}
-
-/** A filter's value, as validated against its field's schema: scalars, or a list of them for anyOf. */
-const scalar = (value: unknown) => value as Value;
-
-function filterWhere(req: ListRequest): Condition[] {
-  return req.filters.map(({ filter, value }) => {
-    const property = filter.field === 'parent' ? 'parentUid' : filter.field!;
-    switch (filter.match) {
-      case 'exact':
-        return equal(property, scalar(value));
-      case 'anyOf':
-        return oneOf(property, value as Value[]);
-      case 'contains':
-        return contains(property, String(value));
-      case 'atLeast':
-        return range(property, { gte: scalar(value) });
-      case 'atMost':
-        return range(property, { lte: scalar(value) });
-      case 'set': {
-        const field = filter.fields![String(value)];
-        return field ? notNull(field) : everything();
-      }
-    }
-  });
-}
-
-/** Rows strictly after the cursor in (field, uid) order; SQLite puts NULLs first ascending, last descending. */
-function afterCursor(field: string, desc: boolean, c: Cursor): Condition {
-  const beyond = (property: string, value: Value) => range(property, desc ? { lt: value } : { gt: value });
-  if (field === 'uid') return beyond('uid', c.uid);
-  if (c.key === null) {
-    return desc
-      ? and(isNull(field), range('uid', { lt: c.uid }))
-      : or(notNull(field), and(isNull(field), range('uid', { gt: c.uid })));
-  }
-  const tie = and(equal(field, c.key), beyond('uid', c.uid));
-  return desc ? or(range(field, { lt: c.key }), isNull(field), tie) : or(beyond(field, c.key), tie);
-}
-
-/** The request's order, with uid breaking ties. */
-function sortOrder(req: ListRequest): Order[] {
-  const { field, desc } = req.order;
-  return field === 'uid'
-    ? [{ property: 'uid', desc }]
-    : [
-        { property: field, desc },
-        { property: 'uid', desc },
-      ];
 }
 
 /** A new record's uid: its parent's own (one per parent), or one `mint` makes (under its parent, or a root uid). */
@@ -211,28 +91,8 @@ function changedColumns(r: ResourceModel, row: Row, next: Row): Row {
   return changes;
 }
 
-/** The natural key's properties and this record's values of them; undefined for a resource without one. */
-function naturalKeyValues(r: ResourceModel, data: Row): Row | undefined {
-  if (!r.naturalKey || r.upsertOn) return undefined;
-  return Object.fromEntries(
-    r.naturalKey.map((k) => (k === 'parent' ? ['parentUid', data.parentUid ?? null] : [k, data[k] ?? null])),
-  );
-}
-
-/** A key as the API names it: parent, not parentUid. */
-const shownKey = (key: Row) =>
-  Object.fromEntries(Object.entries(key).map(([k, v]) => [k === 'parentUid' ? 'parent' : k, v]));
-
-/** The insert's unique-key violation (a twin committed meanwhile by another writer) as ALREADY_EXISTS. */
-async function refuseTwin(r: ResourceModel, data: Row, insert: () => Promise<unknown>): Promise<void> {
-  try {
-    await insert();
-  } catch (e) {
-    const key = naturalKeyValues(r, data);
-    if (key && isDuplicateKey(e)) throw alreadyExists(r.type, shownKey(key));
-    throw e;
-  }
-}
+/** A value compared as stored. */
+const scalar = (value: unknown) => value as Value;
 
 export class Resources {
   /** Records the spec declares (built-in roles): listed and read, never changed through the API. */
@@ -381,52 +241,6 @@ export class Resources {
     }
   }
 
-  /** At most one field of each exclusive group may be set. */
-  private checkExclusive(r: ResourceModel, data: Row): void {
-    for (const group of r.exclusive) {
-      const set = group.filter((f) => data[f] !== undefined && data[f] !== null);
-      if (set.length > 1)
-        throw invalidArgument(
-          set.map((f) => ({ field: f, description: `${f}: only one of ${group.join(', ')} may be set` })),
-        );
-    }
-  }
-
-  /**
-   * Fields that name another record must name one that exists; an `inScope` reference must name a record of
-   * this record's group or of a group above it (an identity made under a subgroup is not bound above it).
-   */
-  private async checkReferences(sql: Sql, r: ResourceModel, data: Row): Promise<void> {
-    for (const [name, f] of Object.entries(r.fields)) {
-      if (!f.references || data[name] === undefined || data[name] === null) continue;
-      const target = this.model.resources[f.references];
-      const uid = String(data[name]);
-      const missing = () =>
-        invalidArgument([{ field: name, description: `${name}: no ${target.type.toLowerCase()} ${uid}` }]);
-      if (!isUidPath(uid)) throw missing();
-      // Where a record lives is in its uid: out of scope is said before any lookup, so the answer does not tell
-      // whether a record exists in a group the caller cannot see.
-      const home = f.inScope ? groupOf(this.model, target, uid) : null;
-      const group = groupOf(this.model, r, data.uid as string);
-      if (home !== null && group !== null && !within(group, home)) {
-        throw invalidArgument([
-          {
-            field: name,
-            description: `${name}: ${uid} is not a ${target.type.toLowerCase()} of ${group} or of a group above it`,
-          },
-        ]);
-      }
-      // A grant's scope lies in this record's group: said before the lookup too, so another tenant's group is
-      // refused as one that does not exist is not.
-      if (f.grantScope && group !== null && !within(uid, group))
-        throw invalidArgument([
-          { field: name, description: `${name} must be the uid of ${group} or of a group below it` },
-        ]);
-      // Locked: the record named cannot be deleted before this write commits.
-      if (!(await this.table(target.type).get(uid, sql, 'keyShare'))) throw missing();
-    }
-  }
-
   /**
    * Lists rows; `scope` adds conditions the caller cannot see past (a nested list's parent, visibility), and
    * `counting` says the same for the per-scope counts, which give totalCount where the list is a scope.
@@ -455,85 +269,33 @@ export class Resources {
     return { ...page, items: page.items.map((item) => JSON.stringify(item)) };
   }
 
-  private async page<I>(
+  private page<I>(
     r: ResourceModel,
     req: ListRequest,
     scope: Condition[],
     counting: ListScope | undefined,
     form: AnswerForm<I>,
   ): Promise<ListResult<I>> {
-    const base: Condition[] = [...scope, ...hierarchyWhere(req), ...filterWhere(req)];
-    const digest = PageToken.queryDigest({
-      resource: r.collection,
-      order: `${req.order.field} ${req.order.desc ? 'desc' : 'asc'}`,
-      hierarchy: req.hierarchy,
-      filters: req.filters.map((f) => [f.filter.param, f.value]),
-      scope: JSON.stringify(scope),
+    const { pageTokens, store } = this;
+    return readPage(this.table(r.type), req, {
+      collection: r.collection,
+      scope,
+      counting,
+      form,
+      pageTokens,
+      slowRead: store.slowRead,
     });
-    let cursor: Cursor | undefined;
-    if (req.pageToken) {
-      const read = this.pageTokens.read(req.pageToken, digest);
-      if (read.status === 'invalid')
-        throw invalidArgument([{ field: 'page_token', description: `invalid page token: ${read.reason}` }]);
-      if (read.status === 'valid') cursor = read.cursor;
-    }
-    const { field, desc } = req.order;
-    const where = and(...base, ...(cursor ? [afterCursor(field, desc, cursor)] : []));
-    const table = this.table(r.type);
-    // A filter the order's index does not serve, or a long skip, may read a large range: off the main thread.
-    const reader = req.filters.length > 0 || req.skip >= 1000 ? this.store.slowRead : undefined;
-    const rows = await table.findValues(
-      where,
-      sortOrder(req),
-      req.pageSize + 1,
-      req.skip > 0 ? req.skip : undefined,
-      reader,
-      form.selection,
-    );
-    const total = (counting && (await scopeTotal(table, req, counting))) ?? (await table.count(and(...base)));
-    const page = rows.slice(0, req.pageSize);
-    const last = page.length > 0 ? table.recordOf(page[page.length - 1], form.selection) : undefined;
-    const more = rows.length > req.pageSize;
-    return {
-      items: page.map(form.item),
-      nextPageToken:
-        more && last
-          ? this.pageTokens.issue(digest, { key: (last[field] ?? null) as Cursor['key'], uid: last.uid as string })
-          : '',
-      totalCount: String(total),
-      skipped: req.skip,
-    };
   }
 
-  /**
-   * Per resource and order, what a page or a get reads and makes of each row: the columns of an answer and of
-   * a list's page token, no more, shaped into the answer (a get reads them as a list by uid would); and, where
-   * the database renders the answer (runtime/tables/answer-json.ts), the page token's columns and the answer's text.
-   */
+  /** Per resource and order, what a page or a get reads and makes of each row (runtime/tables/answer-forms.ts). */
   private readonly forms = new WeakMap<ResourceModel, Map<string, AnswerForms>>();
 
   private answerForms(r: ResourceModel, orderedBy: string): AnswerForms {
     let byOrder = this.forms.get(r);
     if (!byOrder) this.forms.set(r, (byOrder = new Map()));
     let found = byOrder.get(orderedBy);
-    if (!found) {
-      const table = this.table(r.type);
-      const selection = table.selection([...resourceProperties(r), orderedBy]);
-      const json = this.store.dialect.json;
-      const rendered = json && answerJsonSql(json, r, table.selection(resourceProperties(r)).columns);
-      const keys = table.selection(['uid', orderedBy], rendered);
-      const uidAt = keys.columns.findIndex(([property]) => property === 'uid');
-      found = {
-        objects: { selection, item: compileAnswerShape(r, selection.columns) },
-        json: rendered
-          ? {
-              selection: keys,
-              item: (values) => (values[keys.columns.length] as string | null) ?? { uid: values[uidAt] as string },
-            }
-          : undefined,
-      };
-      byOrder.set(orderedBy, found);
-    }
+    if (!found)
+      byOrder.set(orderedBy, (found = answerFormsOf(this.table(r.type), r, orderedBy, this.store.dialect.json)));
     return found;
   }
 
@@ -542,10 +304,10 @@ export class Resources {
    * (v1). More than wholeListMax is FAILED_PRECONDITION: such a list is narrowed, or read from v2, which pages.
    */
   async listAll(r: ResourceModel, req: ListRequest, scope: Condition[] = []): Promise<Row[]> {
-    const where = and(...scope, ...hierarchyWhere(req), ...filterWhere(req));
+    const where = and(...scope, ...listConditions(req));
     const rows = await this.table(r.type).find(
       where,
-      sortOrder(req),
+      listOrder(req),
       this.wholeListMax + 1,
       req.skip > 0 ? req.skip : undefined,
       this.store.slowRead,
@@ -644,11 +406,11 @@ export class Resources {
     for (const [name, f] of Object.entries(r.fields)) if (f.setToCreator) data[name] = actor ?? null;
     let reveal: Row = {};
     if (prepare) ({ record: data, reveal = {} } = await prepare(data, new Writes(sql, this, {})));
-    this.checkExclusive(r, data);
-    await this.checkReferences(sql, r, data);
+    checkExclusive(r, data);
+    await checkReferences(this, sql, r, data);
     const existing = await this.sameUpsertKey(sql, r, data);
     if (existing) return this.replace(sql, r, existing, data, options);
-    await this.refuseTakenKey(sql, r, data);
+    await refuseTakenKey(this, sql, r, data);
     await guard?.(sql, data);
     return { ...(await this.insertNew(sql, r, data, actor)), ...reveal };
   }
@@ -672,15 +434,6 @@ export class Resources {
       sql,
     );
     return existing;
-  }
-
-  /**
-   * ALREADY_EXISTS when another record has this one's natural key (a repo's parent and name). The key's unique
-   * index refuses the twin that a concurrent create commits between this read and the insert (insertNew).
-   */
-  private async refuseTakenKey(sql: Sql, r: ResourceModel, data: Row): Promise<void> {
-    const key = naturalKeyValues(r, data);
-    if (key && (await this.table(r.type).lastWith(sql, key))) throw alreadyExists(r.type, shownKey(key));
   }
 
   private async replace(
@@ -753,13 +506,13 @@ export class Resources {
       );
       const next = applyFieldMask(current, input, mask, r.fields);
       checkUpdatable(r, next, current);
-      this.checkExclusive(r, next);
-      await this.checkReferences(sql, r, { ...next, uid });
+      checkExclusive(r, next);
+      await checkReferences(this, sql, r, { ...next, uid });
       const changes = changedColumns(r, row, next);
       changed = Object.keys(changes);
       // A new name (or other part of the natural key) another record has is ALREADY_EXISTS, as at create.
       const renamed = r.naturalKey?.some((k) => k !== 'parent' && k in changes) ? { ...row, ...changes } : undefined;
-      if (renamed) await this.refuseTakenKey(sql, r, renamed);
+      if (renamed) await refuseTakenKey(this, sql, r, renamed);
       await guard?.(sql, { ...row, ...changes }, row);
       const updated = toResource({ ...row, ...changes }, r);
       const write = () => this.table(r.type).update(sql, uid, changes);
@@ -779,8 +532,7 @@ export class Resources {
       // Locked for update: creates under it that locked it first commit before, and are counted as children.
       await this.find(r, uid, sql, false, 'update');
       this.refuseManaged(r, uid);
-      await this.deleteWithChildren(sql, r, uid, actor);
-      await this.event(sql, r, operationOf(r, 'delete')?.event, uid, { uid }, actor);
+      await this.deleteIn(sql, r, uid, actor);
     });
     this.noteWrite(r, 'delete');
   }
@@ -796,8 +548,7 @@ export class Resources {
         const row = await this.table(r.type).get(uid, sql, 'update');
         if (!row) continue;
         this.refuseManaged(r, uid);
-        await this.deleteWithChildren(sql, r, uid, actor);
-        await this.event(sql, r, operationOf(r, 'delete')?.event, uid, { uid }, actor);
+        await this.deleteIn(sql, r, uid, actor);
         gone.push(toResource(row as Row, r));
       }
       return gone;
@@ -849,52 +600,11 @@ export class Resources {
     return row;
   }
 
-  /**
-   * Restricting children block the delete; cascading children go with their parent, each recording its own
-   * declared delete event (a subscriber to tags hears of the tags a repo's delete took).
-   */
-  private async deleteWithChildren(sql: Sql, r: ResourceModel, uid: string, actor?: string): Promise<void> {
-    const violations: PreconditionViolation[] = [];
-    for (const childName of r.children) {
-      const child = this.model.resources[childName];
-      if (child.onParentDelete !== 'restrict') continue;
-      const where = equal(child.uid === 'parent' ? 'uid' : 'parentUid', uid);
-      if ((await this.table(child.type).count(where, sql)) > 0) {
-        violations.push({
-          type: 'RESOURCE_NOT_EMPTY',
-          subject: uid,
-          description: `cannot delete ${r.type.toLowerCase()} with child ${child.collection}`,
-        });
-      }
-    }
-    for (const other of Object.values(this.model.resources)) {
-      for (const [name, f] of Object.entries(other.fields)) {
-        if (f.references === r.collection && (await this.table(other.type).count(equal(name, uid), sql)) > 0) {
-          violations.push({
-            type: 'RESOURCE_IN_USE',
-            subject: uid,
-            description: `cannot delete ${r.type.toLowerCase()} still referenced by ${other.collection}`,
-          });
-        }
-      }
-    }
-    if (violations.length > 0) throw failedPrecondition(violations);
-    for (const childName of r.children) {
-      const child = this.model.resources[childName];
-      if (child.onParentDelete !== 'cascade') continue;
-      const rows = await this.table(child.type).find(
-        equal('parentUid', uid),
-        [{ property: 'uid', desc: false }],
-        -1,
-        0,
-        sql,
-      );
-      const event = operationOf(child, 'delete')?.event;
-      for (const { uid: childUid } of rows as { uid: string }[]) {
-        await this.deleteWithChildren(sql, child, childUid, actor);
-        await this.event(sql, child, event, childUid, { uid: childUid }, actor);
-      }
-    }
-    await this.table(r.type).delete(sql, uid);
+  /** The record's delete in the caller's transaction: its children as the model says, then its event. */
+  private async deleteIn(sql: Sql, r: ResourceModel, uid: string, actor: string | undefined): Promise<void> {
+    const deleted = (what: ResourceModel, gone: string) =>
+      this.event(sql, what, operationOf(what, 'delete')?.event, gone, { uid: gone }, actor);
+    await deleteWithChildren(this, sql, r, uid, deleted);
+    await deleted(r, uid);
   }
 }

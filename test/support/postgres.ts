@@ -1,9 +1,9 @@
 // A real PostgreSQL for the tests: the cluster npm test started (TEST_POSTGRES_URL, its maintenance database),
-// or, when a test file runs alone, one started here for this process (scripts/postgres-cluster.mjs). Never
+// or, when a test file runs alone, one started here for this process (scripts/tooling/postgres-cluster.mjs). Never
 // skipped: a machine that cannot run PostgreSQL fails these tests.
 import pg from 'pg';
 // @ts-expect-error a plain ESM script without types: startCluster() resolves to { base, stop }
-import { startCluster } from '../../scripts/postgres-cluster.mjs';
+import { startCluster } from '../../scripts/tooling/postgres-cluster.mjs';
 
 let own: Promise<{ base: string; stop: () => Promise<void> }> | undefined;
 let made = 0;

@@ -1,5 +1,5 @@
 // A protobufjs Root built from the facts of the reference system's protos (test/facts/grpc-<v>.json, copied from
-// the reference by scripts/reference-facts.mjs), not from ours: a client whose codec comes from it proves the wire
+// the reference by scripts/tooling/reference-facts.mjs), not from ours: a client whose codec comes from it proves the wire
 // works for the reference's own clients.
 import { readFileSync } from 'node:fs';
 import * as grpc from '@grpc/grpc-js';

@@ -48,7 +48,7 @@ export function builtRelease(): { dir: string; output: string } {
   // Thousands of files: removed by a process of its own once this one exits, so that the run does not wait.
   process.once('exit', () => spawn('rm', ['-rf', scratch], { detached: true, stdio: 'ignore' }).unref());
   const dir = join(scratch, 'release');
-  const r = spawnSync(process.execPath, ['scripts/release.mjs', '--out', dir], { encoding: 'utf8' });
+  const r = spawnSync(process.execPath, ['scripts/tooling/release.mjs', '--out', dir], { encoding: 'utf8' });
   if (r.status !== 0) throw new Error(`npm run build failed: ${r.stdout}${r.stderr}`);
   return (built = { dir, output: r.stdout });
 }

@@ -17,7 +17,7 @@ import type { Call, Operations, Prepare } from '../../pipeline/operations.js';
 import type { Row } from '../../model/records.js';
 import type { Resources } from '../../resources/standard-methods.js';
 import { callOf, requestBody } from '../route-operations.js';
-import { isUidPath, uidCapture } from '../../model/uid.js';
+import { isUidPath } from '../../model/uid.js';
 import { checkParameterNames, type Validators } from '../../pipeline/validation.js';
 import { listValues } from '../../lists/list-request.js';
 import { V1Shape } from './rename.js';
@@ -85,10 +85,10 @@ export function createV1Router(deps: V1Deps, extensions: Record<string, V1Extens
       const { data, problems } = renames.translate(presenter ? presenter.in(given) : given);
       return { ...callOf(ctx, [], data), params, mask, untranslatable: problems };
     };
-    const base = `/${r.domain}/v1/${v1.collection}`.replace(/[.*+?^${}()|[\]\\/]/g, '\\$&');
+    const base = `/${r.domain}/v1/${v1.collection}`;
 
     if (operationOf(r, 'list')) {
-      router.get(new RegExp(`^${base}$`), async (ctx) => {
+      router.get(base, async (ctx) => {
         const call = { ...callOf(ctx, []), query: v2Query(ctx.query, v1.params) };
         const page = await operations.list(r, call, { whole: !v1.paged });
         const items = page.items.map(shape.out);
@@ -104,7 +104,7 @@ export function createV1Router(deps: V1Deps, extensions: Record<string, V1Extens
       };
       const request = v1.createRequest;
       if (request) {
-        router.post(new RegExp(`^${base}$`), async (ctx) => {
+        router.post(base, async (ctx) => {
           const { [request.parent]: parent, [request.resource]: given = {} } = requestBody(ctx);
           if (typeof parent !== 'string' || !isUidPath(parent)) {
             throw invalidArgument([
@@ -122,18 +122,18 @@ export function createV1Router(deps: V1Deps, extensions: Record<string, V1Extens
       } else {
         const inPath: Middleware = async (ctx) =>
           create(ctx, ctx.captures?.length ? callOf(ctx, ['parent'], {}).params.parent : undefined, requestBody(ctx));
-        if (r.parent) router.post(new RegExp(`^${base}/${uidCapture}$`), inPath);
-        if (!r.parent || r.parentOptional) router.post(new RegExp(`^${base}$`), inPath);
+        if (r.parent) router.post(`${base}/{parent*}`, inPath);
+        if (!r.parent || r.parentOptional) router.post(base, inPath);
       }
     }
     if (operationOf(r, 'update')) {
-      router.put(new RegExp(`^${base}/${uidCapture}$`), async (ctx) => {
+      router.put(`${base}/{id*}`, async (ctx) => {
         const { id } = callOf(ctx, ['id'], {}).params;
         ctx.body = shape.out(await operations.update(r, writeCall(ctx, { uid: id }, requestBody(ctx), '*')));
       });
     }
     if (operationOf(r, 'delete')) {
-      router.delete(new RegExp(`^${base}/${uidCapture}$`), async (ctx) => {
+      router.delete(`${base}/{id*}`, async (ctx) => {
         const { id } = callOf(ctx, ['id'], {}).params;
         await operations.delete(r, { ...callOf(ctx, [], {}), params: { uid: id } });
         ctx.body = {};

@@ -1,7 +1,7 @@
 // npm test [-- DIR [PATTERN]]: runs the uvu tests and adds the line uvu's summary lacks, "Failed: N".
 // uvu counts skipped tests outside Total, so failed = Total - Passed. A run whose counts show a failure
 // exits 1 even when uvu would exit 0 (it does when a before hook throws).
-// One throwaway PostgreSQL serves the run's PostgreSQL tests (scripts/postgres-cluster.mjs: installed if missing,
+// One throwaway PostgreSQL serves the run's PostgreSQL tests (scripts/tooling/postgres-cluster.mjs: installed if missing,
 // started on a free port, stopped at the end); the tests fail rather than skip when it cannot start.
 // The whole run (no DIR given) has two passes: every test on SQLite, then the end-to-end tests again with every
 // test server on a PostgreSQL database of its own (TEST_ENGINE=postgresql); the counts are the two passes' sum.

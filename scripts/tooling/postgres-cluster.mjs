@@ -2,7 +2,7 @@
 // loopback port, C collation, no password (trust on loopback), stopped and deleted at the end. Uses the machine's
 // PostgreSQL server binaries; installs Debian's `postgresql` package first when there are none and this is root
 // (as CI is). As root, the server runs as the `postgres` user, since PostgreSQL refuses to run as root.
-//   node scripts/postgres-cluster.mjs       starts one, prints DATABASE_URL=..., stops on Ctrl-C
+//   node scripts/tooling/postgres-cluster.mjs       starts one, prints DATABASE_URL=..., stops on Ctrl-C
 import { execFileSync, spawn } from 'node:child_process';
 import { chmodSync, existsSync, mkdtempSync, readdirSync, rmSync } from 'node:fs';
 import { createServer } from 'node:net';
@@ -153,7 +153,7 @@ export async function startCluster({ endWithProcess = false, durable = false } =
 
 if (import.meta.url === `file://${process.argv[1]}`) {
   if (process.argv.includes('--help') || process.argv.includes('-h')) {
-    console.log(`usage: node scripts/postgres-cluster.mjs
+    console.log(`usage: node scripts/tooling/postgres-cluster.mjs
 Starts a throwaway PostgreSQL (temporary directory, free loopback port, C collation, no password), makes one
 database, prints DATABASE_URL=... and runs until Ctrl-C, then stops and deletes it.`);
     process.exit(0);

@@ -1,7 +1,7 @@
 // HAProxy for the tests of the compose topology (test/compose.test.ts): the machine's `haproxy`, or Debian's
-// `haproxy` package installed first when there is none and this is root (as CI is), as scripts/postgres-cluster.mjs
+// `haproxy` package installed first when there is none and this is root (as CI is), as scripts/tooling/postgres-cluster.mjs
 // installs PostgreSQL. Says so when it installs.
-//   node scripts/haproxy.mjs     prints the path of the haproxy binary (installing it if needed)
+//   node scripts/tooling/haproxy.mjs     prints the path of the haproxy binary (installing it if needed)
 import { execFileSync } from 'node:child_process';
 import { existsSync } from 'node:fs';
 

@@ -15,7 +15,7 @@ import { cpSync, existsSync, mkdirSync, readFileSync, rmSync, writeFileSync } fr
 import { dirname, join, relative, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { parseArgs } from 'node:util';
-import { serverBuildOptions } from './server-build.mjs';
+import { serverBuildOptions } from '../server-build.mjs';
 
 const usage = `usage: npm run build [-- --out DIR]
 Builds the release into DIR (default dist/release): the server as plain JavaScript, its production dependencies
@@ -35,7 +35,7 @@ if (values.help) {
   process.exit(0);
 }
 
-const root = fileURLToPath(new URL('..', import.meta.url));
+const root = fileURLToPath(new URL('../..', import.meta.url));
 const out = resolve(values.out);
 const pkg = JSON.parse(readFileSync(join(root, 'package.json'), 'utf8'));
 

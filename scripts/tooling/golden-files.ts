@@ -7,7 +7,7 @@ import { join } from 'node:path';
 import { structuredPatch } from 'diff';
 import { pathToFileURL } from 'node:url';
 import ts from 'typescript';
-import type { ApiModel } from '../runtime/model/api-model.js';
+import type { ApiModel } from '../../runtime/model/api-model.js';
 
 export const goldenDir = 'test/golden/widgets';
 export const refreshCommand = 'npm run golden -- --update';

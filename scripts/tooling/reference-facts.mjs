@@ -1,4 +1,4 @@
-// node scripts/reference-facts.mjs [SHARED]: refreshes test/facts/, the reference system's facts the tests
+// node scripts/tooling/reference-facts.mjs [SHARED]: refreshes test/facts/, the reference system's facts the tests
 // compare us with, from the reference material beside the repository (SHARED, default ../shared): the gRPC
 // facts (data only) as they are; the OpenAPI contracts without their prose (descriptions, summaries, titles,
 // examples: the reference documentation's own words, which we do not copy); the spec's section headings. The

@@ -2,7 +2,7 @@
 // or rewrites those goldens. npm test runs the same comparison (test/golden.test.ts).
 import { mkdirSync, mkdtempSync, rmSync } from 'node:fs';
 import { join } from 'node:path';
-import { parseCommandLine } from './cli-args.js';
+import { parseCommandLine } from '../cli-args.js';
 import { compareWithGoldens, generateFixture, goldenDir, widgetParts, writeGoldens } from './golden-files.js';
 
 const { values } = parseCommandLine({

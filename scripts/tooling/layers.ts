@@ -1,6 +1,6 @@
 // The import graph of runtime/ against its floors (DESIGN.md, "The target layout of runtime/"): import cycles,
 // imports that point up the floors, and files left at runtime/'s top. Type-only imports count: a reader cannot
-// tell them apart by the folder. test/layers.test.ts keeps the graph clean; `npx tsx scripts/layout/layers.ts`
+// tell them apart by the folder. test/layers.test.ts keeps the graph clean; `npx tsx scripts/tooling/layers.ts`
 // prints where it stands.
 import fs from 'node:fs';
 import path from 'node:path';

@@ -1,6 +1,6 @@
 // A headless browser for the tests of pages (/docs): the machine's Chromium, installed from Debian's `chromium`
 // package first when there is none and this is root (as CI is).
-//   node scripts/browser.mjs    prints the browser's path, installing it if needed
+//   node scripts/tooling/browser.mjs    prints the browser's path, installing it if needed
 import { execFileSync } from 'node:child_process';
 import { existsSync } from 'node:fs';
 
@@ -26,7 +26,7 @@ export function ensureChromium() {
 
 if (import.meta.url === `file://${process.argv[1]}`) {
   if (process.argv.includes('--help') || process.argv.includes('-h')) {
-    console.log(`usage: node scripts/browser.mjs
+    console.log(`usage: node scripts/tooling/browser.mjs
 Prints the path of the machine's Chromium, installing Debian's chromium package first when missing (as root).`);
     process.exit(0);
   }
