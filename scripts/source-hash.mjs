@@ -1,5 +1,6 @@
-// What generated/ is made from, as content hashes: the spec, generator/, runtime/model/api-model.ts and client/ (the
-// typed client's engine, copied into generated/client/). The generator
+// What generated/ is made from, as content hashes: the spec, the framework's spec modules it may include
+// (framework/spec/), generator/, runtime/model/api-model.ts and client/ (the typed client's engine, copied into
+// generated/client/). The generator
 // records them beside its output (.source-hash); ensure-ready regenerates when they differ from the record.
 // Plain Node: ensure-ready runs before any install.
 import { createHash } from 'node:crypto';
@@ -34,6 +35,7 @@ function hashOf(path) {
 export function sourceHashes(specDir = 'spec') {
   return {
     'spec/': hashOf(specDir),
+    'framework/spec/': hashOf('framework/spec'),
     'generator/': hashOf('generator'),
     'runtime/model/api-model.ts': hashOf('runtime/model/api-model.ts'),
     'client/': hashOf('client'),
