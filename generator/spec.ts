@@ -292,9 +292,7 @@ function readApi(file: string, problems: string[]): { model: ApiModel; include: 
     problems.push(`${file}: needs title and service (lowercase name used in error domains)`);
   }
   const schemaVersion = checkedSchemaVersion(api?.schemaVersion, file, problems);
-  const include = api?.include ?? [];
-  if (!Array.isArray(include) || include.some((m) => typeof m !== 'string'))
-    problems.push(`${file}: /include: a list of the framework's modules (${includeExample})`);
+  const include = readInclude(api?.include, file, problems);
   const model: ApiModel = {
     title: api?.title ?? '',
     info: apiInfo(api ?? {}, file, problems),
@@ -315,7 +313,13 @@ function readApi(file: string, problems: string[]): { model: ApiModel; include: 
       ...(api?.proto?.tokenService ? { tokenService: api.proto.tokenService } : {}),
     },
   };
-  return { model, include: Array.isArray(include) ? include.filter((m) => typeof m === 'string') : [] };
+  return { model, include };
+}
+
+function readInclude(include: unknown = [], file: string, problems: string[]): string[] {
+  if (Array.isArray(include) && include.every((m) => typeof m === 'string')) return include;
+  problems.push(`${file}: /include: a list of the framework's modules (${includeExample})`);
+  return [];
 }
 
 /**
@@ -433,8 +437,12 @@ function readDomain(loading: Loading, file: string, core: boolean): void {
     origin.set(r.collection, at);
     model.resources[r.collection] = toResource(raw.domain, r, at, problems);
   });
+  readEndpoints(loading, raw, file);
+}
+
+function readEndpoints({ model, problems, endpointOrigin }: Loading, raw: RawDomain, file: string): void {
   for (const [j, e] of (raw.endpoints ?? []).entries()) {
-    loading.endpointOrigin.push(`${file}: /endpoints/${j}`);
+    endpointOrigin.push(`${file}: /endpoints/${j}`);
     if (e.unimplemented && e.proto)
       problems.push(`${file}: /endpoints/${j}/proto: an unimplemented call is not declared over gRPC (remove proto)`);
     model.endpoints.push({

@@ -14,7 +14,7 @@ import type {
 } from '../generated/routes.js';
 import type { IdentityRecord } from '../generated/types.js';
 import { byUid, byUidOrder, summary } from '../framework/handlers/iam.js';
-import { and, equal, isNull, matching, oneOf, or, type Condition, type Property } from '../runtime/tables/condition.js';
+import { and, equal, isNull, matching, oneOf, or, type Condition } from '../runtime/tables/condition.js';
 import { sameEmail, trustedEmail } from '../runtime/access/email-domain.js';
 import { failedPrecondition, invalidArgument, notFound, permissionDenied } from '../runtime/model/errors.js';
 import { groupAccess } from './group-access.js';

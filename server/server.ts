@@ -236,13 +236,11 @@ export async function startServer(given: Config, generated?: GeneratedParts): Pr
   const parts = generated ?? (await loadGenerated());
   const { model } = parts;
   // Events are delivered where the spec includes the framework's events core (its subscriptions and deliveries).
-  const config: Config = model.resources.deliveries ? given : { ...given, events: undefined };
+  const config: Config = { ...given, events: model.resources.deliveries && given.events };
   const metrics = config.metrics === 'off' ? undefined : new Metrics();
-  const { store, resources } = await openResources(
-    config,
-    parts,
-    metrics && ((kind, seconds) => metrics.statement(kind, seconds)),
-  );
+  const statement =
+    metrics && ((kind: Parameters<Metrics['statement']>[0], seconds: number) => metrics.statement(kind, seconds));
+  const { store, resources } = await openResources(config, parts, statement);
   await ensureBootstrap(store, model, config.dataDir);
   // A database from before credentials were sealed holds them in plain text: sealed now, before any request.
   await resources.sealStoredSecrets();
@@ -253,12 +251,9 @@ export async function startServer(given: Config, generated?: GeneratedParts): Pr
   const { emailDomains, outbound, eventLimits } = config;
   const quotas = new EventQuotas(eventLimits);
   const operations = new Operations(model, resources, policy, validators, emailDomains, outbound, quotas);
-  const { handlers, v1Extensions } = parts;
-  const v2 = parts.createRouter(createRouteOperations(operations), handlers, new Router());
-  const v1 = createV1Router(
-    { model, resources, policy, validators, operations, createSteps: parts.createSteps(handlers) },
-    v1Extensions,
-  );
+  const v2 = parts.createRouter(createRouteOperations(operations), parts.handlers, new Router());
+  const createSteps = parts.createSteps(parts.handlers);
+  const v1 = createV1Router({ model, resources, policy, validators, operations, createSteps }, parts.v1Extensions);
   const openapi = JSON.parse(readFileSync(join(parts.dir, 'openapi.json'), 'utf8'));
   const log = config.log
     ? (line: Record<string, unknown>) =>
