@@ -6,6 +6,7 @@
 import { createHash } from 'node:crypto';
 import { existsSync, readdirSync, readFileSync, statSync } from 'node:fs';
 import { join, relative } from 'node:path';
+import { fileURLToPath } from 'node:url';
 
 export const sourceRecordFile = '.source-hash';
 
@@ -31,13 +32,19 @@ function hashOf(path) {
   );
 }
 
-/** The hashes by source, named as ensure-ready reports them; paths from the project root, as npm runs scripts. */
+/** This checkout: where the framework's own sources are, whichever project's spec is generated. */
+const framework = (path) => fileURLToPath(new URL(`../${path}`, import.meta.url));
+
+/**
+ * The hashes by source, named as ensure-ready reports them; the spec's path from the working directory (this
+ * checkout's spec/, or a new API's: scripts/api.mjs).
+ */
 export function sourceHashes(specDir = 'spec') {
   return {
     'spec/': hashOf(specDir),
-    'framework/spec/': hashOf('framework/spec'),
-    'generator/': hashOf('generator'),
-    'runtime/model/api-model.ts': hashOf('runtime/model/api-model.ts'),
-    'client/': hashOf('client'),
+    'framework/spec/': hashOf(framework('framework/spec')),
+    'generator/': hashOf(framework('generator')),
+    'runtime/model/api-model.ts': hashOf(framework('runtime/model/api-model.ts')),
+    'client/': hashOf(framework('client')),
   };
 }
