@@ -38,7 +38,9 @@ function staleness() {
   const record = join('generated', sourceRecordFile);
   if (!existsSync(record)) return 'generated/ is missing';
   const recorded = JSON.parse(readFileSync(record, 'utf8'));
-  const changed = Object.entries(sourceHashes('spec')).filter(([source, hash]) => recorded[source] !== hash);
+  const changed = Object.entries(sourceHashes('spec', framework(''))).filter(
+    ([source, hash]) => recorded[source] !== hash,
+  );
   return changed.length === 0 ? undefined : `${changed.map(([source]) => source).join(' and ')} changed`;
 }
 

@@ -6,7 +6,6 @@
 import { createHash } from 'node:crypto';
 import { existsSync, readdirSync, readFileSync, statSync } from 'node:fs';
 import { join, relative } from 'node:path';
-import { fileURLToPath } from 'node:url';
 
 export const sourceRecordFile = '.source-hash';
 
@@ -32,19 +31,17 @@ function hashOf(path) {
   );
 }
 
-/** This checkout: where the framework's own sources are, whichever project's spec is generated. */
-const framework = (path) => fileURLToPath(new URL(`../${path}`, import.meta.url));
-
 /**
- * The hashes by source, named as ensure-ready reports them; the spec's path from the working directory (this
- * checkout's spec/, or a new API's: scripts/api.mjs).
+ * The hashes by source, named as ensure-ready reports them. The spec's path is from the working directory (this
+ * checkout's spec/, or a new API's: scripts/api.mjs); the framework's sources are under root, the framework's
+ * checkout (npm runs this checkout's scripts in it: '.').
  */
-export function sourceHashes(specDir = 'spec') {
+export function sourceHashes(specDir = 'spec', root = '.') {
   return {
     'spec/': hashOf(specDir),
-    'framework/spec/': hashOf(framework('framework/spec')),
-    'generator/': hashOf(framework('generator')),
-    'runtime/model/api-model.ts': hashOf(framework('runtime/model/api-model.ts')),
-    'client/': hashOf(framework('client')),
+    'framework/spec/': hashOf(join(root, 'framework/spec')),
+    'generator/': hashOf(join(root, 'generator')),
+    'runtime/model/api-model.ts': hashOf(join(root, 'runtime/model/api-model.ts')),
+    'client/': hashOf(join(root, 'client')),
   };
 }
