@@ -228,7 +228,7 @@ export function createClient(options: ClientOptions): ${name} {
   return new Client(options).bind(operations) as unknown as ${name};
 }
 `;
-  const engine = `// Copied by npm run generate from ${engineSource}. Do not edit: changes are lost on the next run.\n${readFileSync(engineSource, 'utf8')}`;
+  const engine = `// Copied by npm run generate from ${engineSource}. Do not edit: changes are lost on the next run.\n${readFileSync(new URL(`../${engineSource}`, import.meta.url), 'utf8')}`;
   const sources = { 'types.ts': types, 'engine.ts': engine, 'index.ts': index };
   const license = model.info.license?.identifier;
   const manifest = {

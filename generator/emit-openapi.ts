@@ -297,7 +297,7 @@ export async function buildOpenApi(model: ApiModel, routes: Route[], surface: Pr
     (paths[names.path] ??= {})[route.method.toLowerCase()] = op;
   }
 
-  Object.assign(paths, tokenServicePaths());
+  if (model.tokenExchange !== false) Object.assign(paths, tokenServicePaths());
   const { release, description, ...info } = model.info;
   const doc: JsonSchema = {
     // The file's do-not-edit mark, first as in every generated file, and not in what a consumer reads (info).
@@ -313,7 +313,9 @@ export async function buildOpenApi(model: ApiModel, routes: Route[], surface: Pr
     servers: [{ url: 'http://127.0.0.1:8080', description: 'npm start, as it starts by default' }],
     tags: [
       ...model.domains.map((d) => ({ name: d, description: `${model.domainTitles[d]}: /${d}/${model.version}/` })),
-      { name: 'sts', description: "The token service: exchanges another issuer's token for one of this server" },
+      ...(model.tokenExchange === false
+        ? []
+        : [{ name: 'sts', description: "The token service: exchanges another issuer's token for one of this server" }]),
     ],
     paths,
     components: {
@@ -352,7 +354,7 @@ function keepReachedSchemas(doc: JsonSchema): void {
 }
 
 /**
- * The token service's calls (handlers/sts.ts), served beside the generated routes: the exchange, refresh, and
+ * The token service's calls (framework/handlers/sts.ts), served beside the generated routes: the exchange, refresh, and
  * the headless sessions the reference has, which need what this server does not run.
  */
 function tokenServicePaths(): Record<string, Record<string, JsonSchema>> {

@@ -1,6 +1,7 @@
 // npm run generate [-- --spec DIR --out DIR]: spec/ -> generated/ (wiped first).
 import { mkdirSync, rmSync, writeFileSync } from 'node:fs';
 import { join, relative } from 'node:path';
+import { fileURLToPath } from 'node:url';
 import { parseCommandLine } from '../scripts/cli-args.js';
 import { sourceHashes, sourceRecordFile } from '../scripts/source-hash.mjs';
 import { emitClient } from './emit-client.js';
@@ -24,14 +25,16 @@ Reads and validates the spec and writes everything generated (wiped first).
   options: { spec: { type: 'string', default: 'spec' }, out: { type: 'string', default: 'generated' } },
 });
 const started = performance.now();
+// This checkout, whose generator, client engine and spec modules a new API's project generates with too.
+const framework = fileURLToPath(new URL('..', import.meta.url));
 
 try {
   // Taken before reading: a source changed meanwhile makes the record stale, and ensure-ready regenerate.
-  let sources = sourceHashes(values.spec);
+  let sources = sourceHashes(values.spec, framework);
   const model = loadSpec(values.spec!);
   // The stored shape this spec has (spec/schema.lock.json), committed with it; recorded in the sources too.
   const locked = writeSchemaLock(values.spec!, model);
-  if (locked) sources = sourceHashes(values.spec);
+  if (locked) sources = sourceHashes(values.spec, framework);
   const routes = routesOf(model);
   const problems: string[] = [];
   const surface = protoSurface(model, problems);

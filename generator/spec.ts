@@ -1,7 +1,8 @@
 // Reads spec/, validates it against spec.schema.json and cross-references, and derives the ApiModel.
 import { createHash } from 'node:crypto';
 import { readFileSync, readdirSync } from 'node:fs';
-import { join } from 'node:path';
+import { basename, join } from 'node:path';
+import { fileURLToPath } from 'node:url';
 import { Ajv, type ErrorObject } from 'ajv';
 import { parseDocument } from 'yaml';
 import type {
@@ -114,6 +115,19 @@ interface RawAccess {
   proto?: ProtoApiModel['capabilities'];
 }
 
+/**
+ * The framework's spec modules (framework/spec/), which api.yaml's `include` names: what the runtime needs of every
+ * API, declared once. A module with a file is read as a domain file of the spec; a file of the spec for the same
+ * domain adds to it (docs/writing-a-spec.md, "Starting a new API").
+ */
+export const frameworkSpecDir = fileURLToPath(new URL('../framework/spec/', import.meta.url));
+const frameworkModules: Record<string, { file: boolean; what: string }> = {
+  iam: { file: true, what: 'the IAM core: groups, identities, roles, role bindings' },
+  events: { file: true, what: 'the events core: subscriptions and their deliveries' },
+  sts: { file: false, what: 'the token service: POST /sts/exchange, /sts/exchange_refresh_token, and over gRPC' },
+};
+const includeExample = 'include: [iam, events, sts]';
+
 const readSchema = (name: string) => JSON.parse(readFileSync(new URL(name, import.meta.url), 'utf8'));
 const ajv = new Ajv({ allErrors: true, strict: false, formats: { regex: isRegex } });
 const validateAccess = ajv.compile<RawAccess>(readSchema('./access.schema.json'));
@@ -175,6 +189,10 @@ interface Loading {
   /** the i-th endpoint of model.endpoints -> "file: /endpoints/j" */
   endpointOrigin: string[];
   access?: RawAccess;
+  /** the access.yaml read: the spec's, or the framework's when the spec has none */
+  accessFile: string;
+  /** domains of included modules that no file of the spec has added to yet */
+  coreDomains: Set<string>;
 }
 
 /** Loads every domain file of specDir (sorted, so output is deterministic) into one ApiModel. */
@@ -186,18 +204,29 @@ export function loadSpec(specDir: string): ApiModel {
   const apiFile = files.find((f) => /^api\.ya?ml$/.test(f));
   const accessFile = files.find((f) => /^access\.ya?ml$/.test(f));
   if (!apiFile) throw new SpecError([`${specDir}: no api.yaml (title, version, service)`]);
+  const { model, include } = readApi(join(specDir, apiFile), problems);
   const loading: Loading = {
     specDir,
-    model: readApi(join(specDir, apiFile), problems),
+    model,
     problems,
     origin: new Map(),
     capabilityOrigin: new Map(),
     capabilityNumbers: new Map(),
     grants: new Map(),
     endpointOrigin: [],
+    accessFile: accessFile ? join(specDir, accessFile) : join(frameworkSpecDir, 'access.yaml'),
+    coreDomains: new Set(),
   };
-  readAccess(loading, accessFile);
-  for (const f of files.filter((f) => f !== apiFile && f !== accessFile)) readDomain(loading, join(specDir, f));
+  readAccess(loading);
+  // In file-name order, an included module just before the spec's file of the same name (which adds to it).
+  const domainFiles = [
+    ...include.filter((m) => frameworkModules[m]?.file).map((m) => join(frameworkSpecDir, `${m}.yaml`)),
+    ...files.filter((f) => f !== apiFile && f !== accessFile).map((f) => join(specDir, f)),
+  ];
+  const core = (f: string) => f.startsWith(frameworkSpecDir);
+  const order = (f: string) => `${basename(f)}\0${core(f) ? 0 : 1}`;
+  for (const f of domainFiles.sort((a, b) => (order(a) < order(b) ? -1 : 1))) readDomain(loading, f, core(f));
+  checkIncludes(loading, include, join(specDir, apiFile));
   loading.model.domains.sort();
   // Every file has declared its capabilities now: the vocabulary is complete.
   resolveVocabulary(loading.model);
@@ -241,9 +270,10 @@ function checkedSchemaVersion(given: number | undefined, file: string, problems:
   return schemaVersion;
 }
 
-function readApi(file: string, problems: string[]): ApiModel {
+function readApi(file: string, problems: string[]): { model: ApiModel; include: string[] } {
   const api = readYaml(file, problems) as
     | {
+        include?: string[];
         title?: string;
         version?: string;
         service?: string;
@@ -262,7 +292,8 @@ function readApi(file: string, problems: string[]): ApiModel {
     problems.push(`${file}: needs title and service (lowercase name used in error domains)`);
   }
   const schemaVersion = checkedSchemaVersion(api?.schemaVersion, file, problems);
-  return {
+  const include = readInclude(api?.include, file, problems);
+  const model: ApiModel = {
     title: api?.title ?? '',
     info: apiInfo(api ?? {}, file, problems),
     domainTitles: {},
@@ -282,6 +313,43 @@ function readApi(file: string, problems: string[]): ApiModel {
       ...(api?.proto?.tokenService ? { tokenService: api.proto.tokenService } : {}),
     },
   };
+  return { model, include };
+}
+
+function readInclude(include: unknown = [], file: string, problems: string[]): string[] {
+  if (Array.isArray(include) && include.every((m) => typeof m === 'string')) return include;
+  problems.push(`${file}: /include: a list of the framework's modules (${includeExample})`);
+  return [];
+}
+
+/**
+ * What the runtime needs by name comes from the framework's modules: a spec that leaves one out is refused here,
+ * naming what to include, rather than failing at start.
+ */
+function checkIncludes({ model, problems, origin, endpointOrigin }: Loading, include: string[], file: string): void {
+  const before = problems.length;
+  include.forEach((m, i) => {
+    if (!frameworkModules[m])
+      problems.push(`${file}: /include/${i}: no framework module "${m}" (${Object.keys(frameworkModules).join(', ')})`);
+  });
+  const need = (module: string, why: string) =>
+    problems.push(`${file}: /include: ${why}: include ${module}, ${frameworkModules[module].what} (${includeExample})`);
+  const iam = ['groups', 'identities', 'roles', 'roleBindings'].filter((c) => !model.resources[c]);
+  if (iam.length > 0) need('iam', `the server needs the collections ${iam.join(', ')} (authorization, bootstrap)`);
+  const evented =
+    Object.values(model.resources).find((r) => Object.values(r.operations).some((o) => o?.event)) ??
+    model.endpoints.find((e) => e.event);
+  const at =
+    evented &&
+    ('collection' in evented ? origin.get(evented.collection) : endpointOrigin[model.endpoints.indexOf(evented)]);
+  if (at && !(model.resources.subscriptions && model.resources.deliveries))
+    need('events', `${at} declares an event, and events are delivered to subscriptions`);
+  if (!include.includes('sts')) {
+    model.tokenExchange = false;
+    if (model.proto.tokenService) problems.push(`${file}: /proto/tokenService: needs the token service (include sts)`);
+  }
+  // Without the cores, most other problems would be their echoes (a parent "groups" that no resource has).
+  if (problems.length > before) throw new SpecError(problems.slice(before));
 }
 
 /** onWire: the file's capabilities travel in the gRPC Capability enum, so each needs its number there. */
@@ -312,12 +380,8 @@ function addCapabilities(loading: Loading, caps: RawCapabilities, file: string, 
   }
 }
 
-function readAccess(loading: Loading, accessFile: string | undefined): void {
-  if (!accessFile) {
-    loading.problems.push(`${loading.specDir}: no access.yaml (capabilities and built-in roles)`);
-    return;
-  }
-  const file = join(loading.specDir, accessFile);
+function readAccess(loading: Loading): void {
+  const file = loading.accessFile;
   const raw = readYaml(file, loading.problems);
   if (raw === undefined) return;
   if (!validateAccess(raw)) {
@@ -345,7 +409,8 @@ function readV1Proto(model: ApiModel, raw: RawDomain): void {
   if (raw.v1Proto) model.proto.v1[raw.domain] = raw.v1Proto;
 }
 
-function readDomain(loading: Loading, file: string): void {
+/** core: a file of an included framework module, which the spec's file of the same domain may add to. */
+function readDomain(loading: Loading, file: string, core: boolean): void {
   const { model, problems, origin } = loading;
   const raw = readYaml(file, problems);
   if (raw === undefined) return;
@@ -353,9 +418,12 @@ function readDomain(loading: Loading, file: string): void {
     for (const e of validateDomain.errors ?? []) problems.push(`${file}: ${describe(e)}`);
     return;
   }
-  if (model.domains.includes(raw.domain)) problems.push(`${file}: /domain: "${raw.domain}" is declared twice`);
+  const adding = !core && loading.coreDomains.delete(raw.domain);
+  if (core) loading.coreDomains.add(raw.domain);
+  if (model.domains.includes(raw.domain) && !adding)
+    problems.push(`${file}: /domain: "${raw.domain}" is declared twice`);
   if (raw.capabilities) addCapabilities(loading, raw.capabilities, file, !!raw.proto && !!model.proto.capabilities);
-  model.domains.push(raw.domain);
+  if (!adding) model.domains.push(raw.domain);
   model.domainTitles[raw.domain] = raw.title;
   if (raw.proto) readProtoPackage(loading, file, raw.domain, raw.proto);
   readV1Proto(model, raw);
@@ -369,8 +437,12 @@ function readDomain(loading: Loading, file: string): void {
     origin.set(r.collection, at);
     model.resources[r.collection] = toResource(raw.domain, r, at, problems);
   });
+  readEndpoints(loading, raw, file);
+}
+
+function readEndpoints({ model, problems, endpointOrigin }: Loading, raw: RawDomain, file: string): void {
   for (const [j, e] of (raw.endpoints ?? []).entries()) {
-    loading.endpointOrigin.push(`${file}: /endpoints/${j}`);
+    endpointOrigin.push(`${file}: /endpoints/${j}`);
     if (e.unimplemented && e.proto)
       problems.push(`${file}: /endpoints/${j}/proto: an unimplemented call is not declared over gRPC (remove proto)`);
     model.endpoints.push({
@@ -460,12 +532,12 @@ function checkEndpoints({ model, problems, endpointOrigin }: Loading): void {
   }
 }
 
-function addBuiltInRoles({ model, problems, grants, access, origin, specDir }: Loading): void {
+function addBuiltInRoles({ model, problems, grants, access, origin, accessFile }: Loading): void {
   for (const [i, role] of (access?.roles ?? []).entries()) {
     const caps = new Set([...role.capabilities, ...(grants.get(role.name)?.keys() ?? [])]);
     role.capabilities.forEach((c, j) => {
       if (!model.capabilities[c])
-        problems.push(`${join(specDir, 'access.yaml')}: /roles/${i}/capabilities/${j}: unknown capability ${c}`);
+        problems.push(`${accessFile}: /roles/${i}/capabilities/${j}: unknown capability ${c}`);
     });
     model.roles.push({
       uid: builtInRoleUid(role.name),

@@ -1,5 +1,4 @@
-// Role bindings are answered hydrated: the identity (with its token subject and issuer), the group and the
-// role they join, instead of bare uids. The create response, like every other, has no updateTime.
+// The Platform's iam behaviour beyond the framework's IAM core (framework/handlers/iam.ts: role bindings hydrated).
 import type { scim } from './scim.js';
 import { createHash, randomBytes, timingSafeEqual } from 'node:crypto';
 import type {
@@ -13,8 +12,9 @@ import type {
   LookupIdentityRequest,
   LookupIdentityResponse,
 } from '../generated/routes.js';
-import type { IdentityRecord, RoleBindingResource } from '../generated/types.js';
-import { and, equal, isNull, matching, oneOf, or, type Condition, type Property } from '../runtime/tables/condition.js';
+import type { IdentityRecord } from '../generated/types.js';
+import { byUid, byUidOrder, summary } from '../framework/handlers/iam.js';
+import { and, equal, isNull, matching, oneOf, or, type Condition } from '../runtime/tables/condition.js';
 import { sameEmail, trustedEmail } from '../runtime/access/email-domain.js';
 import { failedPrecondition, invalidArgument, notFound, permissionDenied } from '../runtime/model/errors.js';
 import { groupAccess } from './group-access.js';
@@ -22,35 +22,11 @@ import { identityMetadata } from './identity-metadata.js';
 import { parseListRequest } from '../runtime/lists/list-request.js';
 import { now } from '../runtime/model/records.js';
 import { ancestorsOf, newChildUid } from '../runtime/model/uid.js';
-import type { RecordTypes } from '../runtime/model/records.js';
-import type { HandlerContext } from '../runtime/http/route-operations.js';
-
-const byUidOrder = [{ property: 'uid', desc: false }];
-
-async function byUid<C extends 'identities' | 'groups' | 'roles'>(
-  context: HandlerContext,
-  collection: C,
-  uids: string[],
-): Promise<Map<string, RecordTypes[C]>> {
-  const unique = [...new Set(uids.filter(Boolean))];
-  if (unique.length === 0) return new Map();
-  // Every record has a uid; the compiler cannot see that through the generic collection.
-  const records = await context.resources
-    .tableOf(collection)
-    .find(oneOf('uid' as Property<RecordTypes[C]>, unique), byUidOrder, -1);
-  return new Map(records.map((r) => [r.uid, r]));
-}
-
-const summary = (row: { name?: string | null; description?: string | null } | undefined, uid: string) => ({
-  uid,
-  name: row?.name ?? '',
-  description: row?.description ?? '',
-});
 
 const hashOf = (secret: string) => createHash('sha256').update(secret).digest();
 
 /** The v1-only calls are in handlers/v1-*.ts. */
-export const iam: Omit<IamHandlers, 'register' | keyof typeof scim> = {
+export const iam: Omit<IamHandlers, 'register' | 'hydrateRoleBindings' | keyof typeof scim> = {
   ...groupAccess,
   ...identityMetadata,
   /**
@@ -224,36 +200,6 @@ export const iam: Omit<IamHandlers, 'register' | keyof typeof scim> = {
     return invites.map((r) => {
       const role = roles.get(r.roleUid);
       return { ...r, role: { ...summary(role, r.roleUid), capabilities: role?.capabilities ?? [] } };
-    });
-  },
-
-  async hydrateRoleBindings(bindings, context) {
-    const groupOf = (r: RoleBindingResource) => r.uid.slice(0, r.uid.lastIndexOf('/'));
-    const [identities, groups, roles] = await Promise.all([
-      byUid(
-        context,
-        'identities',
-        bindings.map((r) => r.identityUid),
-      ),
-      byUid(context, 'groups', bindings.map(groupOf)),
-      byUid(
-        context,
-        'roles',
-        bindings.map((r) => r.roleUid),
-      ),
-    ]);
-    return bindings.map((r) => {
-      const identity = identities.get(r.identityUid);
-      const claims = identity?.claimMatch ?? {};
-      return {
-        uid: r.uid,
-        identityUid: r.identityUid,
-        roleUid: r.roleUid,
-        identity: { ...summary(identity, r.identityUid), subject: claims.subject ?? '', issuer: claims.issuer ?? '' },
-        group: summary(groups.get(groupOf(r)), groupOf(r)),
-        role: summary(roles.get(r.roleUid), r.roleUid),
-        createTime: r.createTime,
-      };
     });
   },
 };

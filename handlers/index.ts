@@ -1,7 +1,9 @@
-// The hand-written behaviour, one module per domain; tsc checks it against the generated interfaces. The calls only
+// The Platform's hand-written behaviour, one module per domain, beside the framework's core (framework/handlers/);
+// tsc checks it against the generated interfaces. The server takes it with the Platform's generated parts
+// (server/generated.ts), never with another spec's. The calls only
 // v1 has are declared endpoints too (handlers/v1-*.ts); what v1 has beyond them is a V1Extension.
 import type { Handlers } from '../generated/routes.js';
-import { events } from './events.js';
+import { coreHandlers } from '../framework/handlers/index.js';
 import { iam } from './iam.js';
 import { libraries } from './libraries.js';
 import { ping } from './ping.js';
@@ -15,8 +17,8 @@ import { vulnReports } from './v1-vuln-reports.js';
 import type { V1Extension } from '../runtime/http/v1/adapter.js';
 
 export const handlers: Handlers = {
-  events,
-  iam: { ...iam, ...register, ...scim },
+  events: coreHandlers.events,
+  iam: { ...coreHandlers.iam, ...iam, ...register, ...scim },
   libraries,
   ping,
   registry: { ...registry, ...eolTags, ...vulnReports },

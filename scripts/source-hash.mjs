@@ -1,5 +1,6 @@
-// What generated/ is made from, as content hashes: the spec, generator/, runtime/model/api-model.ts and client/ (the
-// typed client's engine, copied into generated/client/). The generator
+// What generated/ is made from, as content hashes: the spec, the framework's spec modules it may include
+// (framework/spec/), generator/, runtime/model/api-model.ts and client/ (the typed client's engine, copied into
+// generated/client/). The generator
 // records them beside its output (.source-hash); ensure-ready regenerates when they differ from the record.
 // Plain Node: ensure-ready runs before any install.
 import { createHash } from 'node:crypto';
@@ -30,12 +31,17 @@ function hashOf(path) {
   );
 }
 
-/** The hashes by source, named as ensure-ready reports them; paths from the project root, as npm runs scripts. */
-export function sourceHashes(specDir = 'spec') {
+/**
+ * The hashes by source, named as ensure-ready reports them. The spec's path is from the working directory (this
+ * checkout's spec/, or a new API's: scripts/api.mjs); the framework's sources are under root, the framework's
+ * checkout (npm runs this checkout's scripts in it: '.').
+ */
+export function sourceHashes(specDir = 'spec', root = '.') {
   return {
     'spec/': hashOf(specDir),
-    'generator/': hashOf('generator'),
-    'runtime/model/api-model.ts': hashOf('runtime/model/api-model.ts'),
-    'client/': hashOf('client'),
+    'framework/spec/': hashOf(join(root, 'framework/spec')),
+    'generator/': hashOf(join(root, 'generator')),
+    'runtime/model/api-model.ts': hashOf(join(root, 'runtime/model/api-model.ts')),
+    'client/': hashOf(join(root, 'client')),
   };
 }

@@ -1,13 +1,13 @@
 // The composition root: assembles the server from the runtime, the generated parts and the hand-written
 // handlers, and runs it. Nothing imports it but the entry point and tests; the runtime never imports handlers.
 import { readFileSync } from 'node:fs';
+import { pathToFileURL } from 'node:url';
 import type { AddressInfo } from 'node:net';
 import { join } from 'node:path';
 import type { Server } from 'node:http';
-import type { createRouter as CreateRouter, createSteps as CreateSteps } from '../generated/routes.js';
+import type { createRouter as CreateRouter, createSteps as CreateSteps, Handlers } from '../generated/routes.js';
 import type { createRpcTable as CreateRpcTable } from '../generated/grpc.js';
-import { handlers, v1Extensions } from '../handlers/index.js';
-import { TokenExchange } from '../handlers/sts.js';
+import { TokenExchange } from '../framework/handlers/sts.js';
 import { Policy, type Principal } from '../runtime/access/authorization.js';
 import { ensureBootstrap } from '../runtime/access/bootstrap.js';
 import { defaultIssuer, type Config } from '../runtime/operate/config.js';
@@ -28,7 +28,7 @@ import { recordIssuer } from '../runtime/operate/issuer-record.js';
 import { Operations } from '../runtime/pipeline/operations.js';
 import { createRouteOperations } from '../runtime/http/route-operations.js';
 import { Router } from '../runtime/http/router.js';
-import { createV1Router } from '../runtime/http/v1/adapter.js';
+import { createV1Router, type V1Extension } from '../runtime/http/v1/adapter.js';
 import { createRpcOperations, type RpcMethod } from '../runtime/grpc/operations.js';
 import { shareConnections } from '../runtime/grpc/same-port.js';
 import { createGrpcServer, type GrpcOptions } from '../runtime/grpc/server.js';
@@ -45,7 +45,7 @@ import { Metrics } from '../runtime/operate/metrics.js';
 import { metricsRoute } from '../runtime/http/metrics-route.js';
 import { RateLimit } from '../runtime/operate/rate-limit.js';
 
-/** The token service's paths (handlers/sts.ts): served before authentication, as they read their own credentials. */
+/** The token service's paths (framework/handlers/sts.ts): served before authentication, as they read their own credentials. */
 const stsPaths = new Set(['/sts/exchange', '/sts/exchange_refresh_token', '/sts/headless_sessions']);
 
 export interface GeneratedParts extends DataParts {
@@ -55,11 +55,29 @@ export interface GeneratedParts extends DataParts {
   /** the v1 rpcs and the v1 HTTP routes they are transcoded to; the v1 rpcs not served */
   v1Rpcs: V1RpcRoute[];
   v1Unimplemented: string[];
+  /** the API's hand-written behaviour (its handlers/index.ts), which its spec's generated interfaces describe */
+  handlers: Handlers;
+  v1Extensions: Record<string, V1Extension>;
 }
 
-/** Loads what npm run generate wrote; another directory serves another spec (tests use this). */
-export async function loadGenerated(dir = defaultGeneratedDir): Promise<GeneratedParts> {
-  const [data, routes, grpc] = await Promise.all([
+/** What an API's handlers/index.ts exports. */
+interface HandlersModule {
+  handlers: Handlers;
+  v1Extensions?: Record<string, V1Extension>;
+}
+
+/** The Platform's handlers: with the Platform's spec only (another spec's generated parts come with their own). */
+const platformHandlers = new URL('../handlers/index.ts', import.meta.url).pathname;
+
+/**
+ * Loads what npm run generate wrote, and the handlers of its spec; another directory serves another spec (tests
+ * and new APIs, scripts/api-project.ts, use this).
+ */
+export async function loadGenerated(
+  dir = defaultGeneratedDir,
+  handlersFile = platformHandlers,
+): Promise<GeneratedParts> {
+  const [data, routes, grpc, own] = await Promise.all([
     loadDataParts(dir),
     loadGeneratedModule<{ createRouter: typeof CreateRouter; createSteps: typeof CreateSteps }>(dir, 'routes.ts'),
     loadGeneratedModule<{
@@ -67,6 +85,7 @@ export async function loadGenerated(dir = defaultGeneratedDir): Promise<Generate
       v1Rpcs: V1RpcRoute[];
       v1Unimplemented: string[];
     }>(dir, 'grpc.ts'),
+    import(pathToFileURL(handlersFile).href) as Promise<HandlersModule>,
   ]);
   return {
     ...data,
@@ -75,6 +94,8 @@ export async function loadGenerated(dir = defaultGeneratedDir): Promise<Generate
     createRpcTable: grpc.createRpcTable,
     v1Rpcs: grpc.v1Rpcs,
     v1Unimplemented: grpc.v1Unimplemented,
+    handlers: own.handlers,
+    v1Extensions: own.v1Extensions ?? {},
   };
 }
 
@@ -200,7 +221,7 @@ function rpcTable(
   const dispatchV1 = (ctx: HttpContext) =>
     v1Routes.reduce<Promise<void> | undefined>((a, r) => a ?? r.dispatch(ctx), undefined);
   return {
-    ...parts.createRpcTable(createRpcOperations(operations), handlers),
+    ...parts.createRpcTable(createRpcOperations(operations), parts.handlers),
     ...v1Rpcs(parts.v1Rpcs, parts.v1Unimplemented, dispatchV1),
     ...(tokenService
       ? tokenServiceRpcs(tokenService, {
@@ -211,15 +232,15 @@ function rpcTable(
   };
 }
 
-export async function startServer(config: Config, generated?: GeneratedParts): Promise<RunningServer> {
+export async function startServer(given: Config, generated?: GeneratedParts): Promise<RunningServer> {
   const parts = generated ?? (await loadGenerated());
   const { model } = parts;
+  // Events are delivered where the spec includes the framework's events core (its subscriptions and deliveries).
+  const config: Config = { ...given, events: model.resources.deliveries && given.events };
   const metrics = config.metrics === 'off' ? undefined : new Metrics();
-  const { store, resources } = await openResources(
-    config,
-    parts,
-    metrics && ((kind, seconds) => metrics.statement(kind, seconds)),
-  );
+  const statement =
+    metrics && ((kind: Parameters<Metrics['statement']>[0], seconds: number) => metrics.statement(kind, seconds));
+  const { store, resources } = await openResources(config, parts, statement);
   await ensureBootstrap(store, model, config.dataDir);
   // A database from before credentials were sealed holds them in plain text: sealed now, before any request.
   await resources.sealStoredSecrets();
@@ -230,11 +251,9 @@ export async function startServer(config: Config, generated?: GeneratedParts): P
   const { emailDomains, outbound, eventLimits } = config;
   const quotas = new EventQuotas(eventLimits);
   const operations = new Operations(model, resources, policy, validators, emailDomains, outbound, quotas);
-  const v2 = parts.createRouter(createRouteOperations(operations), handlers, new Router());
-  const v1 = createV1Router(
-    { model, resources, policy, validators, operations, createSteps: parts.createSteps(handlers) },
-    v1Extensions,
-  );
+  const v2 = parts.createRouter(createRouteOperations(operations), parts.handlers, new Router());
+  const createSteps = parts.createSteps(parts.handlers);
+  const v1 = createV1Router({ model, resources, policy, validators, operations, createSteps }, parts.v1Extensions);
   const openapi = JSON.parse(readFileSync(join(parts.dir, 'openapi.json'), 'utf8'));
   const log = config.log
     ? (line: Record<string, unknown>) =>
@@ -265,7 +284,10 @@ export async function startServer(config: Config, generated?: GeneratedParts): P
     publicRoutes: [
       ...operator.before,
       docsRoutes(model.title),
-      { router: exchange.router(), serves: (path) => stsPaths.has(path) },
+      // Only where the spec includes the framework's token service (api.yaml include: [sts]).
+      ...(model.tokenExchange === false
+        ? []
+        : [{ router: exchange.router(), serves: (path: string) => stsPaths.has(path) }]),
     ],
     routes: [
       ...operator.after,

@@ -40,8 +40,12 @@ test('every capability a role may hold, built-in or custom, is in the published 
 });
 
 test('the vocabulary is declared once: roles.capabilities takes it from access.yaml', () => {
-  assert.match(readFileSync('spec/iam.yaml', 'utf8'), /values: \$capabilities/);
-  assert.not.match(readFileSync('spec/iam.yaml', 'utf8'), /CAP_REPO_CREATE/, 'no copy of the capability list');
+  assert.match(readFileSync('framework/spec/iam.yaml', 'utf8'), /values: \$capabilities/);
+  assert.not.match(
+    readFileSync('framework/spec/iam.yaml', 'utf8'),
+    /CAP_REPO_CREATE/,
+    'no copy of the capability list',
+  );
   assert.equal(grantable, Object.keys(model.capabilities));
 });
 

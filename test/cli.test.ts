@@ -26,6 +26,7 @@ const clis: Record<string, string> = {
   events: 'scripts/events.ts',
   'verify-group': 'scripts/verify-group.ts',
   grpc: 'scripts/grpc.ts',
+  'new-api': 'scripts/new-api.ts',
 };
 
 /** stderr's lines without npm's own warnings about the machine's configuration */

@@ -13,7 +13,7 @@ import { readStatusDetails } from '../runtime/grpc/status.js';
 import { countConnections } from './support/connection-counter.js';
 import { startTestServer, type TestServer } from './support/server.js';
 import { query } from './support/db.js';
-import { maxIssuerDocumentBytes, maxKeySets, TokenExchange } from '../handlers/sts.js';
+import { maxIssuerDocumentBytes, maxKeySets, TokenExchange } from '../framework/handlers/sts.js';
 import type { Resources } from '../runtime/resources/standard-methods.js';
 import type { TokenIssuer } from '../runtime/access/issuer.js';
 import { RefreshTokens } from '../runtime/access/refresh-tokens.js';

@@ -14,7 +14,16 @@ import { exitOf, outcome } from './support/process.js';
 mkdirSync('.tmp', { recursive: true });
 const project = mkdtempSync(join(process.cwd(), '.tmp', 'start-build-'));
 test.after(() => rmSync(project, { recursive: true, force: true }));
-for (const path of ['server', 'runtime', 'handlers', 'generated', 'scripts', 'tsconfig.json', 'package.json'])
+for (const path of [
+  'server',
+  'runtime',
+  'handlers',
+  'framework',
+  'generated',
+  'scripts',
+  'tsconfig.json',
+  'package.json',
+])
   cpSync(path, join(project, path), { recursive: true });
 const dataDir = join(project, 'data');
 const issuerUrl = 'http://start-build.test';

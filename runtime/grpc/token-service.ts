@@ -28,7 +28,7 @@ export interface TokenPair {
   token: RawToken;
   refreshToken: RawToken;
 }
-/** The token service's two calls, each one function for both transports (handlers/sts.ts). */
+/** The token service's two calls, each one function for both transports (framework/handlers/sts.ts). */
 export interface TokenCalls {
   exchange(upstreamToken: string, request: ExchangeRequest): Promise<RawToken>;
   refresh(refreshToken: string, request: RefreshRequest): Promise<TokenPair>;

@@ -295,6 +295,11 @@ export interface ApiModel {
   capabilities: Record<string, CapabilityModel>;
   roles: BuiltInRole[];
   proto: ProtoApiModel;
+  /**
+   * false when api.yaml does not include the framework's token service (`include: [sts]`): /sts/* and its gRPC
+   * service are then not served, and tokens come from `npm run token` alone. Absent: served.
+   */
+  tokenExchange?: false;
 }
 
 export interface ApiInfo {

@@ -2,21 +2,26 @@
 // bearer token, is exchanged for a token of ours for an identity whose claimMatch it satisfies. Upstream
 // keys are found through the issuer's discovery document, under the outbound address policy, and cached; a slow
 // or dead issuer cannot hang us. Every check is here, in exchange(), for both transports (HTTP and gRPC).
-import type { HttpContext } from '../runtime/http/context.js';
-import { Router } from '../runtime/http/router.js';
+import type { HttpContext } from '../../runtime/http/context.js';
+import { Router } from '../../runtime/http/router.js';
 import { createRemoteJWKSet, customFetch, decodeJwt, errors, jwtVerify, type JWTPayload } from 'jose';
-import { recordedEmail } from '../runtime/access/email-domain.js';
-import { ApiError, invalidArgument, permissionDenied, unauthenticated } from '../runtime/model/errors.js';
-import { clockSkewSeconds, type TokenIssuer } from '../runtime/access/issuer.js';
-import { now } from '../runtime/model/records.js';
-import type { Resources } from '../runtime/resources/standard-methods.js';
-import type { IdentityRecord } from '../generated/types.js';
-import { isUidPath } from '../runtime/model/uid.js';
-import { checkParameterNames } from '../runtime/pipeline/validation.js';
-import { OutboundFailure, outboundRequest, RefusedAddress, type OutboundPolicy } from '../runtime/access/outbound.js';
-import { matchesPattern, maxMatchedLength } from '../runtime/access/safe-pattern.js';
-import type { ExchangeRequest, RefreshRequest, TokenPair } from '../runtime/grpc/token-service.js';
-import type { RefreshTokens } from '../runtime/access/refresh-tokens.js';
+import { recordedEmail } from '../../runtime/access/email-domain.js';
+import { ApiError, invalidArgument, permissionDenied, unauthenticated } from '../../runtime/model/errors.js';
+import { clockSkewSeconds, type TokenIssuer } from '../../runtime/access/issuer.js';
+import { now } from '../../runtime/model/records.js';
+import type { Resources } from '../../runtime/resources/standard-methods.js';
+import type { IdentityRecord } from '../../generated/types.js';
+import { isUidPath } from '../../runtime/model/uid.js';
+import { checkParameterNames } from '../../runtime/pipeline/validation.js';
+import {
+  OutboundFailure,
+  outboundRequest,
+  RefusedAddress,
+  type OutboundPolicy,
+} from '../../runtime/access/outbound.js';
+import { matchesPattern, maxMatchedLength } from '../../runtime/access/safe-pattern.js';
+import type { ExchangeRequest, RefreshRequest, TokenPair } from '../../runtime/grpc/token-service.js';
+import type { RefreshTokens } from '../../runtime/access/refresh-tokens.js';
 
 const fetchTimeoutMs = 5000;
 const discoveryTtlMs = 10 * 60 * 1000;

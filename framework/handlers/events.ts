@@ -1,12 +1,12 @@
 // Subscriptions and their deliveries (runtime/events/ delivers): a sink is checked when it is given, an
 // organization holds at most EVENTS_MAX_SUBSCRIPTIONS, and failed deliveries can be put back on their way, within
 // the organization's quotas (runtime/events/quotas.ts).
-import type { EventsHandlers } from '../generated/routes.js';
-import { and, equal } from '../runtime/tables/condition.js';
-import { invalidArgument, notFound } from '../runtime/model/errors.js';
-import { organizationOf, outstandingOf, subscriptionsOf } from '../runtime/events/quotas.js';
-import { sinkUrlProblem } from '../runtime/events/sink-address.js';
-import { now } from '../runtime/model/records.js';
+import type { EventsHandlers } from '../../generated/routes.js';
+import { and, equal } from '../../runtime/tables/condition.js';
+import { invalidArgument, notFound } from '../../runtime/model/errors.js';
+import { organizationOf, outstandingOf, subscriptionsOf } from '../../runtime/events/quotas.js';
+import { sinkUrlProblem } from '../../runtime/events/sink-address.js';
+import { now } from '../../runtime/model/records.js';
 
 export const events: EventsHandlers = {
   async acceptSink(record, context) {

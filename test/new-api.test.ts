@@ -1,0 +1,239 @@
+// A second API, made from an empty folder by the documented commands (docs/writing-a-spec.md, "Starting a new
+// API"): npm run new-api -- DIR, then npm start in DIR. Its own spec (catalog: shelves and their books) is served
+// over HTTP and gRPC by the framework without the Platform's spec or handlers, and passes its own conformance run.
+// A spec that leaves out what the runtime needs is refused at generate, naming what to include.
+import { spawn, type ChildProcess } from 'node:child_process';
+import { cpSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { test } from 'uvu';
+import * as assert from 'uvu/assert';
+import { readBootstrap } from '../runtime/access/bootstrap.js';
+import { grpcClient, type GrpcTestClient } from './support/grpc-client.js';
+import { outcome, type ScriptResult } from './support/process.js';
+
+const root = mkdtempSync(join(tmpdir(), 'platform-api-new-api-'));
+const project = join(root, 'catalog-api');
+const dataDir = join(root, 'data');
+const env = {
+  ...process.env,
+  PORT: '0',
+  DATA_DIR: dataDir,
+  LOG: 'off',
+  DRAIN_SECONDS: '0',
+  OUTBOUND_ALLOW_LOOPBACK: 'on',
+};
+let server: ChildProcess | undefined;
+let url = '';
+let token = '';
+let org = '';
+
+/** A command as a user types it, in cwd. */
+function run(command: string, args: string[], cwd: string, extra: Record<string, string> = {}): Promise<ScriptResult> {
+  return outcome(spawn(command, args, { cwd, env: { ...env, ...extra } }));
+}
+
+/** npm start in the project, until it prints its listening line (it generates first). */
+function start(): Promise<string> {
+  // Its own process group: npm start runs the server as a grandchild, stopped with it.
+  const child = spawn('npm', ['start'], { cwd: project, env, detached: true });
+  server = child;
+  let out = '';
+  return new Promise((resolve, reject) => {
+    const timer = setTimeout(() => reject(new Error(`the new API did not start: ${out}`)), 90_000);
+    const onData = (d: Buffer) => {
+      out += d.toString();
+      const m = /listening on (http:\/\/\S+)/.exec(out);
+      if (m) {
+        clearTimeout(timer);
+        resolve(m[1]);
+      }
+    };
+    child.stdout.on('data', onData);
+    child.stderr.on('data', onData);
+    child.on('exit', (code) => {
+      clearTimeout(timer);
+      reject(new Error(`the new API exited with ${code}: ${out}`));
+    });
+  });
+}
+
+async function call(method: string, path: string, body?: unknown) {
+  const res = await fetch(url + path, {
+    method,
+    headers: {
+      authorization: `Bearer ${token}`,
+      ...(body === undefined ? {} : { 'content-type': 'application/json' }),
+    },
+    ...(body === undefined ? {} : { body: JSON.stringify(body) }),
+  });
+  return { status: res.status, body: (await res.json()) as any };
+}
+
+test.before(async () => {
+  const made = await run('npm', ['run', '-s', 'new-api', '--', project], process.cwd());
+  assert.is(made.status, 0, made.stderr);
+  url = await start();
+  const printed = await run('npm', ['run', '-s', 'token'], project);
+  assert.is(printed.status, 0, printed.stderr);
+  token = printed.stdout.trim();
+  org = readBootstrap(dataDir)!.organization;
+});
+
+test.after(async () => {
+  if (server?.pid && server.exitCode === null) {
+    const exited = new Promise((resolve) => server!.once('exit', resolve));
+    process.kill(-server.pid, 'SIGTERM');
+    await exited;
+  }
+  rmSync(root, { recursive: true, force: true });
+});
+
+test('the project holds its own spec, handlers and package.json, and none of the Platform', () => {
+  const api = readFileSync(join(project, 'spec', 'api.yaml'), 'utf8');
+  assert.match(api, /^include: \[iam, events, sts\]$/m);
+  assert.match(readFileSync(join(project, 'spec', 'catalog.yaml'), 'utf8'), /collection: books/);
+  const scripts = JSON.parse(readFileSync(join(project, 'package.json'), 'utf8')).scripts;
+  assert.equal(Object.keys(scripts).sort(), ['conformance', 'generate', 'start', 'token']);
+});
+
+test('HTTP: shelves and their books, with a filter, an enum, an int64, a mask and a cascade', async () => {
+  const shelf = await call('POST', `/catalog/v2/shelves/${org}`, { name: 'fiction' });
+  assert.is(shelf.status, 200, JSON.stringify(shelf.body));
+  const uid = shelf.body.uid;
+  const big = '9007199254740993';
+  const dune = await call('POST', `/catalog/v2/books/${uid}`, {
+    title: 'Dune',
+    format: 'FORMAT_PAPERBACK',
+    pages: big,
+  });
+  assert.is(dune.status, 200, JSON.stringify(dune.body));
+  assert.is(dune.body.pages, big, 'an int64 beyond a double is kept exactly');
+  const slim = await call('POST', `/catalog/v2/books/${uid}`, { title: 'Odes', format: 'FORMAT_EBOOK', pages: 88 });
+  assert.is(slim.body.pages, '88');
+  const refused = await call('POST', `/catalog/v2/books/${uid}`, { title: 'x', format: 'FORMAT_SCROLL' });
+  assert.is(refused.status, 400);
+  assert.is(refused.body.code, 3);
+
+  const masked = await call('PATCH', `/catalog/v2/books/${dune.body.uid}?update_mask=pages`, {
+    pages: '612',
+    title: 'ignored',
+  });
+  assert.is(masked.status, 200, JSON.stringify(masked.body));
+  assert.is(masked.body.pages, '612');
+  assert.is(masked.body.title, 'Dune', 'a field outside the mask is left alone');
+
+  const paperbacks = await call('GET', `/catalog/v2/books?uidp.children_of=${uid}&format=FORMAT_PAPERBACK`);
+  assert.equal(
+    paperbacks.body.books.map((b: any) => b.title),
+    ['Dune'],
+  );
+  const long = await call('GET', `/catalog/v2/books?uidp.children_of=${uid}&minPages=100&order_by=pages`);
+  assert.equal(
+    long.body.books.map((b: any) => b.title),
+    ['Dune'],
+  );
+  assert.is((await call('GET', `/catalog/v2/books/${slim.body.uid}`)).body.title, 'Odes');
+
+  assert.is((await call('DELETE', `/catalog/v2/shelves/${uid}`)).status, 200);
+  assert.is((await call('GET', `/catalog/v2/books/${dune.body.uid}`)).status, 404, 'the books went with the shelf');
+});
+
+test("gRPC: the catalog's services, from the project's own protos", async () => {
+  const grpc: GrpcTestClient = grpcClient(url, token, join(project, 'generated'), 'example');
+  try {
+    const shelf = await grpc.call('catalog.v1.ShelvesService', 'CreateShelf', {
+      parent: org,
+      shelf: { name: 'poetry' },
+    });
+    assert.is(shelf.code, 0, shelf.message);
+    const book = await grpc.call('catalog.v1.BooksService', 'CreateBook', {
+      parent: shelf.value.uid,
+      book: { title: 'Odes', format: 'FORMAT_EBOOK', pages: '88' },
+    });
+    assert.is(book.code, 0, book.message);
+    assert.is(book.value.pages, '88');
+    const updated = await grpc.call('catalog.v1.BooksService', 'UpdateBook', {
+      book: { uid: book.value.uid, pages: '90', title: 'ignored' },
+      update_mask: { paths: ['pages'] },
+    });
+    assert.is(updated.code, 0, updated.message);
+    assert.is(updated.value.pages, '90');
+    assert.is(updated.value.title, 'Odes');
+    const listed = await grpc.call('catalog.v1.BooksService', 'ListBooks', {
+      uidp: { children_of: shelf.value.uid },
+      format: 'FORMAT_EBOOK',
+    });
+    assert.equal(
+      listed.value.books.map((b: any) => b.uid),
+      [book.value.uid],
+    );
+    assert.is((await grpc.call('catalog.v1.BooksService', 'DeleteBook', { uid: book.value.uid })).code, 0);
+    assert.is((await grpc.call('catalog.v1.BooksService', 'GetBook', { uid: book.value.uid })).code, 5);
+  } finally {
+    grpc.close();
+  }
+});
+
+test('only what the spec declares is served: no Platform domain, the token service as included', async () => {
+  assert.is((await call('GET', '/registry/v2/repos')).status, 404);
+  assert.is((await call('GET', '/ping/v2/ping')).status, 404);
+  // Without the upstream token it asks for one: served, as api.yaml includes sts.
+  assert.is((await fetch(`${url}/sts/exchange`, { method: 'POST' })).status, 401);
+  const openapi = (await call('GET', '/openapi.json')).body;
+  assert.ok(openapi.paths['/catalog/v2/books'], Object.keys(openapi.paths).join(' '));
+  assert.not.ok(openapi.paths['/registry/v2/repos']);
+});
+
+test('its conformance run passes (npm run conformance in the project, over HTTP)', async () => {
+  const r = await run(
+    'npm',
+    ['run', '-s', 'conformance', '--', '--base-url', url, '--token-command', 'npm run -s token'],
+    project,
+  );
+  assert.is(r.status, 0, `${r.stdout.slice(-3000)}\n${r.stderr}`);
+  assert.match(r.stdout, /^\d+ passed, 0 failed, \d+ skipped$/m);
+  assert.match(r.stdout, /catalog\.books\//, 'the rules of its own resources ran');
+});
+
+test('generate refuses a spec without the cores the runtime needs, naming what to include', async () => {
+  const spec = join(root, 'variant');
+  cpSync(join(project, 'spec'), spec, { recursive: true });
+  const api = readFileSync(join(spec, 'api.yaml'), 'utf8');
+  writeFileSync(join(spec, 'api.yaml'), api.replace('include: [iam, events, sts]', 'include: [sts]'));
+  const r = await run(
+    process.execPath,
+    ['--import', 'tsx', 'generator/main.ts', '--spec', spec, '--out', join(root, 'out')],
+    process.cwd(),
+  );
+  assert.is(r.status, 1);
+  assert.match(
+    r.stderr,
+    /api\.yaml: \/include: the server needs the collections groups, identities, roles, roleBindings/,
+  );
+  assert.match(r.stderr, /include iam, the IAM core/);
+  assert.match(r.stderr, /catalog\.yaml: \/resources\/0 declares an event.*include events/);
+  assert.not.match(r.stderr, /TypeError|no resource has the collection/);
+});
+
+test('without include sts, the token service is not in the contract (and not served)', async () => {
+  const spec = join(root, 'no-sts');
+  cpSync(join(project, 'spec'), spec, { recursive: true });
+  const api = readFileSync(join(spec, 'api.yaml'), 'utf8')
+    .replace('include: [iam, events, sts]', 'include: [iam, events]')
+    .replace(', tokenService: chainguard.platform.oidc', '');
+  writeFileSync(join(spec, 'api.yaml'), api);
+  const out = join(root, 'no-sts-out');
+  const r = await run(
+    process.execPath,
+    ['--import', 'tsx', 'generator/main.ts', '--spec', spec, '--out', out],
+    process.cwd(),
+  );
+  assert.is(r.status, 0, r.stderr);
+  const openapi = JSON.parse(readFileSync(join(out, 'openapi.json'), 'utf8'));
+  assert.not.ok(openapi.paths['/sts/exchange']);
+  assert.ok(openapi.paths['/catalog/v2/shelves']);
+  assert.match(readFileSync(join(out, 'model.ts'), 'utf8'), /"tokenExchange": false/);
+});
+
+test.run();
