@@ -18,7 +18,14 @@ import { standardFields, type ApiInfo } from '../runtime/model/api-model.js';
 import { snakeCase } from '../runtime/model/field-names.js';
 import type { ProtoApiModel, ProtoOperationModel, V1ProtoModel } from '../runtime/model/api-model.js';
 import { applySchemaLock, readSchemaLock } from './schema-lock.js';
-import { checkProto, normalizeFields, normalizeOperation, normalizeRequest, type RawProtoField } from './spec-proto.js';
+import {
+  checkProto,
+  normalizeFields,
+  normalizeOperation,
+  normalizeRequest,
+  type RawProtoField,
+  type SpecOrigins,
+} from './spec-proto.js';
 
 /** A spec problem, reported as "file: path: what is wrong". */
 export class SpecError extends Error {
@@ -177,6 +184,19 @@ interface Loading {
   access?: RawAccess;
 }
 
+const declared = new WeakMap<ApiModel, SpecOrigins>();
+
+/** Where loadSpec found each resource, endpoint and capability of the model, so later problems name the place. */
+export const specOrigins = (model: ApiModel): SpecOrigins | undefined => declared.get(model);
+
+function originsOf({ model, origin, endpointOrigin, capabilityOrigin }: Loading): SpecOrigins {
+  return {
+    resource: (c) => origin.get(c) ?? `resource ${c}`,
+    endpoint: (e) => endpointOrigin[model.endpoints.indexOf(e)] ?? `endpoint ${e.domain}.${e.name}`,
+    capability: (c) => capabilityOrigin.get(c) ?? `capability ${c}`,
+  };
+}
+
 /** Loads every domain file of specDir (sorted, so output is deterministic) into one ApiModel. */
 export function loadSpec(specDir: string): ApiModel {
   const problems: string[] = [];
@@ -212,7 +232,9 @@ export function loadSpec(specDir: string): ApiModel {
     );
   }
   checkCapabilitiesUsed(loading);
-  checkProto(loading.model, problems);
+  const origins = originsOf(loading);
+  declared.set(loading.model, origins);
+  checkProto(loading.model, problems, origins);
   applySchemaLock(loading.model, readSchemaLock(specDir), (c) => loading.origin.get(c)!, problems);
   if (problems.length > 0) throw new SpecError(problems);
   return loading.model;
@@ -284,14 +306,13 @@ function readApi(file: string, problems: string[]): ApiModel {
   };
 }
 
-/** onWire: the file's capabilities travel in the gRPC Capability enum, so each needs its number there. */
-function addCapabilities(loading: Loading, caps: RawCapabilities, file: string, onWire: boolean): void {
+/** A capability's gRPC number is the spec's, or one the generator gives it (generator/proto-lock.ts). */
+function addCapabilities(loading: Loading, caps: RawCapabilities, file: string): void {
   const { model, grants, problems, capabilityOrigin, capabilityNumbers } = loading;
   for (const [name, c] of Object.entries(caps)) {
     const at = `${file}: /capabilities/${name}`;
     if (model.capabilities[name]) problems.push(`${at}: is already declared in ${capabilityOrigin.get(name)}`);
     else capabilityOrigin.set(name, at);
-    if (onWire && c.proto === undefined) problems.push(`${at}/proto: its number in ${model.proto.capabilities!.enum}`);
     const taken = c.proto === undefined ? undefined : capabilityNumbers.get(c.proto);
     // Two values with one number make the Capability enum invalid: every .proto loader refuses it.
     if (taken && taken !== name)
@@ -326,7 +347,7 @@ function readAccess(loading: Loading, accessFile: string | undefined): void {
   }
   loading.access = raw;
   if (raw.proto) loading.model.proto.capabilities = raw.proto;
-  addCapabilities(loading, raw.capabilities, file, !!raw.proto);
+  addCapabilities(loading, raw.capabilities, file);
 }
 
 /** The domain's gRPC package and its aliases, each ending in its version (v2beta1) so references can follow it. */
@@ -354,7 +375,7 @@ function readDomain(loading: Loading, file: string): void {
     return;
   }
   if (model.domains.includes(raw.domain)) problems.push(`${file}: /domain: "${raw.domain}" is declared twice`);
-  if (raw.capabilities) addCapabilities(loading, raw.capabilities, file, !!raw.proto && !!model.proto.capabilities);
+  if (raw.capabilities) addCapabilities(loading, raw.capabilities, file);
   model.domains.push(raw.domain);
   model.domainTitles[raw.domain] = raw.title;
   if (raw.proto) readProtoPackage(loading, file, raw.domain, raw.proto);
