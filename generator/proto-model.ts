@@ -77,6 +77,7 @@ const unplaced: SpecOrigins = {
   resource: (c) => `resource ${c}`,
   endpoint: (e) => `endpoint ${e.domain}.${e.name}`,
   capability: (c) => `capability ${c}`,
+  domain: (d) => `domain ${d}: `,
 };
 
 /** On the wire: a field with a proto declaration, or without one unless the server keeps it to itself. */
@@ -136,17 +137,31 @@ class SurfaceBuilder {
     }
   }
 
-  private addMessage(m: ProtoMessageDecl): void {
+  /** `at`: the declaration the message is made from, named in the problem of a name two declarations give. */
+  private addMessage(m: ProtoMessageDecl, at?: string): void {
     const known = this.surface.messages.get(m.name);
     if (known && JSON.stringify(known) !== JSON.stringify(m))
-      this.problems.push(`proto message ${m.name} is declared twice, differently`);
+      this.problems.push(`${at ? `${at}: ` : ''}proto message ${m.name} is declared twice, differently`);
     this.surface.messages.set(m.name, m);
   }
 
-  private addEnum(e: ProtoEnumDecl): void {
+  /** Enum values share the scope of their enum's parent (package or message), as protoc has it. */
+  private readonly enumScope = new Map<string, string>();
+
+  private addEnum(e: ProtoEnumDecl, at?: string): void {
+    const where = at ? `${at}: ` : '';
     const known = this.surface.enums.get(e.name);
     if (known && JSON.stringify(known) !== JSON.stringify(e))
-      this.problems.push(`proto enum ${e.name} is declared twice, differently`);
+      this.problems.push(`${where}proto enum ${e.name} is declared twice, differently`);
+    const scope = e.name.slice(0, e.name.lastIndexOf('.'));
+    for (const v of e.values) {
+      const other = this.enumScope.get(`${scope}.${v.name}`);
+      if (other && other !== e.name)
+        this.problems.push(
+          `${where}the value ${v.name} of ${e.name} is also one of ${other}, in the same scope ${scope}: rename one, or give the enum a proto type of its own`,
+        );
+      this.enumScope.set(`${scope}.${v.name}`, e.name);
+    }
     this.surface.enums.set(e.name, e);
   }
 
@@ -170,7 +185,7 @@ class SurfaceBuilder {
     const numbers = this.numbering.enumValues(name, entries, () => at);
     const values = entries.map((v) => ({ name: v.name, number: numbers.get(v.name)! }));
     const reserved = this.numbering.reserved(name, 'enum');
-    this.addEnum({ name, values, ...(reserved ? { reserved } : {}) });
+    this.addEnum({ name, values, ...(reserved ? { reserved } : {}) }, at);
     return numbers;
   }
 
@@ -267,7 +282,7 @@ class SurfaceBuilder {
     }
     decls.sort((a, b) => a.number - b.number);
     const reserved = this.numbering.reserved(name, 'message', declaredReserved);
-    this.addMessage({ name, fields: decls, ...(reserved ? { reserved } : {}) });
+    this.addMessage({ name, fields: decls, ...(reserved ? { reserved } : {}) }, at('').replace(/\/$/, ''));
     return decls;
   }
 
@@ -670,7 +685,7 @@ const packageOf = (name: string) =>
  * same fields and numbers, and its rpcs again under the alias's paths, run by the same operations. A type of
  * another domain is named under that domain's alias of the same version, as the reference's v2beta1 files do.
  */
-function addAliases(model: ApiModel, s: ProtoSurface, problems: string[]): void {
+function addAliases(model: ApiModel, s: ProtoSurface, problems: string[], origins: SpecOrigins): void {
   const declared = new Set(Object.values(model.proto.packages));
   const versions = new Map<string, Map<string, string>>();
   for (const [domain, aliases] of Object.entries(model.proto.aliases)) {
@@ -678,7 +693,7 @@ function addAliases(model: ApiModel, s: ProtoSurface, problems: string[]): void 
     for (const alias of aliases) {
       const version = alias.split('.').pop()!;
       if (declared.has(alias))
-        problems.push(`domain ${domain}: /proto/aliases: ${alias} is the package of a domain already`);
+        problems.push(`${origins.domain(domain)}/proto/aliases: ${alias} is the package of a domain already`);
       else {
         const renames = versions.get(version) ?? versions.set(version, new Map()).get(version)!;
         renames.set(pkg, alias);
@@ -730,7 +745,7 @@ export function protoSurface(
   for (const r of Object.values(model.resources)) b.resource(r);
   for (const e of model.endpoints) if (e.version !== 'v1') b.endpoint(e);
   const s = b.surface;
-  addAliases(model, s, problems);
+  addAliases(model, s, problems, origins);
   addV1Packages(model, s, problems);
   for (const name of [...s.messages.keys(), ...s.enums.keys()]) s.packages.add(packageOf(name));
   return s;

@@ -64,6 +64,8 @@ export interface SpecOrigins {
   resource(collection: string): string;
   endpoint(e: EndpointModel): string;
   capability(name: string): string;
+  /** "file: " of a domain's file, the root of the paths in it */
+  domain(name: string): string;
 }
 
 /** Numbers unique per message, list requests naming list parameters, endpoint requests naming what they take. */

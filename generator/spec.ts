@@ -181,6 +181,8 @@ interface Loading {
   grants: Map<string, Map<string, string>>;
   /** the i-th endpoint of model.endpoints -> "file: /endpoints/j" */
   endpointOrigin: string[];
+  /** domain -> its file */
+  domainOrigin: Map<string, string>;
   access?: RawAccess;
 }
 
@@ -189,11 +191,12 @@ const declared = new WeakMap<ApiModel, SpecOrigins>();
 /** Where loadSpec found each resource, endpoint and capability of the model, so later problems name the place. */
 export const specOrigins = (model: ApiModel): SpecOrigins | undefined => declared.get(model);
 
-function originsOf({ model, origin, endpointOrigin, capabilityOrigin }: Loading): SpecOrigins {
+function originsOf({ model, origin, endpointOrigin, capabilityOrigin, domainOrigin }: Loading): SpecOrigins {
   return {
     resource: (c) => origin.get(c) ?? `resource ${c}`,
     endpoint: (e) => endpointOrigin[model.endpoints.indexOf(e)] ?? `endpoint ${e.domain}.${e.name}`,
     capability: (c) => capabilityOrigin.get(c) ?? `capability ${c}`,
+    domain: (d) => `${domainOrigin.get(d) ?? `domain ${d}`}: `,
   };
 }
 
@@ -215,6 +218,7 @@ export function loadSpec(specDir: string): ApiModel {
     capabilityNumbers: new Map(),
     grants: new Map(),
     endpointOrigin: [],
+    domainOrigin: new Map(),
   };
   readAccess(loading, accessFile);
   for (const f of files.filter((f) => f !== apiFile && f !== accessFile)) readDomain(loading, join(specDir, f));
@@ -377,6 +381,7 @@ function readDomain(loading: Loading, file: string): void {
   if (model.domains.includes(raw.domain)) problems.push(`${file}: /domain: "${raw.domain}" is declared twice`);
   if (raw.capabilities) addCapabilities(loading, raw.capabilities, file);
   model.domains.push(raw.domain);
+  loading.domainOrigin.set(raw.domain, file);
   model.domainTitles[raw.domain] = raw.title;
   if (raw.proto) readProtoPackage(loading, file, raw.domain, raw.proto);
   readV1Proto(model, raw);
@@ -607,6 +612,13 @@ const notScalar = (f: FieldModel) => !!f.repeated || f.type === 'object' || f.ty
 
 function checkFields(r: RawResource, at: string, problems: string[]): void {
   if (r.presents && !r.presenter) problems.push(`${at}/presents: only a resource with a presenter presents fields`);
+  // A presented field is shown beside the stored ones: one JSON and proto name for two would hide one of them.
+  const stored = new Map(Object.keys(r.fields).map((n) => [snakeCase(n), n]));
+  for (const name of Object.keys(r.presents ?? {}))
+    if (stored.has(snakeCase(name)))
+      problems.push(
+        `${at}/presents/${name}: its wire name ${snakeCase(name)} is also the field ${stored.get(snakeCase(name))}'s`,
+      );
   for (const [name, f] of Object.entries(r.fields)) {
     if (name in standardFields) problems.push(`${at}/fields/${name}: is a standard field, declared by the server`);
     if (f.setOnCreate && (f.type !== 'timestamp' || !f.outputOnly || f.repeated))
@@ -650,6 +662,8 @@ function checkFilters(r: RawResource, all: Record<string, FieldModel>, at: strin
     for (const name of named) {
       const field = all[name];
       if (!field) problems.push(`${at}/filters/${j}: no field "${name}"`);
+      else if (field.inputOnly && field.outputOnly)
+        problems.push(`${at}/filters/${j}/field: "${name}" is never returned: a filter on it would tell its values`);
       else if (flt.match !== 'set' && notScalar(field))
         problems.push(`${at}/filters/${j}/field: "${name}" is not a scalar field`);
       else if (matchProblem(flt.match, field))
@@ -659,9 +673,24 @@ function checkFilters(r: RawResource, all: Record<string, FieldModel>, at: strin
     }
   });
   const params = [...filters.map((f) => f.param), ...(r.unservedFilters ?? [])];
-  for (const [i, name] of params.entries())
+  const paths = [
+    ...filters.map((_, j) => `${at}/filters/${j}/param`),
+    ...params.slice(filters.length).map((_, k) => `${at}/unservedFilters/${k}`),
+  ];
+  // One name in the query and in the list request message: the snake_case of each, and none of every list's own.
+  const wire = params.map((p) => snakeCase(p));
+  for (const [i, name] of params.entries()) {
+    const twin = wire.indexOf(wire[i]);
     if (params.indexOf(name) < i) problems.push(`${at}: the list parameter "${name}" is declared twice`);
+    else if (twin < i)
+      problems.push(`${paths[i]}: "${name}" and "${params[twin]}" are one parameter on the wire (${wire[i]})`);
+    if (listOwn.has(wire[i]) || wire[i].startsWith('uidp'))
+      problems.push(`${paths[i]}: "${name}" is a parameter of every list (${[...listOwn].join(', ')}, uidp.*)`);
+  }
 }
+
+/** The parameters every list takes, by their wire name. */
+const listOwn = new Set(['page_size', 'page_token', 'order_by', 'skip']);
 
 function orderOf(
   r: RawResource,
