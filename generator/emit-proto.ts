@@ -1,6 +1,6 @@
 // Prints the gRPC surface (proto-model.ts) as .proto files, one per package, and generated/grpc.ts, the table that
 // wires each rpc to the one pipeline as generated/routes.ts wires each HTTP route.
-import type { ApiModel } from '../runtime/model/api-model.js';
+import type { ApiModel, ProtoReserved } from '../runtime/model/api-model.js';
 import type { RpcRoute, V1RpcRoute } from '../runtime/grpc/rpc.js';
 import { cap } from './emit-openapi.js';
 import { banner, endpointHandler, hooks } from './emit-typescript.js';
@@ -60,7 +60,16 @@ class FilePrinter {
   enumDecl(e: ProtoEnumDecl, indent: string): void {
     this.lines.push(`${indent}enum ${e.name.split('.').pop()} {`);
     for (const v of e.values) this.lines.push(`${indent}  ${v.name} = ${v.number};`);
+    this.reserved(e.reserved, `${indent}  `);
     this.lines.push(`${indent}}`);
+  }
+
+  /** What a removed field or value had: its number, and its name while nothing has it again. */
+  private reserved(reserved: ProtoReserved | undefined, indent: string): void {
+    const numbers = [...(reserved?.numbers ?? []), ...(reserved?.ranges ?? []).map(([a, b]) => `${a} to ${b}`)];
+    if (numbers.length) this.lines.push(`${indent}reserved ${numbers.join(', ')};`);
+    if (reserved?.names?.length)
+      this.lines.push(`${indent}reserved ${reserved.names.map((n) => `"${n}"`).join(', ')};`);
   }
 
   message(m: ProtoMessageDecl, indent: string): void {
@@ -80,10 +89,7 @@ class FilePrinter {
         this.lines.push(`${inner}}`);
       }
     }
-    const numbers = [...(m.reserved?.numbers ?? []), ...(m.reserved?.ranges ?? []).map(([a, b]) => `${a} to ${b}`)];
-    if (numbers.length) this.lines.push(`${inner}reserved ${numbers.join(', ')};`);
-    if (m.reserved?.names?.length)
-      this.lines.push(`${inner}reserved ${m.reserved.names.map((n) => `"${n}"`).join(', ')};`);
+    this.reserved(m.reserved, inner);
     this.lines.push(`${indent}}`);
   }
 

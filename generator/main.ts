@@ -12,7 +12,8 @@ import { emitValidators } from './emit-validators.js';
 import { emitGrpcTable, emitProtoFiles } from './emit-proto.js';
 import { protoSurface } from './proto-model.js';
 import { routesOf } from './routes-table.js';
-import { loadSpec, SpecError } from './spec.js';
+import { loadSpec, SpecError, specOrigins } from './spec.js';
+import { ProtoNumbering, protoLockFile, readProtoLock, writeProtoLock } from './proto-lock.js';
 import { lockFile, writeSchemaLock } from './schema-lock.js';
 
 const { values } = parseCommandLine({
@@ -37,8 +38,12 @@ try {
   if (locked) sources = sourceHashes(values.spec, framework);
   const routes = routesOf(model);
   const problems: string[] = [];
-  const surface = protoSurface(model, problems);
+  // What the spec does not number is numbered from spec/proto.lock.json, and recorded there (commit it too).
+  const numbering = new ProtoNumbering(readProtoLock(values.spec!), problems);
+  const surface = protoSurface(model, problems, numbering, specOrigins(model));
   if (problems.length > 0) throw new SpecError(problems);
+  const numbered = writeProtoLock(values.spec!, numbering.next);
+  if (numbered) sources = sourceHashes(values.spec);
   const openapi = await buildOpenApi(model, routes, surface);
   const validators = emitValidators(model);
   const protos = Object.entries(emitProtoFiles(surface)).map(([path, text]) => [`proto/${path}`, text]);
@@ -68,6 +73,8 @@ try {
       `${Object.keys(model.resources).length} resources, ${routes.length} routes, ${surface.rpcs.length} rpcs in ${ms} ms`,
   );
   for (const name of Object.keys(files)) console.log(`  ${join(out, name)}`);
+  if (numbered)
+    console.log(`recorded new gRPC numbers in ${join(values.spec!, protoLockFile)}: commit it with the spec`);
   if (locked)
     console.log(
       `recorded the stored shape of schemaVersion ${model.schemaVersion} in ${join(values.spec!, lockFile)}: commit it with the spec`,

@@ -5,14 +5,16 @@ import type {
   EndpointModel,
   FieldModel,
   ProtoFieldModel,
+  ProtoOperationModel,
   ProtoReserved,
   ProtoStandardNumbers,
   ResourceModel,
 } from '../runtime/model/api-model.js';
 import { filterField } from '../runtime/model/api-model.js';
+import { ProtoNumbering, type NumberedEntry } from './proto-lock.js';
 import type { RpcKind, RpcRoute, V1Http } from '../runtime/grpc/rpc.js';
 import { lowerCamelCase as lowerCamel, snakeCase } from '../runtime/model/field-names.js';
-import { parentField } from './spec-proto.js';
+import { listParameters, parentField, type SpecOrigins } from './spec-proto.js';
 import { addV1Packages } from './proto-v1.js';
 
 export interface ProtoFieldDecl {
@@ -34,6 +36,7 @@ export interface ProtoMessageDecl {
 export interface ProtoEnumDecl {
   name: string;
   values: { name: string; number: number }[];
+  reserved?: ProtoReserved;
 }
 export interface RpcDecl extends RpcRoute {
   service: string;
@@ -69,6 +72,32 @@ const scalars: Partial<Record<FieldModel['type'], string>> = {
 };
 const pascal = (s: string) => s[0].toUpperCase() + s.slice(1);
 
+export type { SpecOrigins };
+const unplaced: SpecOrigins = {
+  resource: (c) => `resource ${c}`,
+  endpoint: (e) => `endpoint ${e.domain}.${e.name}`,
+  capability: (c) => `capability ${c}`,
+  domain: (d) => `domain ${d}: `,
+};
+
+/** On the wire: a field with a proto declaration, or without one unless the server keeps it to itself. */
+const onWire = (f: FieldModel): boolean => (f.proto ? true : f.proto !== false && !(f.inputOnly && f.outputOnly));
+const protoOf = (f: FieldModel): Partial<ProtoFieldModel> => f.proto || {};
+type StandardField = 'uid' | 'createTime' | 'updateTime';
+const standardDecl: Record<StandardField, [string, string]> = {
+  uid: ['uid', 'string'],
+  createTime: ['create_time', 'google.protobuf.Timestamp'],
+  updateTime: ['update_time', 'google.protobuf.Timestamp'],
+};
+/** The standard fields of a message the spec does not number: uid first, the timestamps it shows after its fields. */
+function standardEntries(numbers: ProtoStandardNumbers | undefined, shown: StandardField[]) {
+  if (numbers) return { before: Object.entries(numbers) as [StandardField, number][], after: [] };
+  return {
+    before: [['uid', undefined]] as [StandardField, undefined][],
+    after: shown.map((k): [StandardField, undefined] => [k, undefined]),
+  };
+}
+
 /** The full name of a type the spec names: a full name as it is, else relative to the package. */
 function resolve(pkg: string, name: string): string {
   return /^[a-z]/.test(name) ? name : `${pkg}.${name}`;
@@ -86,59 +115,126 @@ class SurfaceBuilder {
   constructor(
     private readonly model: ApiModel,
     private readonly problems: string[],
+    private readonly numbering: ProtoNumbering,
+    private readonly origins: SpecOrigins,
   ) {}
 
-  private addMessage(m: ProtoMessageDecl): void {
+  /**
+   * What the spec leaves out, completed from the lock or the convention: each domain's package, each served
+   * resource's service, each capability's number.
+   */
+  complete(): void {
+    for (const domain of this.model.domains)
+      this.model.proto.packages[domain] = this.numbering.packageOf(
+        domain,
+        this.model.proto.packages[domain],
+        this.model,
+      );
+    for (const r of Object.values(this.model.resources)) {
+      const served = Object.keys(r.operations).length > 0 || r.subresources.length > 0;
+      if (r.proto || served)
+        r.proto = { ...r.proto, service: this.numbering.serviceOf(r.collection, r.proto?.service) };
+    }
+  }
+
+  /** `at`: the declaration the message is made from, named in the problem of a name two declarations give. */
+  private addMessage(m: ProtoMessageDecl, at?: string): void {
     const known = this.surface.messages.get(m.name);
     if (known && JSON.stringify(known) !== JSON.stringify(m))
-      this.problems.push(`proto message ${m.name} is declared twice, differently`);
+      this.problems.push(`${at ? `${at}: ` : ''}proto message ${m.name} is declared twice, differently`);
     this.surface.messages.set(m.name, m);
   }
 
-  private addEnum(e: ProtoEnumDecl): void {
+  /** Enum values share the scope of their enum's parent (package or message), as protoc has it. */
+  private readonly enumScope = new Map<string, string>();
+
+  private addEnum(e: ProtoEnumDecl, at?: string): void {
+    const where = at ? `${at}: ` : '';
     const known = this.surface.enums.get(e.name);
     if (known && JSON.stringify(known) !== JSON.stringify(e))
-      this.problems.push(`proto enum ${e.name} is declared twice, differently`);
+      this.problems.push(`${where}proto enum ${e.name} is declared twice, differently`);
+    const scope = e.name.slice(0, e.name.lastIndexOf('.'));
+    for (const v of e.values) {
+      const other = this.enumScope.get(`${scope}.${v.name}`);
+      if (other && other !== e.name)
+        this.problems.push(
+          `${where}the value ${v.name} of ${e.name} is also one of ${other}, in the same scope ${scope}: rename one, or give the enum a proto type of its own`,
+        );
+      this.enumScope.set(`${scope}.${v.name}`, e.name);
+    }
     this.surface.enums.set(e.name, e);
   }
 
-  private enumOf(name: string, values: string[]): string {
+  /** An enum of the spec's values, numbered from the lock; `at` is where the values are declared. */
+  private enumOf(name: string, values: string[], at: string): string {
     if (name === this.model.proto.capabilities?.enum) return name;
     // proto3 cannot tell value 0 from a field left unset: it must mean unset.
     if (!/(^|_)(UNSPECIFIED|UNKNOWN)$/.test(values[0] ?? ''))
       this.problems.push(
-        `proto enum ${name}: its first value (0, what an unset field reads as) must be <NAME>_UNSPECIFIED, not ${values[0]}`,
+        `${at}: the first value of ${name} (0, what an unset field reads as) must be <NAME>_UNSPECIFIED, not ${values[0]}`,
       );
-    this.addEnum({ name, values: values.map((v, number) => ({ name: v, number })) });
+    this.numberedEnum(
+      name,
+      values.map((v) => ({ name: v })),
+      at,
+    );
     return name;
   }
 
-  /** The wire type of a spec field; object and enum fields declare their messages and enums on the way. */
-  private typeOf(pkg: string, owner: string, key: string, f: FieldModel, p: ProtoFieldModel): string {
+  private numberedEnum(name: string, entries: NumberedEntry[], at: string): Map<string, number> {
+    const numbers = this.numbering.enumValues(name, entries, () => at);
+    const values = entries.map((v) => ({ name: v.name, number: numbers.get(v.name)! }));
+    const reserved = this.numbering.reserved(name, 'enum');
+    this.addEnum({ name, values, ...(reserved ? { reserved } : {}) }, at);
+    return numbers;
+  }
+
+  /**
+   * The wire type of a spec field (declared at `at`); object and enum fields declare their messages and enums on
+   * the way. A field the spec gives no type keeps its enum inside its message, so two resources' `status` differ.
+   */
+  private typeOf(
+    pkg: string,
+    owner: string,
+    key: string,
+    f: FieldModel,
+    p: Partial<ProtoFieldModel>,
+    at: string,
+    numbered = true,
+  ) {
     if (p.scalar) return p.scalar;
     if (f.resource) {
       const r = this.model.resources[f.resource];
       return resolve(this.model.proto.packages[r.domain], r.proto?.message ?? r.type);
     }
+    const nested = `${owner.slice(pkg.length + 1)}.${pascal(key)}`;
     if (f.type === 'object') {
-      const name = resolve(pkg, p.type ?? `${owner.slice(pkg.length + 1)}.${pascal(key)}`);
-      this.message(pkg, name, f.fields ?? {});
+      const name = resolve(pkg, p.type ?? nested);
+      this.message(pkg, name, f.fields ?? {}, (k) => `${at}/fields/${k}`);
       return name;
     }
     // A string that travels as a well-known message (an endpoint's update_mask as google.protobuf.FieldMask).
     if (f.type === 'string' && p.type) return resolve(pkg, p.type);
-    if (f.type === 'enum') return this.enumOf(resolve(pkg, p.type ?? pascal(key)), f.values ?? []);
+    if (f.type === 'enum')
+      return this.enumOf(resolve(pkg, p.type ?? (numbered ? pascal(key) : nested)), f.values ?? [], `${at}/values`);
     return scalars[f.type]!;
   }
 
-  private fieldDecl(pkg: string, owner: string, key: string, f: FieldModel, p: ProtoFieldModel): ProtoFieldDecl {
+  private fieldDecl(
+    pkg: string,
+    owner: string,
+    key: string,
+    f: FieldModel,
+    p: Partial<ProtoFieldModel> & { number: number },
+    at: string,
+  ): ProtoFieldDecl {
     const name = p.name ?? snakeCase(key);
     const decl: ProtoFieldDecl = { name, number: p.number, type: '' };
     if (f.type === 'map') {
       decl.mapKey = p.key ?? 'string';
-      decl.type = this.typeOf(pkg, owner, key, f.mapValue!, p);
+      decl.type = this.typeOf(pkg, owner, key, f.mapValue!, p, `${at}/mapValue`, !!f.proto);
     } else {
-      decl.type = this.typeOf(pkg, owner, key, f, p);
+      decl.type = this.typeOf(pkg, owner, key, f, p, at, !!f.proto);
       if (f.repeated) decl.label = 'repeated';
     }
     if (p.optional) decl.label = 'optional';
@@ -147,35 +243,64 @@ class SurfaceBuilder {
     return decl;
   }
 
-  /** A message of spec fields: those with a proto number, and the standard fields it numbers. */
+  /**
+   * A message of spec fields on the wire, and the standard fields it carries (`standard`: those the spec numbers,
+   * else uid and the timestamps shown), numbered from the lock. `at(key)` is where field `key` is declared.
+   */
   message(
     pkg: string,
     name: string,
     fields: Record<string, FieldModel>,
-    numbers: ProtoStandardNumbers = {},
-    reserved?: ProtoReserved,
-  ): string {
-    const decls: ProtoFieldDecl[] = [];
-    if (numbers.uid) decls.push({ name: 'uid', number: numbers.uid, type: 'string' });
-    if (numbers.createTime) decls.push({ name: 'create_time', number: numbers.createTime, type: timestamp });
-    if (numbers.updateTime) decls.push({ name: 'update_time', number: numbers.updateTime, type: timestamp });
-    for (const [key, f] of Object.entries(fields)) if (f.proto) decls.push(this.fieldDecl(pkg, name, key, f, f.proto));
+    at: (key: string) => string,
+    standard: { numbers?: ProtoStandardNumbers; shown: StandardField[] } = { numbers: {}, shown: [] },
+    declaredReserved?: ProtoReserved,
+  ): ProtoFieldDecl[] {
+    const { before, after } = standardEntries(standard.numbers, standard.shown);
+    const wire = Object.entries(fields).filter(([, f]) => onWire(f));
+    const keyOf = new Map<string, string>();
+    const entries: NumberedEntry[] = [
+      ...before.map(([k, pinned]) => ({ name: standardDecl[k][0], pinned })),
+      ...wire.map(([key, f]) => {
+        const p = protoOf(f);
+        keyOf.set(p.name ?? snakeCase(key), key);
+        return { name: p.name ?? snakeCase(key), pinned: p.number };
+      }),
+      ...after.map(([k]) => ({ name: standardDecl[k][0] })),
+    ];
+    const numbers = this.numbering.message(name, entries, (entry) =>
+      keyOf.has(entry)
+        ? `${at(keyOf.get(entry)!)}/proto`
+        : `${at('').replace(/\/(fields|response)\/$/, '')}/proto/numbers`,
+    );
+    const decls: ProtoFieldDecl[] = [...before, ...after].map(([k]) => {
+      const [field, type] = standardDecl[k];
+      return { name: field, number: numbers.get(field)!, type };
+    });
+    for (const [key, f] of wire) {
+      const p = protoOf(f);
+      decls.push(this.fieldDecl(pkg, name, key, f, { ...p, number: numbers.get(p.name ?? snakeCase(key))! }, at(key)));
+    }
     decls.sort((a, b) => a.number - b.number);
-    this.addMessage({ name, fields: decls, ...(reserved ? { reserved } : {}) });
-    return name;
+    const reserved = this.numbering.reserved(name, 'message', declaredReserved);
+    this.addMessage({ name, fields: decls, ...(reserved ? { reserved } : {}) }, at('').replace(/\/$/, ''));
+    return decls;
   }
 
   private rpc(decl: Omit<RpcDecl, 'path'>): void {
     this.surface.rpcs.push({ ...decl, path: `/${decl.service}/${decl.name}` });
   }
 
+  /** The capability vocabulary as an enum: each capability's number the spec's, else the lock's, else a new one. */
   capabilities(): void {
     const c = this.model.proto.capabilities;
     if (!c) return;
-    const values = Object.entries(this.model.capabilities)
-      .filter(([, m]) => m.proto !== undefined)
-      .map(([name, m]) => ({ name, number: m.proto! }));
-    this.addEnum({ name: c.enum, values: [{ name: c.unspecified, number: 0 }, ...values] });
+    const caps = Object.entries(this.model.capabilities);
+    const entries = [{ name: c.unspecified, pinned: 0 }, ...caps.map(([name, m]) => ({ name, pinned: m.proto }))];
+    const numbers = this.numbering.enumValues(c.enum, entries, (name) => `${this.origins.capability(name)}/proto`);
+    for (const [name, m] of caps) m.proto = numbers.get(name)!;
+    const values = entries.map((v) => ({ name: v.name, number: numbers.get(v.name)! }));
+    const reserved = this.numbering.reserved(c.enum, 'enum');
+    this.addEnum({ name: c.enum, values, ...(reserved ? { reserved } : {}) });
   }
 
   /**
@@ -251,13 +376,19 @@ class SurfaceBuilder {
     if (!r.proto) return;
     const pkg = this.model.proto.packages[r.domain];
     const service = `${pkg}.${r.proto.service}`;
-    const message = this.message(
+    const at = this.origins.resource(r.collection);
+    const message = resolve(pkg, r.proto.message ?? r.type);
+    const shown = r.timestamps ?? ['createTime', 'updateTime'];
+    const fields = this.message(
       pkg,
-      resolve(pkg, r.proto.message ?? r.type),
+      message,
       { ...r.fields, ...r.presents },
-      r.proto.numbers,
+      (k) => `${at}/${r.presents && k in r.presents ? 'presents' : 'fields'}/${k}`,
+      { numbers: r.proto.numbers, shown },
       r.proto.reserved,
     );
+    // An empty message reads every request as empty: a create would answer "name is required", whatever was sent.
+    if (fields.length === 0) this.problems.push(`${at}/proto: ${message} would have no fields on the gRPC wire`);
     const singular = snakeCase(message.split('.').pop()!).replace(/^_/, '');
     for (const kind of ['list', 'get', 'create', 'update', 'delete'] as const) {
       const op = r.operations[kind];
@@ -266,9 +397,9 @@ class SurfaceBuilder {
       const request = `${pkg}.${name}Request`;
       const std = { service, name, kind, resource: r, request };
       if (kind === 'list') {
-        this.listRequest(r, request, op.proto!.request!, op.proto!.reserved);
+        const params = this.listRequest(r, request, op.proto, `${at}/operations/list/proto/request`);
         const response = this.listResponse(r, pkg, name, message, op.proto?.response);
-        this.rpc({ ...std, response, fields: this.listRouting(r, op.proto!.request!) });
+        this.rpc({ ...std, response, fields: this.listRouting(r, params) });
       } else if (kind === 'get' || kind === 'delete') {
         this.addMessage({ name: request, fields: [{ name: 'uid', number: 1, type: 'string' }] });
         const response = kind === 'get' ? message : 'google.protobuf.Empty';
@@ -298,8 +429,9 @@ class SurfaceBuilder {
     const name = `BatchCreate${pascal(r.collection)}`;
     const request = `${pkg}.${name}Request`;
     const create = `${pkg}.${r.operations.create!.proto?.rpc ?? `Create${r.type}`}Request`;
+    const at = this.origins.resource(r.collection);
     const shared = r.batchCreate!.shared.map((field, i) =>
-      this.fieldDecl(pkg, request, field, r.fields[field], { number: 3 + i }),
+      this.fieldDecl(pkg, message, field, r.fields[field], { number: 3 + i }, `${at}/fields/${field}`),
     );
     this.addMessage({
       name: request,
@@ -359,7 +491,9 @@ class SurfaceBuilder {
   }
 
   private subresource(r: ResourceModel, pkg: string, service: string, s: ResourceModel['subresources'][number]): void {
-    const message = this.message(pkg, resolve(pkg, s.proto?.message ?? s.type), s.fields, s.proto?.numbers);
+    const message = resolve(pkg, s.proto?.message ?? s.type);
+    const at = `${this.origins.resource(r.collection)}/subresources/${r.subresources.indexOf(s)}/fields`;
+    this.message(pkg, message, s.fields, (k) => `${at}/${k}`, { numbers: s.proto?.numbers, shown: [] });
     const rpcType = message.split('.').pop()!;
     const get = `Get${rpcType}`;
     this.addMessage({ name: `${pkg}.${get}Request`, fields: [{ name: 'uid', number: 1, type: 'string' }] });
@@ -386,7 +520,12 @@ class SurfaceBuilder {
   }
 
   /** A list request field: the hierarchy filter, paging, a filter (typed as its field), or an unserved filter. */
-  private listFieldType(r: ResourceModel, field: string, p: ProtoFieldModel): Pick<ProtoFieldDecl, 'type' | 'label'> {
+  private listFieldType(
+    r: ResourceModel,
+    field: string,
+    p: Partial<ProtoFieldModel>,
+    at: string,
+  ): Pick<ProtoFieldDecl, 'type' | 'label'> {
     const pkg = this.model.proto.packages[r.domain];
     if (field === 'uidp') return { type: this.hierarchyFilter() };
     if (field === 'page_size' || field === 'skip') return { type: 'int32' };
@@ -394,31 +533,48 @@ class SurfaceBuilder {
     const filter = r.filters.find((f) => snakeCase(f.param) === field);
     if (!filter) {
       if (!p.type) return { type: 'string' };
-      return { type: p.values ? this.enumOf(resolve(pkg, p.type), p.values) : resolve(pkg, p.type) };
+      return { type: p.values ? this.enumOf(resolve(pkg, p.type), p.values, at) : resolve(pkg, p.type) };
     }
     const f = filterField(r, filter);
-    const declared = filter.field ? r.fields[filter.field]?.proto : undefined;
+    const message = resolve(pkg, r.proto?.message ?? r.type);
+    const own = filter.field ? r.fields[filter.field] : undefined;
+    // A filter on an enum field the spec gives no type takes the field's own enum (Product.Colour).
+    const declared = own?.proto
+      ? own.proto.type
+      : own?.type === 'enum'
+        ? `${message}.${pascal(filter.field!)}`
+        : undefined;
     const type =
       f.type === 'enum'
-        ? this.enumOf(resolve(pkg, p.type ?? declared?.type ?? pascal(filter.param)), f.values ?? [])
-        : this.typeOf(pkg, resolve(pkg, r.proto?.message ?? r.type), filter.param, f, { number: p.number });
+        ? this.enumOf(resolve(pkg, p.type ?? declared ?? pascal(filter.param)), f.values ?? [], at)
+        : this.typeOf(pkg, message, filter.param, f, { number: p.number }, at);
     return filter.match === 'anyOf' ? { type, label: 'repeated' } : { type };
   }
 
-  private listRequest(
-    r: ResourceModel,
-    name: string,
-    numbers: Record<string, ProtoFieldModel>,
-    reserved?: ProtoReserved,
-  ) {
-    const fields = Object.entries(numbers).map(([field, p]) => {
-      const decl: ProtoFieldDecl = { name: field, number: p.number, ...this.listFieldType(r, field, p) };
+  /** A list request: the parameters the spec numbers, else every list parameter, numbered from the lock. */
+  private listRequest(r: ResourceModel, name: string, op: ProtoOperationModel | undefined, at: string): string[] {
+    const declared = op?.request;
+    const params = declared ? Object.keys(declared) : [...listParameters(r)];
+    const numbers = this.numbering.message(
+      name,
+      params.map((field) => ({ name: field, pinned: declared?.[field].number })),
+      (field) => `${at}/${field}`,
+    );
+    const fields = params.map((field) => {
+      const p = declared?.[field] ?? {};
+      const decl: ProtoFieldDecl = {
+        name: field,
+        number: numbers.get(field)!,
+        ...this.listFieldType(r, field, p, `${at}/${field}`),
+      };
       if (p.repeated) decl.label = 'repeated';
       if (p.optional) decl.label = 'optional';
       return decl;
     });
     fields.sort((a, b) => a.number - b.number);
+    const reserved = this.numbering.reserved(name, 'message', op?.reserved);
     this.addMessage({ name, fields, ...(reserved ? { reserved } : {}) });
+    return params;
   }
 
   private listResponse(
@@ -436,24 +592,25 @@ class SurfaceBuilder {
       skipped: { number: 4 },
     };
     const types: Record<string, string> = { next_page_token: 'string', total_count: 'int64', skipped: 'int32' };
+    const at = `${this.origins.resource(r.collection)}/operations/list/proto/response`;
     const fields = Object.entries(numbers).map(([name, p]): ProtoFieldDecl => {
-      const decl: ProtoFieldDecl = { name, number: p.number, type: name === items ? message : types[name] };
+      if (p.number === undefined) this.problems.push(`${at}/${name}: a declared list response numbers its fields`);
+      const decl: ProtoFieldDecl = { name, number: p.number ?? 0, type: name === items ? message : types[name] };
       if (name === items) decl.label = 'repeated';
       if (p.optional) decl.label = 'optional';
       return decl;
     });
-    if (!fields.some((f) => f.name === items))
-      this.problems.push(`resource ${r.collection}: the list response has no ${items}`);
+    if (!fields.some((f) => f.name === items)) this.problems.push(`${at}: the list response has no ${items}`);
     const name = `${pkg}.${rpc}Response`;
     this.addMessage({ name, fields });
     return name;
   }
 
   /** Where a list request's fields go: the query parameters of the HTTP list, or the parent of a nested list. */
-  private listRouting(r: ResourceModel, numbers: Record<string, ProtoFieldModel>): RpcRoute['fields'] {
+  private listRouting(r: ResourceModel, fields: string[]): RpcRoute['fields'] {
     const out: RpcRoute['fields'] = {};
     const params = [...r.filters.map((f) => f.param), ...r.unservedFilters];
-    for (const name of Object.keys(numbers)) {
+    for (const name of fields) {
       const json = lowerCamel(name);
       if (r.listPath && name === parentField(r)) out[json] = { to: 'param', name: 'parent' };
       else if (name === 'uidp') out[json] = { to: 'query', name: 'uidp.' };
@@ -470,15 +627,22 @@ class SurfaceBuilder {
     const pathParams = [...e.path.matchAll(/\{(\w+)\*?\}/g)].map((m) => m[1]);
     const fields: ProtoFieldDecl[] = [];
     const routing: RpcRoute['fields'] = {};
+    const at = this.origins.endpoint(e);
+    const numbers = this.numbering.message(
+      request,
+      Object.entries(e.proto.request).map(([field, p]) => ({ name: field, pinned: p.number })),
+      (field) => `${at}/proto/request/${field}`,
+    );
     for (const [field, p] of Object.entries(e.proto.request)) {
       const param = pathParams.find((n) => snakeCase(n) === field);
       const queryKey = Object.keys(e.query).find((n) => snakeCase(n) === field);
       const bodyKey = Object.keys(e.body ?? {}).find((n) => snakeCase(n) === field);
       const spec = queryKey ? e.query[queryKey] : bodyKey ? e.body![bodyKey] : undefined;
-      const decl: ProtoFieldDecl = { name: field, number: p.number, type: p.scalar ?? 'string' };
+      const decl: ProtoFieldDecl = { name: field, number: numbers.get(field)!, type: p.scalar ?? 'string' };
       if (spec && !p.scalar) {
         const asString = spec.type === 'enum' && !p.type;
-        decl.type = asString ? 'string' : this.typeOf(pkg, request, field, spec, p);
+        const where = `${at}/${queryKey ? `query/${queryKey}` : `body/${bodyKey}`}`;
+        decl.type = asString ? 'string' : this.typeOf(pkg, request, field, spec, p, where);
         if (spec.repeated) decl.label = 'repeated';
       }
       if (p.optional) decl.label = 'optional';
@@ -490,8 +654,14 @@ class SurfaceBuilder {
           ? { to: 'body', name: bodyKey }
           : { to: 'query', name: queryKey ?? json };
     }
-    this.addMessage({ name: request, fields: fields.sort((a, b) => a.number - b.number) });
-    const response = this.message(pkg, resolve(pkg, e.proto.response ?? `${name}Response`), e.response);
+    const reserved = this.numbering.reserved(request, 'message');
+    this.addMessage({
+      name: request,
+      fields: fields.sort((a, b) => a.number - b.number),
+      ...(reserved ? { reserved } : {}),
+    });
+    const response = resolve(pkg, e.proto.response ?? `${name}Response`);
+    this.message(pkg, response, e.response, (k) => `${at}/response/${k}`);
     this.rpc({
       service: `${pkg}.${e.proto.service}`,
       name,
@@ -515,7 +685,7 @@ const packageOf = (name: string) =>
  * same fields and numbers, and its rpcs again under the alias's paths, run by the same operations. A type of
  * another domain is named under that domain's alias of the same version, as the reference's v2beta1 files do.
  */
-function addAliases(model: ApiModel, s: ProtoSurface, problems: string[]): void {
+function addAliases(model: ApiModel, s: ProtoSurface, problems: string[], origins: SpecOrigins): void {
   const declared = new Set(Object.values(model.proto.packages));
   const versions = new Map<string, Map<string, string>>();
   for (const [domain, aliases] of Object.entries(model.proto.aliases)) {
@@ -523,7 +693,7 @@ function addAliases(model: ApiModel, s: ProtoSurface, problems: string[]): void 
     for (const alias of aliases) {
       const version = alias.split('.').pop()!;
       if (declared.has(alias))
-        problems.push(`domain ${domain}: /proto/aliases: ${alias} is the package of a domain already`);
+        problems.push(`${origins.domain(domain)}/proto/aliases: ${alias} is the package of a domain already`);
       else {
         const renames = versions.get(version) ?? versions.set(version, new Map()).get(version)!;
         renames.set(pkg, alias);
@@ -558,15 +728,24 @@ function addAliases(model: ApiModel, s: ProtoSurface, problems: string[]): void 
   }
 }
 
-/** The whole gRPC surface of the model; problems (a message declared twice, differently) are appended. */
-export function protoSurface(model: ApiModel, problems: string[]): ProtoSurface {
-  const b = new SurfaceBuilder(model, problems);
+/**
+ * The whole gRPC surface of the model, what the spec leaves out numbered from the lock (`numbering.next` is the
+ * lock to write); problems (a message declared twice, differently; a number a removed field had) are appended.
+ */
+export function protoSurface(
+  model: ApiModel,
+  problems: string[],
+  numbering = new ProtoNumbering(undefined, problems),
+  origins: SpecOrigins = unplaced,
+): ProtoSurface {
+  const b = new SurfaceBuilder(model, problems, numbering, origins);
+  b.complete();
   b.capabilities();
   b.tokenService();
   for (const r of Object.values(model.resources)) b.resource(r);
   for (const e of model.endpoints) if (e.version !== 'v1') b.endpoint(e);
   const s = b.surface;
-  addAliases(model, s, problems);
+  addAliases(model, s, problems, origins);
   addV1Packages(model, s, problems);
   for (const name of [...s.messages.keys(), ...s.enums.keys()]) s.packages.add(packageOf(name));
   return s;

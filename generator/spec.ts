@@ -19,7 +19,14 @@ import { standardFields, type ApiInfo } from '../runtime/model/api-model.js';
 import { snakeCase } from '../runtime/model/field-names.js';
 import type { ProtoApiModel, ProtoOperationModel, V1ProtoModel } from '../runtime/model/api-model.js';
 import { applySchemaLock, readSchemaLock } from './schema-lock.js';
-import { checkProto, normalizeFields, normalizeOperation, normalizeRequest, type RawProtoField } from './spec-proto.js';
+import {
+  checkProto,
+  normalizeFields,
+  normalizeOperation,
+  normalizeRequest,
+  type RawProtoField,
+  type SpecOrigins,
+} from './spec-proto.js';
 
 /** A spec problem, reported as "file: path: what is wrong". */
 export class SpecError extends Error {
@@ -188,11 +195,27 @@ interface Loading {
   grants: Map<string, Map<string, string>>;
   /** the i-th endpoint of model.endpoints -> "file: /endpoints/j" */
   endpointOrigin: string[];
+  /** domain -> its file */
+  domainOrigin: Map<string, string>;
   access?: RawAccess;
   /** the access.yaml read: the spec's, or the framework's when the spec has none */
   accessFile: string;
   /** domains of included modules that no file of the spec has added to yet */
   coreDomains: Set<string>;
+}
+
+const declared = new WeakMap<ApiModel, SpecOrigins>();
+
+/** Where loadSpec found each resource, endpoint and capability of the model, so later problems name the place. */
+export const specOrigins = (model: ApiModel): SpecOrigins | undefined => declared.get(model);
+
+function originsOf({ model, origin, endpointOrigin, capabilityOrigin, domainOrigin }: Loading): SpecOrigins {
+  return {
+    resource: (c) => origin.get(c) ?? `resource ${c}`,
+    endpoint: (e) => endpointOrigin[model.endpoints.indexOf(e)] ?? `endpoint ${e.domain}.${e.name}`,
+    capability: (c) => capabilityOrigin.get(c) ?? `capability ${c}`,
+    domain: (d) => `${domainOrigin.get(d) ?? `domain ${d}`}: `,
+  };
 }
 
 /** Loads every domain file of specDir (sorted, so output is deterministic) into one ApiModel. */
@@ -216,6 +239,7 @@ export function loadSpec(specDir: string): ApiModel {
     endpointOrigin: [],
     accessFile: accessFile ? join(specDir, accessFile) : join(frameworkSpecDir, 'access.yaml'),
     coreDomains: new Set(),
+    domainOrigin: new Map(),
   };
   readAccess(loading);
   // In file-name order, an included module just before the spec's file of the same name (which adds to it).
@@ -241,7 +265,9 @@ export function loadSpec(specDir: string): ApiModel {
     );
   }
   checkCapabilitiesUsed(loading);
-  checkProto(loading.model, problems);
+  const origins = originsOf(loading);
+  declared.set(loading.model, origins);
+  checkProto(loading.model, problems, origins);
   applySchemaLock(loading.model, readSchemaLock(specDir), (c) => loading.origin.get(c)!, problems);
   if (problems.length > 0) throw new SpecError(problems);
   return loading.model;
@@ -352,14 +378,13 @@ function checkIncludes({ model, problems, origin, endpointOrigin }: Loading, inc
   if (problems.length > before) throw new SpecError(problems.slice(before));
 }
 
-/** onWire: the file's capabilities travel in the gRPC Capability enum, so each needs its number there. */
-function addCapabilities(loading: Loading, caps: RawCapabilities, file: string, onWire: boolean): void {
+/** A capability's gRPC number is the spec's, or one the generator gives it (generator/proto-lock.ts). */
+function addCapabilities(loading: Loading, caps: RawCapabilities, file: string): void {
   const { model, grants, problems, capabilityOrigin, capabilityNumbers } = loading;
   for (const [name, c] of Object.entries(caps)) {
     const at = `${file}: /capabilities/${name}`;
     if (model.capabilities[name]) problems.push(`${at}: is already declared in ${capabilityOrigin.get(name)}`);
     else capabilityOrigin.set(name, at);
-    if (onWire && c.proto === undefined) problems.push(`${at}/proto: its number in ${model.proto.capabilities!.enum}`);
     const taken = c.proto === undefined ? undefined : capabilityNumbers.get(c.proto);
     // Two values with one number make the Capability enum invalid: every .proto loader refuses it.
     if (taken && taken !== name)
@@ -390,7 +415,7 @@ function readAccess(loading: Loading): void {
   }
   loading.access = raw;
   if (raw.proto) loading.model.proto.capabilities = raw.proto;
-  addCapabilities(loading, raw.capabilities, file, !!raw.proto);
+  addCapabilities(loading, raw.capabilities, file);
 }
 
 /** The domain's gRPC package and its aliases, each ending in its version (v2beta1) so references can follow it. */
@@ -422,8 +447,10 @@ function readDomain(loading: Loading, file: string, core: boolean): void {
   if (core) loading.coreDomains.add(raw.domain);
   if (model.domains.includes(raw.domain) && !adding)
     problems.push(`${file}: /domain: "${raw.domain}" is declared twice`);
-  if (raw.capabilities) addCapabilities(loading, raw.capabilities, file, !!raw.proto && !!model.proto.capabilities);
+  if (raw.capabilities) addCapabilities(loading, raw.capabilities, file);
   if (!adding) model.domains.push(raw.domain);
+  // A domain's problems name the last file that declared it: the spec's own, where it adds to a module.
+  loading.domainOrigin.set(raw.domain, file);
   model.domainTitles[raw.domain] = raw.title;
   if (raw.proto) readProtoPackage(loading, file, raw.domain, raw.proto);
   readV1Proto(model, raw);
@@ -658,6 +685,13 @@ const notScalar = (f: FieldModel) => !!f.repeated || f.type === 'object' || f.ty
 
 function checkFields(r: RawResource, at: string, problems: string[]): void {
   if (r.presents && !r.presenter) problems.push(`${at}/presents: only a resource with a presenter presents fields`);
+  // A presented field is shown beside the stored ones: one JSON and proto name for two would hide one of them.
+  const stored = new Map(Object.keys(r.fields).map((n) => [snakeCase(n), n]));
+  for (const name of Object.keys(r.presents ?? {}))
+    if (stored.has(snakeCase(name)))
+      problems.push(
+        `${at}/presents/${name}: its wire name ${snakeCase(name)} is also the field ${stored.get(snakeCase(name))}'s`,
+      );
   for (const [name, f] of Object.entries(r.fields)) {
     if (name in standardFields) problems.push(`${at}/fields/${name}: is a standard field, declared by the server`);
     if (f.setOnCreate && (f.type !== 'timestamp' || !f.outputOnly || f.repeated))
@@ -701,6 +735,8 @@ function checkFilters(r: RawResource, all: Record<string, FieldModel>, at: strin
     for (const name of named) {
       const field = all[name];
       if (!field) problems.push(`${at}/filters/${j}: no field "${name}"`);
+      else if (field.inputOnly && field.outputOnly)
+        problems.push(`${at}/filters/${j}/field: "${name}" is never returned: a filter on it would tell its values`);
       else if (flt.match !== 'set' && notScalar(field))
         problems.push(`${at}/filters/${j}/field: "${name}" is not a scalar field`);
       else if (matchProblem(flt.match, field))
@@ -710,9 +746,24 @@ function checkFilters(r: RawResource, all: Record<string, FieldModel>, at: strin
     }
   });
   const params = [...filters.map((f) => f.param), ...(r.unservedFilters ?? [])];
-  for (const [i, name] of params.entries())
+  const paths = [
+    ...filters.map((_, j) => `${at}/filters/${j}/param`),
+    ...params.slice(filters.length).map((_, k) => `${at}/unservedFilters/${k}`),
+  ];
+  // One name in the query and in the list request message: the snake_case of each, and none of every list's own.
+  const wire = params.map((p) => snakeCase(p));
+  for (const [i, name] of params.entries()) {
+    const twin = wire.indexOf(wire[i]);
     if (params.indexOf(name) < i) problems.push(`${at}: the list parameter "${name}" is declared twice`);
+    else if (twin < i)
+      problems.push(`${paths[i]}: "${name}" and "${params[twin]}" are one parameter on the wire (${wire[i]})`);
+    if (listOwn.has(wire[i]) || wire[i].startsWith('uidp'))
+      problems.push(`${paths[i]}: "${name}" is a parameter of every list (${[...listOwn].join(', ')}, uidp.*)`);
+  }
 }
+
+/** The parameters every list takes, by their wire name. */
+const listOwn = new Set(['page_size', 'page_token', 'order_by', 'skip']);
 
 function orderOf(
   r: RawResource,

@@ -209,10 +209,17 @@ test('mistakes that would break the server later fail at generate, each named by
       '      stock: { type: int64, example: many }',
       // 7: a column and wire name the server keeps for itself
       '      parent_uid: { type: string }',
-      // 8: a substring of a number, a range over an enum
+      '      secret: { type: string, inputOnly: true, outputOnly: true }',
+      // 12: a presented field with a stored field's wire name
+      '    presenter: products',
+      '    presents: { stock: { type: string } }',
+      // 8: a substring of a number, a range over an enum; 13: a filter on a field never returned
       '    filters:',
       '      - { param: stockText, field: stock, match: contains }',
       '      - { param: minColour, field: colour, match: atLeast }',
+      '      - { param: secret, field: secret, match: exact }',
+      // 14: one parameter on the wire for two, a parameter every list has
+      '    unservedFilters: [stock_text, pageSize]',
       // 9: a v1 name another field has
       '    v1: { collection: products, fields: { stock: colour } }',
       // 10: a capability nobody declares
@@ -248,7 +255,46 @@ test('mistakes that would break the server later fail at generate, each named by
     `${at}/resources/1/filters/1/match: atLeast on "colour" (enum): a range needs an ordered type`,
     `${at}/resources/1/v1/fields/stock: the v1 name colour is also colour's`,
     `${at}/resources/1/operations/get: unknown capability CAP_PRODUCTS_GIT`,
+    `${at}/resources/1/presents/stock: its wire name stock is also the field stock's`,
+    `${at}/resources/1/filters/2/field: "secret" is never returned: a filter on it would tell its values`,
+    `${at}/resources/1/unservedFilters/0: "stock_text" and "stockText" are one parameter on the wire (stock_text)`,
+    `${at}/resources/1/unservedFilters/1: "pageSize" is a parameter of every list (page_size, page_token, order_by, skip, uidp.*)`,
     `${shades}: /resources/0/fields/tone/values: must NOT have duplicate items`,
+  ])
+    assert.ok(r.stderr.includes(problem), `expected:\n${problem}\nin:\n${r.stderr}`);
+});
+
+test('mistakes in the gRPC surface fail at generate, named by the file and path that make them', () => {
+  const spec = join(scratch, 'surface-spec');
+  cpSync('spec', spec, { recursive: true });
+  const paints = join(spec, 'paints.yaml');
+  writeFileSync(
+    paints,
+    [
+      'domain: paints',
+      'title: Paints',
+      'resources:',
+      '  - type: Paint',
+      '    collection: paints',
+      '    parent: groups',
+      '    fields:',
+      // two enums of one package, one value name: protoc refuses the file
+      '      tint: { type: enum, values: [TINT_UNSPECIFIED, RED], proto: { type: Tint } }',
+      '      shade: { type: enum, values: [SHADE_UNSPECIFIED, RED], proto: { type: Shade } }',
+      // one enum name for two sets of values
+      '      finish: { type: enum, values: [FINISH_UNSPECIFIED, MATT], proto: { type: Tint } }',
+      // a first value that is not the unset one
+      '      gloss: { type: enum, values: [HIGH, LOW] }',
+      '    operations: { get: { capability: CAP_REPO_LIST } }',
+    ].join('\n'),
+  );
+  const r = generate(spec, join(scratch, 'surface-out'));
+  assert.is(r.status, 1, r.stdout);
+  const at = `${paints}: /resources/0/fields`;
+  for (const problem of [
+    `${at}/shade/values: the value RED of platform.paints.v2.Shade is also one of platform.paints.v2.Tint, in the same scope platform.paints.v2`,
+    `${at}/finish/values: proto enum platform.paints.v2.Tint is declared twice, differently`,
+    `${at}/gloss/values: the first value of platform.paints.v2.Paint.Gloss (0, what an unset field reads as) must be <NAME>_UNSPECIFIED, not HIGH`,
   ])
     assert.ok(r.stderr.includes(problem), `expected:\n${problem}\nin:\n${r.stderr}`);
 });

@@ -73,13 +73,17 @@ export interface FieldModel {
   /** an object field holding a record of this collection, shown as its get answers it (fields filled in by the loader) */
   resource?: string;
   description?: string;
-  /** how the field travels in gRPC messages; a field without one is not on the gRPC wire */
-  proto?: ProtoFieldModel;
+  /**
+   * how the field travels in gRPC messages; without one it travels as the convention has it, numbered by the
+   * generator (spec/proto.lock.json); false: not on the gRPC wire (a field the reference's message does not have)
+   */
+  proto?: ProtoFieldModel | false;
 }
 
 /** A field of a gRPC message: its number, and its name or type where the convention does not give them. */
 export interface ProtoFieldModel {
-  number: number;
+  /** default: assigned by the generator and recorded in spec/proto.lock.json */
+  number?: number;
   /** default: the snake_case of the spec name */
   name?: string;
   /** message or enum: relative to the domain's package (Identity.ClaimMatch) or a full name */
