@@ -139,7 +139,10 @@ test('HTTP: shelves and their books, with a filter, an enum, an int64, a mask an
   assert.is((await call('GET', `/catalog/v2/books/${dune.body.uid}`)).status, 404, 'the books went with the shelf');
 });
 
-test("gRPC: the catalog's services, from the project's own protos", async () => {
+test("gRPC: the catalog's services, from the project's own protos, numbered by generate", async () => {
+  // The template's spec writes no proto number: generate assigned them and recorded them beside the spec.
+  const lock = JSON.parse(readFileSync(join(project, 'spec', 'proto.lock.json'), 'utf8'));
+  assert.ok(JSON.stringify(lock).includes('example.catalog.v1.Book'), 'the project has its own proto lock');
   const grpc: GrpcTestClient = grpcClient(url, token, join(project, 'generated'), 'example');
   try {
     const shelf = await grpc.call('catalog.v1.ShelvesService', 'CreateShelf', {
