@@ -13,6 +13,7 @@ import { postgresql } from './dialect.js';
 import type { Row } from '../model/records.js';
 import { buildCounts } from './scope-counts.js';
 import { migrate, type StoredSchema } from './schema-versions.js';
+import { serverStateEntity } from './server-state.js';
 import type { Sql } from './sql.js';
 import { countedTables, storedEntities, type ReadLimits, type Store, type TransactionOptions } from './store.js';
 import { faultOf, isLostRace, isOutage } from './postgres-faults.js';
@@ -77,7 +78,8 @@ function sqlOn(client: pg.Pool | pg.PoolClient, limits?: ReadLimits): Sql {
 export function openPostgresOrm(url: string, entities: EntitySchema[]): Promise<MikroORM> {
   return MikroORM.init({
     clientUrl: url,
-    entities: storedEntities(entities),
+    // server_state: what instances share besides the records (SQLite keeps it in DATA_DIR's files)
+    entities: [...storedEntities(entities), serverStateEntity as EntitySchema],
     debug: false,
     allowGlobalContext: false,
     pool: { min: 0, max: 2 },
