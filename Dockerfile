@@ -1,5 +1,7 @@
 # The Platform API as a container: the release that `npm run build` makes (see docs/operating.md), on Node 20.
 # Build: docker build -t platform-api .   Run: docker run -p 8080:8080 -v platform-data:/data platform-api
+# A first token (for the owner made on first start), with plain node in the image:
+#   docker run --rm -v platform-data:/data platform-api node server/token.js   (on PostgreSQL: -e DATABASE_URL=...)
 # test/release.test.ts builds the same release and starts it with this file's ENV, WORKDIR and CMD.
 
 # The build stage: every dependency (the generator and esbuild too), the generated parts, the release.

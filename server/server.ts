@@ -21,10 +21,12 @@ import {
   type DataParts,
 } from '../runtime/operate/open-resources.js';
 import { TokenIssuer } from '../runtime/access/issuer.js';
+import { keyRow } from '../runtime/access/signing-keys.js';
+import type { ServerState } from '../runtime/storage/server-state.js';
 import { RefreshTokens } from '../runtime/access/refresh-tokens.js';
 import { DeliveryWorker } from '../runtime/events/delivery-worker.js';
 import { EventQuotas } from '../runtime/events/quotas.js';
-import { recordIssuer } from '../runtime/operate/issuer-record.js';
+import { recordIssuer, recordSharedIssuer } from '../runtime/operate/issuer-record.js';
 import { Operations } from '../runtime/pipeline/operations.js';
 import { createRouteOperations } from '../runtime/http/route-operations.js';
 import { Router } from '../runtime/http/router.js';
@@ -37,7 +39,7 @@ import { v1Rpcs } from '../runtime/grpc/v1.js';
 import type { V1RpcRoute } from '../runtime/grpc/rpc.js';
 import type { HttpContext } from '../runtime/http/context.js';
 import { loadValidators } from '../runtime/pipeline/validation.js';
-import type { Store } from '../runtime/storage/store.js';
+import type { StatementObserver, Store } from '../runtime/storage/store.js';
 import type { Resources } from '../runtime/resources/standard-methods.js';
 import { healthRoutes } from '../runtime/http/health.js';
 import { docsRoutes } from '../runtime/http/docs-page.js';
@@ -187,11 +189,19 @@ function watchStorage(metrics: Metrics, store: Store, resources: Resources): voi
 }
 
 /** The server as its own issuer, at ISSUER_URL or the URL it listens on (with PORT=0 known only once listening). */
-async function openIssuer(config: Config, url: string, metrics: Metrics | undefined): Promise<TokenIssuer> {
+async function openIssuer(
+  config: Config,
+  url: string,
+  metrics: Metrics | undefined,
+  shared: ServerState | undefined,
+): Promise<TokenIssuer> {
   const iss = config.issuerUrl ?? url;
-  const issuer = await TokenIssuer.open(config.dataDir, iss, config.audience ?? iss);
+  const keys = shared ? await keyRow(shared, config.dataDir) : config.dataDir;
+  const issuer = await TokenIssuer.open(keys, iss, config.audience ?? iss);
   if (metrics) issuer.observe = (outcome, reason) => metrics.tokenChecked(outcome, reason);
-  recordIssuer(config.dataDir, { issuer: iss, audience: config.audience ?? iss });
+  const record = { issuer: iss, audience: config.audience ?? iss };
+  recordIssuer(config.dataDir, record);
+  if (shared) await recordSharedIssuer(shared, record);
   return issuer;
 }
 
@@ -238,10 +248,9 @@ export async function startServer(given: Config, generated?: GeneratedParts): Pr
   // Events are delivered where the spec includes the framework's events core (its subscriptions and deliveries).
   const config: Config = { ...given, events: model.resources.deliveries && given.events };
   const metrics = config.metrics === 'off' ? undefined : new Metrics();
-  const statement =
-    metrics && ((kind: Parameters<Metrics['statement']>[0], seconds: number) => metrics.statement(kind, seconds));
-  const { store, resources } = await openResources(config, parts, statement);
-  await ensureBootstrap(store, model, config.dataDir);
+  const timed: StatementObserver | undefined = metrics && ((kind, seconds) => metrics.statement(kind, seconds));
+  const { store, resources, shared } = await openResources(config, parts, timed);
+  await ensureBootstrap(store, model, config.dataDir, shared);
   // A database from before credentials were sealed holds them in plain text: sealed now, before any request.
   await resources.sealStoredSecrets();
   performance.mark('bootstrap');
@@ -315,7 +324,7 @@ export async function startServer(given: Config, generated?: GeneratedParts): Pr
   const grpcPort = config.grpcPort === undefined ? undefined : await grpc.listen(config.host, config.grpcPort);
   performance.mark('listen');
   const url = defaultIssuer({ ...config, port: (server.address() as AddressInfo).port, issuerUrl: undefined });
-  issuer = await openIssuer(config, url, metrics);
+  issuer = await openIssuer(config, url, metrics, shared);
   performance.mark('keys');
   deliveries = config.events && new DeliveryWorker(resources, () => issuer!, config.events, quotas, log);
   deliveries?.start();
@@ -332,6 +341,7 @@ export async function startServer(given: Config, generated?: GeneratedParts): Pr
     close: async () => {
       await deliveries?.stop();
       await Promise.all([grpc.close(config.shutdownGraceMs), closeWithin(server, config.shutdownGraceMs, connections)]);
+      issuer?.close();
       await store.close();
     },
   };

@@ -339,7 +339,7 @@ test('every kind of bad credential is 401 UNAUTHENTICATED with an ErrorInfo', as
 
 test('expired, wrong-audience and wrong-issuer tokens of our own key are refused', async () => {
   const { importJWK } = await import('jose');
-  const keys = JSON.parse((await import('node:fs')).readFileSync(`${s.dataDir}/signing-keys.json`, 'utf8'));
+  const keys = await s.signingKeys();
   const key = await importJWK(keys[keys.length - 1].privateJwk, 'ES256');
   const now = Math.floor(Date.now() / 1000);
   const sign = (iss: string, aud: string, exp: number) =>

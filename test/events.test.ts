@@ -466,7 +466,7 @@ test('the sample receiver accepts its own deliveries and refuses replays with ot
     assert.is(await replay(captured, {}, captured.body.replace('replayed', 'tampered')), 403);
     assert.is(await replay(forOther), 403, "another subscription's token, though of the same group and sink");
     // A token of our issuer with this subscription's audience and the right claims, but another group's subject.
-    const issuer = await TokenIssuer.open(s.dataDir, s.url, s.url);
+    const { issuer } = s;
     const claims = decodeJwt(String(captured.headers.authorization).replace(/^Bearer /, ''));
     const { token } = await issuer.mint(`webhook:${org}`, 300, claims.aud, { webhook: claims.webhook });
     assert.is(await replay(captured, { authorization: `Bearer ${token}` }), 403);

@@ -1,7 +1,8 @@
 // The release folder (npm run build) started as the Dockerfile's image starts it (test/support/release.ts): built
 // outside the repository, then the image's CMD in that folder with its ENV (HOST=0.0.0.0; only PORT and DATA_DIR
 // point at a free port and a scratch directory), no TypeScript tooling on PATH or in the folder. It answers ping
-// over HTTP and gRPC, the image's HEALTHCHECK passes, and SIGTERM stops it with exit 0.
+// over HTTP and gRPC, the image's HEALTHCHECK passes, and SIGTERM stops it with exit 0. Its token command mints
+// a first token with plain node, on SQLite and on PostgreSQL.
 import { spawnSync } from 'node:child_process';
 import { existsSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
@@ -10,6 +11,8 @@ import { test } from 'uvu';
 import * as assert from 'uvu/assert';
 import { grpcClient } from './support/grpc-client.js';
 import { exitOf } from './support/process.js';
+import { newDatabase, stopOwnCluster } from './support/postgres.js';
+import { readBootstrap } from '../runtime/access/bootstrap.js';
 import { argumentsOf, builtRelease, dockerfileStages, imageRecipe, startRelease } from './support/release.js';
 
 const scratch = mkdtempSync(join(tmpdir(), 'platform-api-release-data-'));
@@ -80,6 +83,46 @@ test('the release starts as the image does, answers ping over HTTP and gRPC, and
     assert.match(server.output(), /platform-api stopped/);
   } finally {
     server.child.kill('SIGKILL');
+  }
+});
+
+/** The release's token command as a user of the image runs it: plain node in the release folder, the image's ENV. */
+function releaseToken(dir: string, env: Record<string, string>): string {
+  const { env: imageEnv } = imageRecipe();
+  const r = spawnSync(process.execPath, ['server/token.js'], {
+    cwd: dir,
+    env: { PATH: '/usr/local/bin:/usr/bin:/bin', HOME: dir, ...imageEnv, ...env },
+    encoding: 'utf8',
+  });
+  assert.is(r.status, 0, `node server/token.js: ${r.stderr}`);
+  return r.stdout.trim();
+}
+
+async function ownerCan(url: string, token: string, organization: string): Promise<void> {
+  const res = await fetch(`${url}/iam/v2/groups/${organization}`, { headers: { authorization: `Bearer ${token}` } });
+  assert.is(res.status, 200, `the minted token is accepted: ${await res.text()}`);
+}
+
+test('node server/token.js in the release mints a token the release accepts, on SQLite and PostgreSQL', async () => {
+  const { dir } = builtRelease();
+  const dataDir = join(scratch, 'token-data');
+  mkdirSync(dataDir, { mode: 0o700 });
+  const onSqlite = await startRelease(dir, { PORT: '0', DATA_DIR: dataDir });
+  try {
+    await ownerCan(onSqlite.url, releaseToken(dir, { DATA_DIR: dataDir }), readBootstrap(dataDir)!.organization);
+  } finally {
+    onSqlite.child.kill('SIGKILL');
+  }
+  // On PostgreSQL the command needs the database alone: a data directory of its own, never the server's.
+  const DATABASE_URL = await newDatabase();
+  const serverDir = join(scratch, 'pg-server-data');
+  const onPostgres = await startRelease(dir, { PORT: '0', DATA_DIR: serverDir, DATABASE_URL });
+  try {
+    const minted = releaseToken(dir, { DATA_DIR: join(scratch, 'pg-token-data'), DATABASE_URL });
+    await ownerCan(onPostgres.url, minted, readBootstrap(serverDir)!.organization);
+  } finally {
+    onPostgres.child.kill('SIGKILL');
+    await stopOwnCluster();
   }
 });
 

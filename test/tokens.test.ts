@@ -1,7 +1,6 @@
 // Every class of token attack is 401 UNAUTHENTICATED, structured, on every kind of route: one that needs a
 // capability, one that needs only a caller, and one that needs nothing.
 import { createHmac } from 'node:crypto';
-import { readFileSync } from 'node:fs';
 import { SignJWT, generateKeyPair, importJWK, type JWK } from 'jose';
 import { test } from 'uvu';
 import * as assert from 'uvu/assert';
@@ -16,7 +15,7 @@ const now = () => Math.floor(Date.now() / 1000);
 
 test.before(async () => {
   s = await startTestServer();
-  const keys = JSON.parse(readFileSync(`${s.dataDir}/signing-keys.json`, 'utf8'));
+  const keys = await s.signingKeys();
   signingKey = keys[keys.length - 1];
 });
 test.after(async () => s.stop());

@@ -3,6 +3,8 @@ import { existsSync, readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import type { ApiModel } from '../model/api-model.js';
 import { now } from '../model/records.js';
+import type { ServerState } from '../storage/server-state.js';
+import type { Sql } from '../storage/sql.js';
 import type { Store } from '../storage/store.js';
 import { Table } from '../tables/table.js';
 import { newChildUid, newRootUid } from '../model/uid.js';
@@ -19,19 +21,36 @@ export function readBootstrap(dataDir: string): Bootstrap | undefined {
   return existsSync(file) ? (JSON.parse(readFileSync(file, 'utf8')) as Bootstrap) : undefined;
 }
 
+/**
+ * Where several instances share a PostgreSQL database, the record is its row of server_state (the data
+ * directory's file a copy, for tools and tests that read it there); the first instance to claim the row makes
+ * the organization, in the same transaction, and the others read what it made.
+ */
+export async function sharedBootstrap(shared: ServerState, sql?: Sql): Promise<Bootstrap | undefined> {
+  const found = await shared.read(rowName, sql);
+  return found && (JSON.parse(found.value) as Bootstrap);
+}
+
+const rowName = 'bootstrap';
+
 /** Idempotent: built-in roles follow the spec on every start; the organization is made only once. */
-export async function ensureBootstrap(store: Store, model: ApiModel, dataDir: string): Promise<Bootstrap> {
+export async function ensureBootstrap(
+  store: Store,
+  model: ApiModel,
+  dataDir: string,
+  shared?: ServerState,
+): Promise<Bootstrap> {
   const [groups, identities, roles, roleBindings] = ['groups', 'identities', 'roles', 'roleBindings'].map(
     (c) => new Table(store, model.resources[c].type),
   );
-  return store.transaction(async (sql) => {
+  const made = await store.transaction(async (sql) => {
     const time = now();
     for (const role of model.roles) {
       const fields = { name: role.name, description: role.description, capabilities: role.capabilities };
       if (await roles.get(role.uid, sql)) await roles.update(sql, role.uid, fields);
       else await roles.insert(sql, { uid: role.uid, parentUid: null, createTime: time, updateTime: time, ...fields });
     }
-    const existing = readBootstrap(dataDir);
+    const existing = shared ? await claimed(shared, sql, dataDir) : readBootstrap(dataDir);
     if (existing) return existing;
     const organization = newRootUid();
     const owner = newRootUid();
@@ -65,7 +84,20 @@ export async function ensureBootstrap(store: Store, model: ApiModel, dataDir: st
       });
     }
     const result = { organization, owner };
-    writeFileSync(fileOf(dataDir), `${JSON.stringify(result, null, 2)}\n`, { flag: 'wx', mode: 0o600 });
+    if (shared) await shared.change(rowName, () => JSON.stringify(result), sql);
+    else writeFileSync(fileOf(dataDir), `${JSON.stringify(result, null, 2)}\n`, { flag: 'wx', mode: 0o600 });
     return result;
   });
+  if (shared) writeFileSync(fileOf(dataDir), `${JSON.stringify(made, null, 2)}\n`, { mode: 0o600 });
+  return made;
+}
+
+/**
+ * The shared record, or undefined when this transaction claimed the row (an empty value until it commits the
+ * organization it makes). A database whose instances shared DATA_DIR before takes its file's record.
+ */
+async function claimed(shared: ServerState, sql: Sql, dataDir: string): Promise<Bootstrap | undefined> {
+  const file = readBootstrap(dataDir);
+  if (await shared.insert(sql, rowName, file ? JSON.stringify(file) : '')) return file;
+  return sharedBootstrap(shared, sql);
 }

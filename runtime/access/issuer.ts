@@ -1,10 +1,8 @@
-// The server as its own OIDC issuer: ES256 signing keys kept in the data directory, tokens, JWKS, discovery.
-import { randomBytes } from 'node:crypto';
-import { existsSync, readFileSync, renameSync, statSync, writeFileSync } from 'node:fs';
-import { join } from 'node:path';
-import { createLocalJWKSet, errors, exportJWK, generateKeyPair, importJWK, jwtVerify, SignJWT, type JWK } from 'jose';
+// The server as its own OIDC issuer: ES256 signing keys (runtime/access/signing-keys.ts), tokens, JWKS, discovery.
+import { createLocalJWKSet, errors, importJWK, jwtVerify, SignJWT, type JWK } from 'jose';
 import { ApiError, unauthenticated } from '../model/errors.js';
 import { isUidPath } from '../model/uid.js';
+import { keyFile, newKey, type KeySet, type SigningKeyStore, type StoredKey } from './signing-keys.js';
 
 /** Tokens last at most this long. */
 export const maxTokenSeconds = 3600;
@@ -91,31 +89,16 @@ function claimsNotOurs(payload: Record<string, unknown>, nowSeconds: number): st
   return undefined;
 }
 
-interface StoredKey {
-  kid: string;
-  createdAt: string;
-  privateJwk: JWK;
-  publicJwk: JWK;
-}
-
-async function newKey(): Promise<StoredKey> {
-  const { privateKey, publicKey } = await generateKeyPair('ES256', { extractable: true });
-  const kid = randomBytes(8).toString('hex');
-  return {
-    kid,
-    createdAt: new Date().toISOString(),
-    privateJwk: { ...(await exportJWK(privateKey)), kid, alg: 'ES256', use: 'sig' },
-    publicJwk: { ...(await exportJWK(publicKey)), kid, alg: 'ES256', use: 'sig' },
-  };
-}
-
 const maxVerifiedTokens = 10_000;
 
 export class TokenIssuer {
   private keys: StoredKey[] = [];
-  private loadedAt = 0;
+  private tag?: string;
   private checkedAt = 0;
-  /** The verification key set, built once per load of the key file rather than per request. */
+  /** A look at the keys under way (a database's is a round trip): one at a time. */
+  private looking?: Promise<void>;
+  private watch?: NodeJS.Timeout;
+  /** The verification key set, built once per load of the keys rather than per request. */
   private keySet?: ReturnType<typeof createLocalJWKSet>;
   /**
    * Tokens that verified, with their subject and expiry: a client sends the same token with every request, and
@@ -124,59 +107,77 @@ export class TokenIssuer {
   private readonly verified = new Map<string, { subject: string; expiresMs: number }>();
 
   private constructor(
-    private readonly file: string,
+    private readonly store: SigningKeyStore,
     readonly issuer: string,
     readonly audience: string,
   ) {}
 
-  /** Opens the key file of dataDir, creating the first key if there is none. */
-  static async open(dataDir: string, issuer: string, audience: string): Promise<TokenIssuer> {
-    const t = new TokenIssuer(join(dataDir, 'signing-keys.json'), issuer, audience);
-    if (!existsSync(t.file)) {
-      try {
-        writeFileSync(t.file, JSON.stringify([await newKey()], null, 2), { mode: 0o600, flag: 'wx' });
-      } catch (e) {
-        // Another process (the token CLI, a second server) created it first: use theirs.
-        if ((e as NodeJS.ErrnoException).code !== 'EEXIST') throw e;
-      }
+  /**
+   * The issuer over its keys: a data directory's key file (made with a first key if there is none), or a store
+   * of keys (the database's row, runtime/access/signing-keys.ts), looked at every watchMs.
+   */
+  static async open(keys: string | SigningKeyStore, issuer: string, audience: string): Promise<TokenIssuer> {
+    const t = new TokenIssuer(typeof keys === 'string' ? await keyFile(keys) : keys, issuer, audience);
+    t.adopt(await t.store.read());
+    if (t.store.watchMs) {
+      // A failed look (the database away a moment) keeps the keys known: the next one tries again.
+      const look = () => void Promise.resolve(t.refresh()).catch(() => undefined);
+      t.watch = setInterval(look, t.store.watchMs).unref();
     }
-    t.reload();
     return t;
   }
 
-  /**
-   * Picks up keys rotated by another process: a stat at most once a second (or when forced), a read only when
-   * the file changed.
-   */
-  private reload(force = true): void {
-    const now = Date.now();
-    if (!force && now - this.checkedAt < 1000) return;
-    this.checkedAt = now;
-    const m = statSync(this.file).mtimeMs;
-    if (m === this.loadedAt) return;
-    this.keys = JSON.parse(readFileSync(this.file, 'utf8')) as StoredKey[];
+  /** Stops looking at the keys (the database is about to close). */
+  close(): void {
+    clearInterval(this.watch);
+  }
+
+  private adopt(set: KeySet): void {
+    if (set.tag === this.tag) return;
+    this.keys = set.keys;
     this.keySet = createLocalJWKSet({ keys: this.keys.map((k) => k.publicJwk) });
     this.verified.clear();
-    this.loadedAt = m;
+    this.tag = set.tag;
+  }
+
+  /**
+   * Picks up keys rotated by another process: a look at the tag (at most once a second unless forced), a read
+   * only when it changed. Synchronous for a file; a promise where the store is a database.
+   */
+  private refresh(force = true): void | Promise<void> {
+    const now = Date.now();
+    if (this.looking || (!force && now - this.checkedAt < 1000)) return this.looking;
+    this.checkedAt = now;
+    const tag = this.store.tag();
+    if (typeof tag === 'string') {
+      if (tag !== this.tag) this.adopt(this.store.read() as KeySet);
+      return;
+    }
+    this.looking = tag
+      .then(async (t) => (t === this.tag ? undefined : this.adopt(await this.store.read())))
+      .finally(() => (this.looking = undefined));
+    return this.looking;
+  }
+
+  /** Before a use that must see the latest keys: a file is looked at now; a watched store is kept fresh already. */
+  private fresh(): void {
+    if (!this.store.watchMs) void this.refresh();
   }
 
   /** Adds a new signing key. Older keys stay published until every token they signed has expired. */
   async rotate(now = Date.now()): Promise<string> {
-    this.reload();
     const key = await newKey();
-    const keep = this.keys.filter((_, i) => {
-      const successor = this.keys[i + 1];
-      return !successor || now - Date.parse(successor.createdAt) < maxTokenSeconds * 1000;
-    });
-    const tmp = `${this.file}.${process.pid}.tmp`;
-    writeFileSync(tmp, JSON.stringify([...keep, key], null, 2), { mode: 0o600 });
-    renameSync(tmp, this.file);
-    this.reload();
+    const keep = (keys: StoredKey[]) =>
+      keys.filter((_, i) => {
+        const successor = keys[i + 1];
+        return !successor || now - Date.parse(successor.createdAt) < maxTokenSeconds * 1000;
+      });
+    this.adopt(await this.store.change((keys) => [...keep(keys), key]));
     return key.kid;
   }
 
   jwks(): { keys: JWK[] } {
-    this.reload();
+    this.fresh();
     return { keys: this.keys.map((k) => k.publicJwk) };
   }
 
@@ -198,7 +199,7 @@ export class TokenIssuer {
     audience: string | string[] = this.audience,
     claims: Record<string, unknown> = {},
   ): Promise<{ token: string; expiry: string }> {
-    this.reload();
+    this.fresh();
     const key = this.keys[this.keys.length - 1];
     const now = Math.floor(Date.now() / 1000);
     const exp = now + Math.min(ttlSeconds, maxTokenSeconds);
@@ -221,7 +222,7 @@ export class TokenIssuer {
       return await jwtVerify(token, this.keySet!, options);
     } catch (e) {
       if (!(e instanceof errors.JWKSNoMatchingKey)) throw e;
-      this.reload();
+      await this.refresh();
       return await jwtVerify(token, this.keySet!, options);
     }
   }
@@ -239,7 +240,8 @@ export class TokenIssuer {
 
   /** The subject of a token verified before and not yet expired. */
   private knownSubject(token: string): string | undefined {
-    this.reload(false);
+    // A watched store is kept fresh by its timer; a file is looked at here, at most once a second.
+    if (!this.store.watchMs) void this.refresh(false);
     const known = this.verified.get(token);
     if (known === undefined) return undefined;
     if (known.expiresMs > Date.now()) {

@@ -8,6 +8,7 @@ import type { EntitySchema } from '@mikro-orm/core';
 import type { Config } from './config.js';
 import type { ApiModel } from '../model/api-model.js';
 import { SecretSeal } from '../storage/secret-seal.js';
+import { ServerState } from '../storage/server-state.js';
 import { protectDataDir } from '../storage/data-dir.js';
 import { PageToken } from '../lists/page-token.js';
 import { Resources } from '../resources/standard-methods.js';
@@ -40,11 +41,23 @@ export async function loadDataParts(dir = defaultGeneratedDir): Promise<DataPart
   return { dir, model: apiModel, entities };
 }
 
-/** The server's secret for page tokens, created on first start and kept in the data directory. */
-function pageTokenSecret(dataDir: string): Buffer {
+/**
+ * The server's secret for page tokens, created on first start: in the data directory, or on PostgreSQL in the
+ * database (from the data directory's file when a deployment that shared it has one), the same for every instance.
+ */
+async function pageTokenSecret(dataDir: string, shared: ServerState | undefined): Promise<Buffer> {
   const file = join(dataDir, 'page-token.key');
+  const made = () => (existsSync(file) ? readFileSync(file, 'utf8').trim() : randomBytes(32).toString('hex'));
+  if (shared) return Buffer.from((await shared.ensure('page-token', made)).value, 'hex');
   if (!existsSync(file)) writeFileSync(file, randomBytes(32).toString('hex'), { mode: 0o600, flag: 'wx' });
   return Buffer.from(readFileSync(file, 'utf8').trim(), 'hex');
+}
+
+/** The opened data: shared is what instances on one PostgreSQL database share (absent on SQLite: DATA_DIR's files). */
+export interface OpenedData {
+  store: Store;
+  resources: Resources;
+  shared?: ServerState;
 }
 
 /** observe: how long each statement of our own took (the server's metrics). */
@@ -52,11 +65,22 @@ export async function openResources(
   config: Config,
   parts: DataParts,
   observe?: StatementObserver,
-): Promise<{ store: Store; resources: Resources }> {
+): Promise<OpenedData> {
   protectDataDir(config.dataDir);
   const schema = { version: parts.model.schemaVersion, resources: parts.model.resources };
   const store = await openStore(config.database, parts.entities, schema, observe, config.reads);
-  const pageTokens = new PageToken(pageTokenSecret(config.dataDir));
-  const secrets = SecretSeal.open(config.dataDir, config.secretsKeys);
-  return { store, resources: new Resources(store, parts.model, pageTokens, secrets, config.v1ListMax) };
+  try {
+    // Sealed with SECRETS_KEY alone: a key file of one instance's DATA_DIR would lock the others out.
+    const shared =
+      store.dialect.name === 'postgresql'
+        ? new ServerState(store, config.secretsKeys && new SecretSeal(config.secretsKeys))
+        : undefined;
+    const pageTokens = new PageToken(await pageTokenSecret(config.dataDir, shared));
+    const secrets = SecretSeal.open(config.dataDir, config.secretsKeys);
+    const resources = new Resources(store, parts.model, pageTokens, secrets, config.v1ListMax);
+    return { store, resources, ...(shared && { shared }) };
+  } catch (e) {
+    await store.close();
+    throw e;
+  }
 }

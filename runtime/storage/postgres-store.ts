@@ -4,7 +4,7 @@
 // and depends on: the runtime locks those rows itself (a parent FOR KEY SHARE, the record FOR UPDATE, the grants
 // it relies on), unique indexes keep natural keys, and a write whose checks span rows no row lock covers runs
 // SERIALIZABLE. A write that loses a race (40001, 40P01) is run again, a bounded number of times, then ABORTED.
-import { randomUUID } from 'node:crypto';
+import { createHash, randomUUID } from 'node:crypto';
 import type { EntitySchema } from '@mikro-orm/core';
 import { MikroORM } from '@mikro-orm/postgresql';
 import pg from 'pg';
@@ -13,6 +13,7 @@ import { postgresql } from './dialect.js';
 import type { Row } from '../model/records.js';
 import { buildCounts } from './scope-counts.js';
 import { migrate, type StoredSchema } from './schema-versions.js';
+import { serverStateEntity } from './server-state.js';
 import type { Sql } from './sql.js';
 import { countedTables, storedEntities, type ReadLimits, type Store, type TransactionOptions } from './store.js';
 import { faultOf, isLostRace, isOutage } from './postgres-faults.js';
@@ -33,6 +34,24 @@ function numberedText(text: string): string {
     numbered.set(text, out);
   }
   return out;
+}
+
+/**
+ * Statements prepared by name on each pooled connection: parsed and planned there once, then only bound and run
+ * (pg sends the Parse the first time a connection sees a name). Bounded: the first shapes of statement get names,
+ * any beyond run unnamed, so no connection keeps an unbounded number. Our statements name every column they read
+ * and a migration only adds columns and tables, so a prepared statement's result type never changes under it
+ * ("cached plan must not change result type"): PostgreSQL replans it after the DDL by itself.
+ */
+const maxNamed = 500;
+const names = new Map<string, string>();
+function nameOf(text: string): string | undefined {
+  let name = names.get(text);
+  if (name === undefined && names.size < maxNamed) {
+    name = `p${createHash('sha256').update(text).digest('hex').slice(0, 24)}`;
+    names.set(text, name);
+  }
+  return name;
 }
 
 /** PostgreSQL's query_canceled: here, a statement past the connection's statement_timeout. */
@@ -57,7 +76,9 @@ function sqlOn(client: pg.Pool | pg.PoolClient, limits?: ReadLimits): Sql {
     }
   };
   const query = <R extends Row | unknown[]>(text: string, params: unknown[], rowMode?: 'array') => {
-    const config = { text: numberedText(text), values: params, ...(rowMode ? { rowMode } : {}) };
+    const numberedSql = numberedText(text);
+    const name = nameOf(numberedSql);
+    const config = { text: numberedSql, values: params, ...(name ? { name } : {}), ...(rowMode ? { rowMode } : {}) };
     if (client instanceof pg.Pool) return read<R>(client, config);
     const next = last.then(
       () => client.query<R>(config),
@@ -77,7 +98,8 @@ function sqlOn(client: pg.Pool | pg.PoolClient, limits?: ReadLimits): Sql {
 export function openPostgresOrm(url: string, entities: EntitySchema[]): Promise<MikroORM> {
   return MikroORM.init({
     clientUrl: url,
-    entities: storedEntities(entities),
+    // server_state: what instances share besides the records (SQLite keeps it in DATA_DIR's files)
+    entities: [...storedEntities(entities), serverStateEntity as EntitySchema],
     debug: false,
     allowGlobalContext: false,
     pool: { min: 0, max: 2 },
@@ -250,7 +272,7 @@ export async function openPostgresStore(
     transaction,
     schemaChanged: async () => (await fingerprint()) !== started,
     writeQueueDepth: () => waiting,
-    // Statements are not prepared on the server (no names): what is kept is their numbered texts.
+    // The numbered texts kept; up to maxNamed of them are also prepared by name on each connection.
     statementsKept: async () => numbered.size,
     accessChanges: {
       announce: () =>

@@ -32,7 +32,8 @@ export interface Store {
   /** Whether another process changed the schema since this store brought it to the model (readiness). */
   schemaChanged(): Promise<boolean>;
   /**
-   * The statements kept prepared (SQLite, on every read connection) or kept as numbered texts (PostgreSQL):
+   * The statements kept prepared (SQLite, on every read connection) or kept as numbered texts (PostgreSQL, the
+   * first 500 shapes also prepared by name on each connection):
    * bounded, and one per shape of statement rather than per length of a list of values.
    */
   statementsKept(): Promise<number>;

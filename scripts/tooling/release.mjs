@@ -1,6 +1,7 @@
 // npm run build [-- --out DIR]: the release, a folder that serves the API with one command and no TypeScript
 // tooling (`node --enable-source-maps server/main.js`, as the Dockerfile's CMD runs it). It holds:
-//   server/         the server bundled into plain JavaScript (scripts/server-build.mjs's options);
+//   server/         the server bundled into plain JavaScript (scripts/server-build.mjs's options), and the token
+//                   command (server/token.js: a first token for the owner, as npm run token mints it);
 //   runtime/        the files the bundle reads beside its sources (the read worker);
 //   generated/      what the server reads of generated/ at run time (openapi.json, the .proto files, validators);
 //   node_modules/   the production dependencies (package-lock.json's entries that are not dev-only), copied from
@@ -19,7 +20,8 @@ import { serverBuildOptions } from '../server-build.mjs';
 
 const usage = `usage: npm run build [-- --out DIR]
 Builds the release into DIR (default dist/release): the server as plain JavaScript, its production dependencies
-and the generated parts it reads. Start it with \`node --enable-source-maps server/main.js\` in DIR.`;
+and the generated parts it reads. Start it with \`node --enable-source-maps server/main.js\` in DIR; mint a token
+with \`node server/token.js\` there.`;
 
 let values;
 try {
@@ -94,7 +96,9 @@ rmSync(out, { recursive: true, force: true });
 const esbuild = await import('esbuild');
 let result;
 try {
-  result = await esbuild.build(serverBuildOptions(root, join(out, 'server'), join(root, 'server')));
+  const options = serverBuildOptions(root, join(out, 'server'), join(root, 'server'));
+  // Both entries share the bundle's chunks: main.js and token.js side by side in server/.
+  result = await esbuild.build({ ...options, entryPoints: [...options.entryPoints, 'server/token.ts'] });
 } catch (e) {
   console.error(`build: cannot bundle the server (${e.message.split('\n')[0]}); fix the error above`);
   process.exit(1);
@@ -123,7 +127,7 @@ const release = {
   license: pkg.license,
   type: 'module',
   engines: pkg.engines,
-  scripts: { start: 'node --enable-source-maps server/main.js' },
+  scripts: { start: 'node --enable-source-maps server/main.js', token: 'node server/token.js' },
   dependencies: pkg.dependencies,
 };
 writeFileSync(join(out, 'package.json'), `${JSON.stringify(release, null, 2)}\n`);

@@ -1,5 +1,6 @@
 // A real server on a free loopback port with its own data directory, and a small JSON client for it.
-import { mkdtempSync, rmSync } from 'node:fs';
+import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
+import pg from 'pg';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { readConfig } from '../../runtime/operate/config.js';
@@ -7,6 +8,8 @@ import type { Database } from '../../runtime/storage/store.js';
 import { newDatabase, onPostgres } from './postgres.js';
 import { readBootstrap, type Bootstrap } from '../../runtime/access/bootstrap.js';
 import { startServer, type GeneratedParts, type RunningServer } from '../../server/server.js';
+import type { TokenIssuer } from '../../runtime/access/issuer.js';
+import type { StoredKey } from '../../runtime/access/signing-keys.js';
 
 export interface Reply {
   status: number;
@@ -26,6 +29,10 @@ export interface TestServer {
   bootstrap: Bootstrap;
   /** A really signed token of this server for any subject. */
   mint(subject: string): Promise<string>;
+  /** The server's issuer (tokens with other audiences and claims). */
+  issuer: TokenIssuer;
+  /** The server's signing keys, oldest first: DATA_DIR's file, or on PostgreSQL the database's row. */
+  signingKeys(): Promise<StoredKey[]>;
   /** The statements the server's store keeps prepared. */
   statementsKept(): Promise<number>;
   /** A request as the owner, unless headers set another authorization (or none: '') */
@@ -66,6 +73,8 @@ export async function startTestServer(
     token,
     bootstrap,
     mint: async (subject) => (await server.issuer.mint(subject)).token,
+    issuer: server.issuer,
+    signingKeys: () => storedKeys(config.database, config.dataDir),
     statementsKept: () => server.statementsKept(),
     async call(method, path, body, headers = {}) {
       const h: Record<string, string> = { authorization: `Bearer ${token}`, ...headers };
@@ -90,6 +99,19 @@ export async function startTestServer(
       rmSync(dataDir, { recursive: true, force: true });
     },
   };
+}
+
+/** The keys as the server stores them (SECRETS_KEY unset here: the database's row is not sealed). */
+async function storedKeys(database: Database, dataDir: string): Promise<StoredKey[]> {
+  if (database.engine === 'sqlite') return JSON.parse(readFileSync(join(dataDir, 'signing-keys.json'), 'utf8'));
+  const client = new pg.Client(database.url);
+  await client.connect();
+  try {
+    const { rows } = await client.query("select value from server_state where name = 'signing-keys'");
+    return JSON.parse(rows[0].value);
+  } finally {
+    await client.end();
+  }
 }
 
 /** Creates a root group (organization) and returns its uid. */
