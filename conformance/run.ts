@@ -2,7 +2,9 @@
 import type { ConformancePlan, PlannedRule } from './plan.js';
 import { coverageOf, specStatements } from './spec-coverage.js';
 import { ConformanceFailure, Skip, type ApiClient, type Exchange } from './client.js';
-import { apiRuleChecks, apiShapeChecks, Fixture, grpcSurfaceChecks, ruleFor } from './rules.js';
+import { Fixture } from './fixture.js';
+import { apiRuleChecks, ruleFor } from './generic-rules.js';
+import { apiShapeChecks, grpcSurfaceChecks } from './platform-rules.js';
 
 export interface RuleResult {
   name: string;

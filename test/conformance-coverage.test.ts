@@ -6,7 +6,8 @@ import { test } from 'uvu';
 import * as assert from 'uvu/assert';
 import { defectCatalogue } from '../conformance/defects.js';
 import type { ConformancePlan } from '../conformance/plan.js';
-import { apiRuleChecks, apiShapeChecks, grpcSurfaceChecks, resourceRules } from '../conformance/rules.js';
+import { apiRuleChecks, resourceRules } from '../conformance/generic-rules.js';
+import { apiShapeChecks, grpcSurfaceChecks } from '../conformance/platform-rules.js';
 import { selectRules } from '../conformance/run.js';
 import {
   coverageMatrix,
