@@ -1,7 +1,7 @@
 // The harness the rules run in: a Fixture makes what a rule needs under the suite's group through the public API
 // (distinct records, parents, the shared sets the paging rules walk) and remembers it for clean-up; beside it the
 // small checks every kind of rule reads answers with.
-import { type ConformancePlan, type ResourcePlan } from './plan.js';
+import { type ConformancePlan, type ResourcePlan, variedValue } from './plan.js';
 import { type ApiClient, expect, expectOk, Skip, statusOf, type Exchange } from './client.js';
 
 export class Fixture {
@@ -37,6 +37,9 @@ export class Fixture {
     const n = ++this.counter;
     const body: Record<string, unknown> = structuredClone(p.createBody);
     for (const [field, collection] of Object.entries(p.references)) body[field] = await this.referenced(collection);
+    // Fields the suite orders or filters by get a value of each record's own; strings get their suffix below.
+    for (const [field, f] of Object.entries(p.varied))
+      body[field] = f.type === 'string' ? (body[field] ?? f.base) : variedValue(f, n);
     for (const [k, v] of Object.entries(body)) {
       if (typeof v !== 'string' || !p.strings.includes(k) || p.references[k]) continue;
       const pattern = p.patterns[k] ? new RegExp(p.patterns[k], 'u') : undefined;
@@ -86,8 +89,9 @@ export class Fixture {
   }
 
   /** The list URL of the records under a parent. */
-  listUrl(p: ResourcePlan, parent: string | undefined, query: Record<string, string> = {}): string {
-    const q = new URLSearchParams(query);
+  listUrl(p: ResourcePlan, parent: string | undefined, query: Record<string, string | string[]> = {}): string {
+    const q = new URLSearchParams();
+    for (const [k, v] of Object.entries(query)) for (const one of [v].flat()) q.append(k, one);
     let base = p.base;
     if (p.listPath && parent !== undefined) base = p.listPath.replace('{parent}', parent);
     else if (parent !== undefined) q.set(p.uidIsParent ? 'uidp.descendants_of' : 'uidp.children_of', parent);

@@ -3,7 +3,7 @@
 // A rule reads the plan of its resource, creates what it needs under the suite's group through the public API,
 // and fails with what it expected, what came back and the request behind it.
 import { failingFields, type ResourcePlan } from './plan.js';
-import { expect, expectError, expectOk, Skip, type Exchange } from './client.js';
+import { expect, expectError, expectOk, Skip, statusOf, type Exchange } from './client.js';
 import {
   type ApiCheck,
   expectNoDeprecation,
@@ -17,11 +17,6 @@ import {
   unset,
   withoutToken,
 } from './fixture.js';
-
-function sortKey(record: any, field: string): string {
-  const v = record[field];
-  return v === undefined || v === null ? '' : String(v);
-}
 
 async function walk(
   fx: Fixture,
@@ -70,11 +65,11 @@ async function checkOrderedWalk(fx: Fixture, p: ResourcePlan, key: string, desc:
     uids,
     last,
   );
-  const sorted = [...items].sort((a, b) => {
-    const ka = sortKey(a, field);
-    const kb = sortKey(b, field);
-    return ka < kb ? -1 : ka > kb ? 1 : a.uid < b.uid ? -1 : a.uid > b.uid ? 1 : 0;
-  });
+  // Absent values first, then by the field's type (numbers as numbers), ties by uid.
+  const compare = compareAs(p.varied[field]?.type ?? 'string');
+  const byField = (a: unknown, b: unknown) =>
+    a === undefined || a === null ? (b === undefined || b === null ? 0 : -1) : b == null ? 1 : compare(a, b);
+  const sorted = [...items].sort((a, b) => byField(a[field], b[field]) || (a.uid < b.uid ? -1 : a.uid > b.uid ? 1 : 0));
   if (desc) sorted.reverse();
   expect(
     JSON.stringify(uids) === JSON.stringify(sorted.map((i) => i.uid)),
@@ -93,6 +88,48 @@ async function listParent(fx: Fixture, p: ResourcePlan): Promise<string | undefi
   ]?.[0];
   if (!up) throw new Skip(`the target has no ${parentPlan.collection} to list ${p.collection} under`);
   return up.uid;
+}
+
+/** Values of a filter's field in order: numbers as numbers, int64s as big integers, the rest as text (RFC 3339). */
+function compareAs(type: string): (a: unknown, b: unknown) => number {
+  if (type === 'int64')
+    return (a, b) => Number(BigInt(String(a)) - BigInt(String(b)) > 0n) - Number(BigInt(String(a)) < BigInt(String(b)));
+  if (type === 'int32' || type === 'double') return (a, b) => Number(a) - Number(b);
+  return (a, b) => (String(a) < String(b) ? -1 : String(a) === String(b) ? 0 : 1);
+}
+
+/**
+ * What a filter is sent and which records it keeps, by its kind: exact and contains from one record's value (a
+ * contains probe is that value's distinct tail), anyOf two records' values, atLeast and atMost the middle record's
+ * value as a bound, so that records fall on both sides of it.
+ */
+function filterProbe(
+  f: ResourcePlan['filters'][number],
+  records: any[],
+  target: any,
+): { value: string | string[]; keeps: (v: unknown) => boolean; says: string } {
+  const v = target[f.field];
+  const compare = compareAs(f.type);
+  switch (f.match) {
+    case 'anyOf': {
+      const values = [...new Set([String(records[1][f.field]), String(v)])];
+      return { value: values, keeps: (x) => values.includes(String(x)), says: `is one of ${values.join(', ')}` };
+    }
+    case 'contains': {
+      const part = String(v).slice(-4);
+      return { value: part, keeps: (x) => String(x ?? '').includes(part), says: `contains ${JSON.stringify(part)}` };
+    }
+    case 'atLeast':
+      return { value: String(v), keeps: (x) => x !== undefined && compare(x, v) >= 0, says: `is at least ${v}` };
+    case 'atMost':
+      return { value: String(v), keeps: (x) => x !== undefined && compare(x, v) <= 0, says: `is at most ${v}` };
+    default:
+      return {
+        value: String(v),
+        keeps: (x) => JSON.stringify(x) === JSON.stringify(v),
+        says: `is ${JSON.stringify(v)}`,
+      };
+  }
 }
 
 /** Rule implementations by rule name; a trailing * takes the rest of the name as its argument. */
@@ -460,18 +497,22 @@ export const resourceRules: Record<string, RuleFn> = {
     const { parent, records } = await fx.walkSet(p);
     const target = records[3];
     if (target[f.field] === undefined) throw new Skip(`records made from the plan have no ${f.field}`);
-    const x = await fx.client.call('GET', fx.listUrl(p, parent, { [param]: String(target[f.field]) }));
+    const { value, keeps, says } = filterProbe(f, records, target);
+    const x = await fx.client.call('GET', fx.listUrl(p, parent, { [param]: value, page_size: '50' }));
     const items = expectOk(x, `list filtered by ${param}`)[p.collection];
     expect(
-      items.length >= 1 && items.every((i: any) => i[f.field] === target[f.field]),
-      `only records whose ${f.field} is ${JSON.stringify(target[f.field])}`,
+      items.every((i: any) => keeps(i[f.field])),
+      `only records whose ${f.field} ${says}`,
       items.map((i: any) => i[f.field]),
       x,
     );
+    // Every record of the set the filter keeps, and only those: a filter ignored or too strict shows here.
+    const want = records.filter((r) => keeps(r[f.field])).map((r) => r.uid);
+    const got = items.map((i: any) => i.uid);
     expect(
-      items.some((i: any) => i.uid === target.uid),
-      `the record ${target.uid}`,
-      items.map((i: any) => i.uid),
+      JSON.stringify([...got].sort()) === JSON.stringify([...want].sort()),
+      `the ${want.length} of ${records.length} records whose ${f.field} ${says}`,
+      got,
       x,
     );
   },
@@ -544,6 +585,60 @@ export const resourceRules: Record<string, RuleFn> = {
       x,
     );
     expectOk(await fx.client.call('GET', `${p.base}/${holder.uid}`), 'the refused record to still exist');
+  },
+  'delete/cascades-to-*': async (fx, p, collection) => {
+    // The spec declares that records of collection go with their parent: a delete takes them along.
+    const child = fx.resource(collection);
+    const holder = await fx.create(p, await fx.freshParent(p));
+    const held = await fx.create(child, holder.uid);
+    const x = await fx.client.call('DELETE', `${p.base}/${holder.uid}`);
+    expectOk(x, `delete a ${p.type} holding a ${child.type}`);
+    const y = await fx.client.call('GET', `${child.base}/${held.uid}`);
+    expect(y.status === statusOf[5], `the ${child.type} gone with its ${p.type} (HTTP 404)`, `HTTP ${y.status}`, y);
+    expectError(y, 5, 'NOT_FOUND', 'ResourceInfo');
+  },
+  'access/each-operation-needs-its-capability': async (fx, p) => {
+    // A caller holding no role: each operation the spec guards with a capability refuses it, over either protocol.
+    if (!fx.client.lowPrivilegeToken) throw new Skip('run with --low-privilege-token to check 403s');
+    const auth = { authorization: `Bearer ${fx.client.lowPrivilegeToken}` };
+    const guarded = (op: string) => p.operations.includes(op) && (p.capabilities[op] ?? []).length > 0;
+    const made = await fx.create(p, await fx.sharedParent(p));
+    const calls: [string, string, string, unknown?][] = [];
+    if (guarded('create'))
+      calls.push(['create', 'POST', await fx.createPath(p, await fx.sharedParent(p)), await fx.variant(p)]);
+    if (guarded('get')) calls.push(['get', 'GET', `${p.base}/${made.uid}`]);
+    if (guarded('update'))
+      calls.push([
+        'update',
+        'PATCH',
+        `${p.base}/${made.uid}`,
+        { [Object.keys(p.createBody)[0] ?? 'description']: made[Object.keys(p.createBody)[0] ?? 'description'] },
+      ]);
+    if (guarded('delete')) calls.push(['delete', 'DELETE', `${p.base}/${made.uid}`]);
+    for (const [op, method, path, body] of calls) {
+      const x = await fx.client.call(method, path, body, auth);
+      if (x.status === 200 && op === 'create' && x.body?.uid) fx.created.push({ base: p.base, uid: x.body.uid });
+      expect(
+        x.status === statusOf[7],
+        `${op} without ${p.capabilities[op].join(', ')} refused: HTTP 403 (PERMISSION_DENIED)`,
+        `HTTP ${x.status} ${JSON.stringify(x.body)}`,
+        x,
+      );
+      expectError(x, 7, 'PERMISSION_DENIED');
+    }
+    if (guarded('list')) {
+      // A list is not refused: it shows what the caller may see, which without the capability is none of it.
+      const x = await fx.client.call('GET', fx.listUrl(p, await fx.sharedParent(p)), undefined, auth);
+      if (x.status !== 200) expectError(x, 7, 'PERMISSION_DENIED');
+      else
+        expect(
+          !(x.body[p.collection] ?? []).some((i: any) => i.uid === made.uid),
+          `list without ${p.capabilities.list.join(', ')} showing none of the records`,
+          x.body,
+          x,
+        );
+    }
+    expectOk(await fx.client.call('GET', `${p.base}/${made.uid}`), `the ${p.type} untouched by the refused calls`);
   },
 };
 
