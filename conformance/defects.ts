@@ -31,7 +31,7 @@ export interface Answer {
 
 export interface Defect {
   name: string;
-  /** the spec id it breaks, or `decision` for a rule that checks a decision of ours */
+  /** the spec id it breaks, `decision` for a rule that checks a decision of ours, `declared` for one of spec/'s */
   breaks: string;
   /** full rule names that must fail with it planted */
   proves: string[];
@@ -329,12 +329,20 @@ function walkDefects(): Defect[] {
           ? listWith(a, (xs) => (xs[0] ? [...xs, { ...xs[0], uid: `${xs[0].uid}0`, name: `${xs[0].name}-more` }] : xs))
           : a,
     },
+    {
+      name: 'a range filter (updatedSince) ignored',
+      breaks: 'declared',
+      proves: ['registry.tags/list/filter-updatedSince'],
+      over: both,
+      request: (c) => (isList(c, 'ListTags') && param(c, 'updatedSince') ? without(c, 'updatedSince') : c),
+    },
   ];
 }
 
 /** Departures of updates and deletes. */
 function writeDefects(): Defect[] {
   const deleted = new Set<string>();
+  const emptied = new Set<string>();
   const updates = (c: Call) => c.rpc === 'UpdateRepo';
   return [
     {
@@ -377,6 +385,27 @@ function writeDefects(): Defect[] {
           return { status: 200, body: { uid: param(c, 'uid'), name: 'still-here' } };
         return a;
       },
+    },
+    {
+      name: "a repo's tags left behind by its delete",
+      breaks: 'declared',
+      proves: ['registry.repos/delete/cascades-to-tags'],
+      over: both,
+      answer: (a, c) => {
+        if (c.rpc === 'DeleteRepo' && a.status === 200) emptied.add(param(c, 'uid'));
+        const uid = String(param(c, 'uid') ?? '');
+        const under = [...emptied].some((repo) => uid.startsWith(`${repo}/`));
+        return c.rpc === 'GetTag' && a.status === 404 && under
+          ? { status: 200, body: { uid, name: 'left-behind', digest: `sha256:${'0'.repeat(64)}` } }
+          : a;
+      },
+    },
+    {
+      name: 'a repo deleted by a caller without CAP_REPO_DELETE',
+      breaks: 'spec:5.2',
+      proves: ['registry.repos/access/each-operation-needs-its-capability'],
+      over: both,
+      answer: (a, c) => (c.rpc === 'DeleteRepo' && a.status === 403 ? { status: 200, body: {} } : a),
     },
     {
       name: 'a delete refused for children without RESOURCE_NOT_EMPTY',
@@ -495,12 +524,58 @@ function grpcSurfaceDefects(): Defect[] {
           ? { ...a, body: { ...a.body, name: undefined } }
           : a,
     },
+    ...v1GrpcDefects(),
     {
       name: 'the gRPC token exchange answering a forged token as INTERNAL',
       breaks: 'decision',
       proves: ['api/token-exchange-grpc'],
       over: ['grpc'],
       answer: (a, c) => (c.rpc === 'Exchange' && a.status === 401 ? error(500, 13, 'INTERNAL') : a),
+    },
+  ];
+}
+
+/** Departures of v1 over gRPC (the reference's chainguard.platform.registry.Registry and its kin). */
+function v1GrpcDefects(): Defect[] {
+  const registry = (rpc: string) => (c: Call) => c.rpcPath === `/chainguard.platform.registry.Registry/${rpc}`;
+  const gone = new Set<string>();
+  return [
+    {
+      name: 'v1 ListRepos by id answering every repo of the group',
+      breaks: 'spec:9.3',
+      proves: ['api/v1-grpc-create-then-list'],
+      over: ['grpc'],
+      answer: (a, c) =>
+        registry('ListRepos')(c) && param(c, 'id')
+          ? listWith(a, (xs) => (xs[0] ? [...xs, { ...xs[0], id: `${xs[0].id}0` }] : xs))
+          : a,
+    },
+    {
+      name: 'v1 UpdateRepo merging instead of replacing',
+      breaks: 'decision',
+      proves: ['api/v1-grpc-update-replaces'],
+      over: ['grpc'],
+      answer: (a, c) =>
+        registry('UpdateRepo')(c) && a.status === 200 && !c.params.description
+          ? { ...a, body: { ...a.body, description: 'made over v1 gRPC' } }
+          : a,
+    },
+    {
+      name: 'v1 ListRepos by the id of a deleted repo answering NOT_FOUND',
+      breaks: 'decision',
+      proves: ['api/v1-grpc-list-gone-empty'],
+      over: ['grpc'],
+      answer: (a, c) => {
+        if (registry('DeleteRepo')(c) && a.status === 200) gone.add(param(c, 'id'));
+        return registry('ListRepos')(c) && gone.has(param(c, 'id')) ? error(404, 5, 'NOT_FOUND') : a;
+      },
+    },
+    {
+      name: 'v1 CreateRepo without a name answered as INTERNAL',
+      breaks: 'spec:7.badrequest',
+      proves: ['api/v1-grpc-errors'],
+      over: ['grpc'],
+      answer: (a, c) => (registry('CreateRepo')(c) && a.status === 400 ? error(500, 13, 'INTERNAL') : a),
     },
   ];
 }

@@ -76,6 +76,8 @@ export class GrpcClient implements ApiClient {
     private readonly plan: ConformancePlan,
     private readonly token?: () => Promise<string | undefined>,
     readonly lowPrivilegeToken?: string,
+    /** names: the version whose package names the rpcs are called under (v2beta1) instead of the plan's */
+    private readonly options: { names?: string } = {},
   ) {
     this.root = loadProtoDir(protoDir);
     const url = new URL(baseUrl);
@@ -102,10 +104,11 @@ export class GrpcClient implements ApiClient {
     checkExpressible(requestType, request, '');
     const bytes = Buffer.from(requestType.encode(requestType.fromObject(fromJson(requestType, request))).finish());
     const metadata = await this.metadata(headers);
-    const exchange = { method, path, rpc: rpc.grpc, requestBody: request };
+    const named = this.named(rpc.grpc);
+    const exchange = { method, path, rpc: named, requestBody: request };
     return new Promise((resolve) =>
       this.channel.makeUnaryRequest(
-        rpc.grpc,
+        named,
         passThrough,
         passThrough,
         bytes,
@@ -137,6 +140,12 @@ export class GrpcClient implements ApiClient {
         (error, answer) => resolve({ ...exchange, ...this.answer(responseType, error, answer) }),
       ),
     );
+  }
+
+  /** The :path of an rpc of the plan under the package names of options.names: .v2. becomes .v2beta1. */
+  private named(path: string): string {
+    const { names } = this.options;
+    return names ? path.replace(`.${this.plan.version}.`, `.${names}.`) : path;
   }
 
   /** The rpc of the first route (in the router's order) that matches the method and path. */

@@ -37,9 +37,52 @@ export interface ResourcePlan {
   update?: { field: string; value: unknown; other: string; otherValue: unknown };
   /** order_by key -> JSON field */
   orderBy: Record<string, string>;
-  filters: { param: string; field: string; match: string }[];
+  /** filters on a field of the record, with the field's type for comparing values */
+  filters: { param: string; field: string; match: string; type: string }[];
   /** child collections that block deleting a record of this resource */
   restrictingChildren: string[];
+  /** creatable child collections whose records go with a deleted record of this resource */
+  cascadingChildren: string[];
+  /** scalar fields the suite sets on every record it makes, each record another value: those it orders or filters by, int64s */
+  varied: Record<string, VariedField>;
+  /** operation -> the capabilities it needs (none: any caller or any verified caller) */
+  capabilities: Record<string, string[]>;
+}
+
+/** How to give each record a value of its own: numbers counted up from minimum, enums in turn, strings suffixed. */
+export interface VariedField {
+  type: 'string' | 'bool' | 'int32' | 'int64' | 'double' | 'timestamp' | 'enum';
+  /** a valid value (strings: the base the suffix is added to) */
+  base: unknown;
+  values?: string[];
+  minimum?: number;
+  maximum?: number;
+}
+
+/** The value of a varied field for the nth record; int64s from 2^53 + 1 up, beyond what a double holds. */
+export function variedValue(f: VariedField, n: number): unknown {
+  switch (f.type) {
+    case 'int64': {
+      const v = 2n ** 53n + 1n + BigInt(n);
+      return String(f.maximum !== undefined && v > BigInt(f.maximum) ? BigInt(f.minimum ?? 0) + BigInt(n) : v);
+    }
+    case 'int32':
+    case 'double': {
+      const low = f.minimum ?? 0;
+      const span = (f.maximum ?? low + 1_000_000) - low + 1;
+      return low + (n % span);
+    }
+    case 'bool':
+      return n % 2 === 1;
+    case 'enum': {
+      const named = (f.values ?? []).filter((v) => !v.endsWith('_UNSPECIFIED'));
+      return named.length > 0 ? named[n % named.length] : f.base;
+    }
+    case 'timestamp':
+      return new Date(Date.UTC(2026, 0, 1) + n * 60_000).toISOString();
+    case 'string':
+      return f.base;
+  }
 }
 
 export interface PlannedRule {

@@ -30,6 +30,7 @@ export function makeReport(target: string, protocol: string, durationMs: number,
 function factLines(r: RuleResult): [string, string][] {
   const lines: [string, string][] = (r.spec ?? []).map((s) => ['spec', `${s.id}: ${s.says}`]);
   if (r.decision) lines.push(['decision', r.decision]);
+  if (r.declared) lines.push(['declared', r.declared]);
   if (r.request !== undefined) lines.push(['request', r.request]);
   if (r.expected !== undefined) lines.push(['expected', r.expected], ['actual', r.actual ?? '']);
   if (r.reason !== undefined) lines.push(['error', r.reason]);

@@ -2,7 +2,9 @@
 import type { ConformancePlan, PlannedRule } from './plan.js';
 import { coverageOf, specStatements } from './spec-coverage.js';
 import { ConformanceFailure, Skip, type ApiClient, type Exchange } from './client.js';
-import { apiRuleChecks, apiShapeChecks, Fixture, grpcSurfaceChecks, ruleFor } from './rules.js';
+import { Fixture } from './fixture.js';
+import { apiRuleChecks, ruleFor } from './generic-rules.js';
+import { apiShapeChecks, grpcSurfaceChecks, v1GrpcChecks } from './platform-rules.js';
 
 export interface RuleResult {
   name: string;
@@ -13,6 +15,8 @@ export interface RuleResult {
   spec?: { id: string; says: string }[];
   /** a failure of a rule that checks a decision of ours beyond the spec: which */
   decision?: string;
+  /** a failure of a rule that checks a feature the API's spec/ declares: which */
+  declared?: string;
   expected?: string;
   actual?: string;
   request?: string;
@@ -99,11 +103,15 @@ export async function runConformance(o: RunOptions): Promise<RuleResult[]> {
   return results;
 }
 
-/** What a failed rule checks: its spec lines, or the decision of ours it checks. */
-function checked(rule: string): Pick<RuleResult, 'spec' | 'decision'> {
+/** What a failed rule checks: its spec lines, the decision of ours or the declaration of spec/ it checks. */
+function checked(rule: string): Pick<RuleResult, 'spec' | 'decision' | 'declared'> {
   const c = coverageOf(rule);
   const spec = (c?.checks ?? []).map((id) => ({ id, says: specStatements.find((s) => s.id === id)?.says ?? '' }));
-  return { ...(spec.length > 0 ? { spec } : {}), ...(c?.decision ? { decision: c.decision } : {}) };
+  return {
+    ...(spec.length > 0 ? { spec } : {}),
+    ...(c?.decision ? { decision: c.decision } : {}),
+    ...(c?.declared ? { declared: c.declared } : {}),
+  };
 }
 
 /** One line, so that the text report holds it as the JSON does. */
@@ -116,7 +124,8 @@ async function runRule(fx: Fixture, r: PlannedRule): Promise<RuleResult> {
       if (!found) throw new Skip(`this suite has no check for ${r.rule}`);
       await found.fn(fx, fx.resource(r.resource), found.arg);
     } else {
-      const check = apiRuleChecks[r.rule] ?? apiShapeChecks[r.rule] ?? grpcSurfaceChecks[r.rule];
+      const check =
+        apiRuleChecks[r.rule] ?? apiShapeChecks[r.rule] ?? grpcSurfaceChecks[r.rule] ?? v1GrpcChecks[r.rule];
       if (!check) throw new Skip(`this suite has no check for ${r.rule}`);
       await check(fx);
     }

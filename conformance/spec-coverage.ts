@@ -146,6 +146,11 @@ export interface RuleCoverage {
   checks: string[];
   /** set when the rule checks our documented decision beyond the spec: why */
   decision?: string;
+  /**
+   * set when the rule checks a feature the API's spec/ declares (a filter's kind, a cascade, an operation's
+   * capability), planned wherever a spec declares it: which. The spec profile keeps it: it is the API's contract.
+   */
+  declared?: string;
   /** the protocols it runs over, when not both (headers are HTTP's; the v2beta1 names are gRPC's) */
   over?: Protocol[];
 }
@@ -230,7 +235,10 @@ export const ruleCoverage: Record<string, RuleCoverage> = {
   'list/children-of-vs-descendants-of': {
     checks: ['spec:1.conv.6', 'spec:4.list.scope', 'spec:5.3'],
   },
-  'list/filter-*': { checks: ['spec:2.repo.name-filter', 'spec:4.rules.8'] },
+  'list/filter-*': {
+    checks: ['spec:2.repo.name-filter', 'spec:4.rules.8'],
+    declared: 'each filter of spec/ by its kind: exact, anyOf, contains, atLeast, atMost, on records made with values',
+  },
   'update/no-mask-changes-present-fields': {
     checks: ['spec:1.conv.4', 'spec:4.rules.3', 'spec:2.repo.description-updatable', 'spec:9.5'],
   },
@@ -242,6 +250,15 @@ export const ruleCoverage: Record<string, RuleCoverage> = {
   },
   'delete/then-not-found': { checks: ['spec:4.rules.5', 'spec:7.not-found', 'spec:4.ops', 'spec:6.subscriptions'] },
   'delete/refused-when-not-empty': { checks: ['spec:4.rules.5', 'spec:7.not-empty', 'spec:7.dependent'] },
+  'delete/cascades-to-*': {
+    checks: [],
+    declared: 'a child collection with onParentDelete: cascade goes with its deleted parent',
+  },
+  'access/each-operation-needs-its-capability': {
+    checks: ['spec:5.2'],
+    declared:
+      "each operation's capability: without it create, get, update and delete are PERMISSION_DENIED, a list shows nothing",
+  },
   'api/unknown-route-not-found': {
     checks: [],
     over: ['http'],
@@ -269,6 +286,20 @@ export const ruleCoverage: Record<string, RuleCoverage> = {
     over: ['grpc'],
   },
   'api/tags-deprecated-listed': { checks: ['spec:2.tag.fields', 'spec:3.tag.deprecated', 'spec:4.rules.6'] },
+  'api/v1-grpc-create-then-list': { checks: ['spec:9.3', 'spec:5.4'], over: ['grpc'] },
+  'api/v1-grpc-update-replaces': {
+    checks: [],
+    decision:
+      "v1's Update over gRPC replaces the whole record, as the reference's v1; the spec says only that v1 stays",
+    over: ['grpc'],
+  },
+  'api/v1-grpc-list-gone-empty': {
+    checks: [],
+    decision:
+      "v1's List by the id of a deleted record answers an empty list, as the reference's v1; the spec does not say",
+    over: ['grpc'],
+  },
+  'api/v1-grpc-errors': { checks: ['spec:7.badrequest', 'spec:5.1', 'spec:5.2'], over: ['grpc'] },
 };
 
 /** The pattern of ruleCoverage a rule name (with or without the resource prefix) falls under. */
@@ -282,6 +313,13 @@ export function patternOf(rule: string): string | undefined {
 export function coverageOf(rule: string): RuleCoverage | undefined {
   const pattern = patternOf(rule);
   return pattern ? ruleCoverage[pattern] : undefined;
+}
+
+/** A defect breaks what its rule checks: a spec line of it, its decision or its declaration. */
+export function breaksWhatItChecks(d: Defect, c: RuleCoverage): boolean {
+  if (d.breaks === 'decision') return !!c.decision;
+  if (d.breaks === 'declared') return !!c.declared;
+  return c.checks.includes(d.breaks);
 }
 
 /** Per rule and protocol it runs over, the defects of the catalogue that prove it can fail (none: a gap). */
@@ -323,7 +361,8 @@ export function coverageProblems(): string[] {
       problems.push(`${row.id}: checked by ${row.rules.join(', ')}, yet says "${row.unchecked}"`);
   for (const [rule, c] of Object.entries(ruleCoverage)) {
     for (const id of c.checks) if (!ids.has(id)) problems.push(`${rule}: checks ${id}, which the matrix does not have`);
-    if (c.checks.length === 0 && !c.decision) problems.push(`${rule}: checks no spec id and names no decision`);
+    if (c.checks.length === 0 && !c.decision && !c.declared)
+      problems.push(`${rule}: checks no spec id and names no decision or declaration`);
   }
   for (const { rule, protocol, defects } of provenBy())
     if (defects.length === 0) problems.push(`${rule}: no planted defect proves it can fail over ${protocol}`);
@@ -331,7 +370,7 @@ export function coverageProblems(): string[] {
     for (const rule of d.proves) {
       const c = coverageOf(rule);
       if (!c) problems.push(`defect "${d.name}": proves ${rule}, which the matrix does not have`);
-      else if (d.breaks === 'decision' ? !c.decision : !c.checks.includes(d.breaks))
+      else if (!breaksWhatItChecks(d, c))
         problems.push(`defect "${d.name}": breaks ${d.breaks}, which ${rule} does not check`);
     }
   return problems;
@@ -346,6 +385,9 @@ export function formatCoverage(): string {
   const decisions = Object.entries(ruleCoverage)
     .filter(([, c]) => c.decision)
     .map(([rule, c]) => `${rule}  ${c.decision}`);
+  const declared = Object.entries(ruleCoverage)
+    .filter(([, c]) => c.declared)
+    .map(([rule, c]) => `  ${rule}  ${c.declared}`);
   const checked = rows.filter((r) => r.rules.length > 0).length;
   const gaps = rows.filter((r) => r.unchecked?.startsWith('gap')).length;
   const proofs = provenBy().map(
@@ -357,6 +399,9 @@ export function formatCoverage(): string {
     '',
     'rules beyond the spec (our documented decisions; --profile spec leaves them out):',
     ...decisions.map((d) => `  ${d}`),
+    '',
+    "rules of what spec/ declares (planned wherever an API's spec declares the feature; --profile spec keeps them):",
+    ...declared,
     '',
     'each rule able to fail: the planted defect that proves it (conformance/defects.ts, test/conformance-defects-*):',
     ...proofs,

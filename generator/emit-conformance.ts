@@ -6,6 +6,7 @@ import {
   type PlannedRpc,
   type PlannedRule,
   type ResourcePlan,
+  type VariedField,
 } from '../conformance/plan.js';
 import type { ApiModel, FieldModel, ResourceModel } from '../runtime/model/api-model.js';
 import type { RpcDecl } from './proto-model.js';
@@ -84,6 +85,40 @@ function invalidValue(f: FieldModel): unknown {
 
 const updateValues = ['conformance-updated', 'conformance-other'];
 
+const variedTypes = new Set(['string', 'bool', 'int32', 'int64', 'double', 'timestamp', 'enum']);
+
+/**
+ * The fields the suite gives every record a value of its own: those it orders or filters by, so that an order or a
+ * filter has values to tell records apart, and every int64, so that values beyond 2^53 travel. Top-level scalars a
+ * create may set; references are made by the suite, strings are varied by suffix already.
+ */
+function variedFields(r: ResourceModel, where: string, problems: string[]): Record<string, VariedField> {
+  const named = new Set([
+    ...Object.values(r.orderBy),
+    ...r.filters.flatMap((f) => (f.field ? [f.field] : [])),
+    ...Object.entries(r.fields)
+      .filter(([, f]) => f.type === 'int64')
+      .map(([k]) => k),
+  ]);
+  const varied: Record<string, VariedField> = {};
+  for (const name of named) {
+    const f = r.fields[name];
+    // A field that needs a capability of its own to set (requires) is left to the rules of that capability.
+    const settable = f && !f.repeated && !f.outputOnly && !f.inputOnly && !f.references && !f.requires;
+    if (!settable || !variedTypes.has(f.type)) continue;
+    varied[name] = {
+      type: f.type as VariedField['type'],
+      base: exampleValue({ ...f, repeated: false }, `${where}: /fields/${name}`, problems),
+      ...(f.values ? { values: f.values } : {}),
+      ...(f.minimum !== undefined ? { minimum: f.minimum } : {}),
+      ...(f.maximum !== undefined ? { maximum: f.maximum } : {}),
+    };
+  }
+  return varied;
+}
+
+const standardTypes: Record<string, string> = { uid: 'string', createTime: 'timestamp', updateTime: 'timestamp' };
+
 /** A string field an update may set to either update value. */
 function isUpdatable(f: FieldModel): boolean {
   return (
@@ -152,10 +187,19 @@ function plan(r: ResourceModel, model: ApiModel, problems: string[]): ResourcePl
     orderBy: Object.fromEntries(Object.entries(r.orderBy).map(([k, field]) => [k, field])),
     // Filters on a field of the record: the suite checks them on the records it makes.
     filters: r.filters.flatMap(({ param, field, match }) =>
-      (match === 'exact' || match === 'anyOf') && field && field !== 'parent' ? [{ param, field, match }] : [],
+      match !== 'set' && field && field !== 'parent'
+        ? [{ param, field, match, type: r.fields[field]?.type ?? standardTypes[field] ?? 'string' }]
+        : [],
     ),
     restrictingChildren: r.children.filter(
       (c) => model.resources[c].onParentDelete === 'restrict' && model.resources[c].operations.create,
+    ),
+    cascadingChildren: r.children.filter(
+      (c) => model.resources[c].onParentDelete === 'cascade' && model.resources[c].operations.create,
+    ),
+    varied: r.operations.create ? variedFields(r, where, problems) : {},
+    capabilities: Object.fromEntries(
+      Object.entries(r.operations).map(([op, o]) => [op, Array.isArray(o.capability) ? o.capability : []]),
     ),
   };
 }
@@ -191,7 +235,7 @@ function listRulesWithRecords(p: ResourcePlan): string[] {
     'list/page-token-tamper-rejected',
     ...(p.parent === 'groups' && !p.uidIsParent ? ['list/children-of-vs-descendants-of'] : []),
     ...p.filters
-      .filter((f) => p.createBody[f.field] !== undefined || f.field === 'name')
+      .filter((f) => p.createBody[f.field] !== undefined || p.varied[f.field] || f.field in standardTypes)
       .map((f) => `list/filter-${f.param}`),
   ];
 }
@@ -219,26 +263,43 @@ function rulesOf(p: ResourcePlan): string[] {
     ...(ops.has('delete') && ops.has('create') && p.restrictingChildren.length > 0
       ? ['delete/refused-when-not-empty']
       : []),
+    ...(ops.has('delete') && ops.has('create') ? p.cascadingChildren.map((c) => `delete/cascades-to-${c}`) : []),
+    ...(Object.values(p.capabilities).some((c) => c.length > 0) && ops.has('create')
+      ? ['access/each-operation-needs-its-capability']
+      : []),
   ];
 }
 
-/** Cross-cutting rules, checked once per implementation. */
-export const apiRules = [
+/** Cross-cutting rules any API gets, checked once per implementation. */
+const apiRules = [
   'api/unknown-route-not-found',
   'api/malformed-json-invalid-argument',
   'api/error-body-shape',
   'api/no-token-unauthenticated',
   'api/bad-token-unauthenticated',
   'api/low-privilege-permission-denied',
-  'api/built-in-viewer-role',
   'api/json-answers',
-  'api/identity-create-shows-last-seen',
-  'api/role-binding-hydrated',
-  'api/v1-beside-v2',
-  'api/tags-deprecated-listed',
-  'api/v2beta1-names',
-  'api/token-exchange-grpc',
 ];
+
+const has = (m: ApiModel, ...collections: string[]) => collections.every((c) => m.resources[c]);
+/** Served by v1 over gRPC: a v1 block and its domain's v1 package. */
+const hasV1 = (m: ApiModel, ...collections: string[]) =>
+  collections.every((c) => m.resources[c]?.v1 && m.proto.v1[m.resources[c].domain]);
+
+/** The Platform's own rules (conformance/platform-rules.ts), each planned where the spec has what it checks. */
+const ownRules: Record<string, (m: ApiModel) => boolean> = {
+  'api/built-in-viewer-role': (m) => m.roles.some((r) => r.name === 'viewer'),
+  'api/identity-create-shows-last-seen': (m) => !!m.resources.identities?.fields.lastSeenTime,
+  'api/role-binding-hydrated': (m) => has(m, 'identities', 'roles', 'roleBindings'),
+  'api/v1-beside-v2': (m) => hasV1(m, 'groups'),
+  'api/tags-deprecated-listed': (m) => !!m.resources.tags?.fields.deprecated,
+  'api/v2beta1-names': (m) => has(m, 'repos') && Object.values(m.proto.aliases).some((a) => a.length > 0),
+  'api/token-exchange-grpc': (m) => !!m.proto.tokenService,
+  'api/v1-grpc-create-then-list': (m) => hasV1(m, 'repos', 'groups', 'subscriptions'),
+  'api/v1-grpc-update-replaces': (m) => hasV1(m, 'repos', 'groups'),
+  'api/v1-grpc-list-gone-empty': (m) => hasV1(m, 'repos', 'groups', 'subscriptions'),
+  'api/v1-grpc-errors': (m) => hasV1(m, 'repos'),
+};
 
 /** Each v2 route with the rpc of the same operation; routes without one (HTTP only) are left out. */
 function plannedRpcs(routes: Route[], rpcs: RpcDecl[]): PlannedRpc[] {
@@ -269,7 +330,9 @@ export function emitConformancePlan(model: ApiModel, routes: Route[], rpcs: RpcD
   const problems: string[] = [];
   const resources = Object.values(model.resources).map((r) => plan(r, model, problems));
   if (problems.length > 0) throw new SpecError(problems);
-  const rules: PlannedRule[] = apiRules.map((rule) => ({ name: rule, rule }));
+  const rules: PlannedRule[] = [...apiRules, ...Object.keys(ownRules).filter((rule) => ownRules[rule](model))].map(
+    (rule) => ({ name: rule, rule }),
+  );
   for (const p of resources)
     for (const rule of rulesOf(p)) rules.push({ name: `${p.id}/${rule}`, resource: p.collection, rule });
   return { version: model.version, resources, rules, rpcs: plannedRpcs(routes, rpcs) };

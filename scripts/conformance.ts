@@ -1,6 +1,6 @@
 // npm run conformance -- --base-url URL [--token T | --token-command CMD] [--low-privilege-token T] [--parent GROUP_UID]
 //   [--filter GLOB]... [--skip-file FILE] [--json FILE] [--plan FILE] [--wait SECONDS] [--protocol http|grpc]
-//   [--proto-dir DIR] [--profile spec|all] | --coverage
+//   [--proto-dir DIR] [--grpc-names VERSION] [--profile spec|all] | --coverage
 // Checks any implementation of the API against the rules generated from spec/.
 import { execSync } from 'node:child_process';
 import { readFileSync, writeFileSync } from 'node:fs';
@@ -46,6 +46,8 @@ Runs the rules generated from spec/ (generated/conformance/plan.json) against an
   --wait SECONDS               how long to wait for the target to answer (default 30)
   --protocol http|grpc         call the target over HTTP/JSON (default) or its gRPC surface, by the same rules
   --proto-dir DIR              the .proto files of the gRPC surface (default generated/proto)
+  --grpc-names VERSION         with grpc: call each rpc under this version's package name instead of the plan's,
+                               e.g. v2beta1 (the same messages served under their pre-release names)
   --profile spec|all           spec: only what the spec requires, leaving out the rules that check decisions of
                                ours where the spec says "not shown" (default all)
   --coverage                   print the spec coverage matrix (each statement of the spec and the rules that
@@ -67,6 +69,7 @@ Exits 0 when every rule run passed, 1 on any failure, 2 on a usage error or an u
     wait: { type: 'string', default: '30' },
     protocol: { type: 'string', default: 'http' },
     'proto-dir': { type: 'string', default: 'generated/proto' },
+    'grpc-names': { type: 'string' },
     profile: { type: 'string', default: 'all' },
     coverage: { type: 'boolean', default: false },
   },
@@ -87,7 +90,9 @@ async function connect(
   if (!plan.rpcs) throw new UsageError(`the plan ${values.plan} has no rpcs; run npm run generate`);
   let client: GrpcClient;
   try {
-    client = new GrpcClient(baseUrl, values['proto-dir']!, plan, token, values['low-privilege-token']);
+    client = new GrpcClient(baseUrl, values['proto-dir']!, plan, token, values['low-privilege-token'], {
+      names: values['grpc-names'],
+    });
   } catch (e) {
     throw new UsageError(`cannot read the protos in ${values['proto-dir']}: ${(e as Error).message}`);
   }
@@ -106,6 +111,17 @@ function printCoverage(): number {
   return problems.length > 0 ? 1 : 0;
 }
 
+/** --protocol and --grpc-names, which names packages of the gRPC surface. */
+function checkProtocol(): void {
+  if (values.protocol !== 'http' && values.protocol !== 'grpc')
+    throw new UsageError(`--protocol is http or grpc, not ${JSON.stringify(values.protocol)}`);
+  const names = values['grpc-names'];
+  if (names !== undefined && !/^v\d+\w*$/.test(names))
+    throw new UsageError(`--grpc-names is a version such as v2beta1, not ${JSON.stringify(names)}`);
+  if (names !== undefined && values.protocol !== 'grpc')
+    throw new UsageError('--grpc-names names gRPC packages: give it with --protocol grpc');
+}
+
 async function main(): Promise<number> {
   if (values.coverage) return printCoverage();
   if (values.profile !== 'spec' && values.profile !== 'all')
@@ -114,8 +130,7 @@ async function main(): Promise<number> {
   if (!baseUrl)
     throw new UsageError('--base-url URL is required, e.g. npm run conformance -- --base-url http://127.0.0.1:8080');
   if (values.token && values['token-command']) throw new UsageError('give --token or --token-command, not both');
-  if (values.protocol !== 'http' && values.protocol !== 'grpc')
-    throw new UsageError(`--protocol is http or grpc, not ${JSON.stringify(values.protocol)}`);
+  checkProtocol();
   let plan: ConformancePlan;
   try {
     plan = JSON.parse(readFileSync(values.plan!, 'utf8'));
@@ -144,7 +159,8 @@ async function main(): Promise<number> {
     profile: values.profile as Profile,
     progress: (line) => console.log(line),
   }).finally(() => client.close?.());
-  const report = makeReport(baseUrl, values.protocol!, Date.now() - started, results);
+  const protocol = values['grpc-names'] ? `grpc (${values['grpc-names']} names)` : values.protocol!;
+  const report = makeReport(baseUrl, protocol, Date.now() - started, results);
   if (values.json) writeFileSync(values.json, `${JSON.stringify(report, null, 2)}\n`);
   console.log(`\n${formatReport(report)}`);
   return report.failed > 0 ? 1 : 0;

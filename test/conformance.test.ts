@@ -26,6 +26,11 @@ test('our server passes the whole suite, and the suite leaves no data behind', a
     'api/no-token-unauthenticated',
     'api/bad-token-unauthenticated',
     'api/low-privilege-permission-denied',
+    // Each declared feature: a range filter, a cascade, each operation's capability.
+    'registry.tags/list/filter-updatedSince',
+    'registry.repos/delete/cascades-to-tags',
+    'iam.groups/delete/cascades-to-roleBindings',
+    'registry.repos/access/each-operation-needs-its-capability',
   ]) {
     assert.is(run.report.results.find((r) => r.name === rule)?.status, 'passed', rule);
   }
@@ -35,7 +40,14 @@ test('our server passes the whole suite, and the suite leaves no data behind', a
   const skipped = run.report.results.filter((r) => r.status === 'skipped').map((r) => r.name);
   assert.equal(
     skipped,
-    ['api/v2beta1-names', 'api/token-exchange-grpc'],
+    [
+      'api/v2beta1-names',
+      'api/token-exchange-grpc',
+      'api/v1-grpc-create-then-list',
+      'api/v1-grpc-update-replaces',
+      'api/v1-grpc-list-gone-empty',
+      'api/v1-grpc-errors',
+    ],
     'the sample data gives every read-only rule something to check; only the gRPC surfaces wait for --protocol grpc',
   );
   assert.is((await s.call('GET', '/iam/v2/groups')).body.totalCount, before);
@@ -58,7 +70,8 @@ test('--filter, --parent and --skip-file narrow the run', async () => {
   assert.ok(run.report.results.every((r) => r.name.startsWith('registry.repos/')));
   assert.equal(
     run.report.results.filter((r) => r.status === 'skipped').map((r) => r.name),
-    ['registry.repos/list/skip'],
+    // The permission rule waits for --low-privilege-token.
+    ['registry.repos/list/skip', 'registry.repos/access/each-operation-needs-its-capability'],
   );
   assert.match(run.stdout, /^SKIP registry\.repos\/list\/skip: listed in the skip file$/m, 'the reason in the text');
   assert.is(
@@ -81,7 +94,7 @@ function readText(stdout: string): Record<string, unknown>[] {
   for (const line of stdout.split('\n')) {
     const fail = /^FAIL (\S+)$/.exec(line);
     const skip = /^SKIP (\S+): (.*)$/.exec(line);
-    const fact = /^ {2}(spec|decision|request|expected|actual|error): +(.*)$/.exec(line);
+    const fact = /^ {2}(spec|decision|declared|request|expected|actual|error): +(.*)$/.exec(line);
     if (fail) results.push({ name: fail[1], status: 'failed' });
     else if (skip) results.push({ name: skip[1], status: 'skipped', reason: skip[2] });
     else if (fact && results.length > 0) {
@@ -116,16 +129,19 @@ test('a failing target: the text report and --json carry the same facts, the sum
     assert.ok(failed.length > 100, `${failed.length} failures`);
     assert.is(run.report.failed, failed.length);
     const fromJson = [...failed, ...run.report.results.filter((r) => r.status === 'skipped')].map(
-      ({ name, status, spec, decision, request, expected, actual, reason }: any) =>
+      ({ name, status, spec, decision, declared, request, expected, actual, reason }: any) =>
         Object.fromEntries(
-          Object.entries({ name, status, spec, decision, request, expected, actual, reason }).filter(
+          Object.entries({ name, status, spec, decision, declared, request, expected, actual, reason }).filter(
             ([, v]) => v !== undefined,
           ),
         ),
     );
     assert.equal(readText(run.stdout), fromJson, 'the same facts in text and JSON');
     for (const f of failed) {
-      assert.ok((f.spec?.length ?? 0) > 0 || f.decision, `${f.name}: names the spec lines or the decision it checks`);
+      assert.ok(
+        (f.spec?.length ?? 0) > 0 || f.decision || f.declared,
+        `${f.name}: names the spec lines, the decision or the declaration it checks`,
+      );
       assert.ok(f.request || f.reason, `${f.name}: the request, or what went wrong`);
     }
     const lines = run.stdout.trimEnd().split('\n');

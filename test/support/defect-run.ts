@@ -64,6 +64,7 @@ export function defectTests(protocol: Protocol): void {
         assert.is(r?.status, 'failed', `${d.name}: ${rule} fails (${JSON.stringify(r)})`);
         // The report names what the defect broke, and the request, the expectation and the answer behind it.
         if (d.breaks === 'decision') assert.ok(r!.decision, `${d.name}: the failure names the decision`);
+        else if (d.breaks === 'declared') assert.ok(r!.declared, `${d.name}: the failure names the declaration`);
         else
           assert.ok(
             r!.spec?.some((x) => x.id === d.breaks),

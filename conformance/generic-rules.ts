@@ -1,169 +1,22 @@
-// What each rule checks. A rule reads the plan of its resource, creates what it needs under the suite's group
-// through the public API, and fails with what it expected, what came back and the request behind it.
-import { failingFields, type ConformancePlan, type ResourcePlan } from './plan.js';
-import { type ApiClient, expect, expectError, expectOk, Skip, statusOf, type Exchange } from './client.js';
-
-export class Fixture {
-  private counter = 0;
-  private readonly memo = new Map<string, Promise<unknown>>();
-  /** uids the suite created, with their base path, for clean-up in reverse order */
-  readonly created: { base: string; uid: string }[] = [];
-  /** records nothing else refers to or lives under (the page size rules' many), deleted first, several at once */
-  readonly leaves: { base: string; uid: string }[] = [];
-
-  constructor(
-    readonly client: ApiClient,
-    readonly plan: ConformancePlan,
-    readonly root: string,
-  ) {}
-
-  resource(collection: string): ResourcePlan {
-    const p = this.plan.resources.find((r) => r.collection === collection);
-    if (!p) throw new Skip(`the plan has no resource ${collection}`);
-    return p;
-  }
-
-  once<T>(key: string, make: () => Promise<T>): Promise<T> {
-    if (!this.memo.has(key)) this.memo.set(key, make());
-    return this.memo.get(key) as Promise<T>;
-  }
-
-  /**
-   * A create body: string values made distinct, so records differ and sort by their fields, and references
-   * pointing at records the suite made for them.
-   */
-  async variant(p: ResourcePlan): Promise<Record<string, unknown>> {
-    const n = ++this.counter;
-    const body: Record<string, unknown> = structuredClone(p.createBody);
-    for (const [field, collection] of Object.entries(p.references)) body[field] = await this.referenced(collection);
-    for (const [k, v] of Object.entries(body)) {
-      if (typeof v !== 'string' || !p.strings.includes(k) || p.references[k]) continue;
-      const pattern = p.patterns[k] ? new RegExp(p.patterns[k], 'u') : undefined;
-      const candidate = `${v}-${String(n).padStart(3, '0')}`;
-      if (!pattern || pattern.test(candidate)) body[k] = candidate;
-    }
-    return body;
-  }
-
-  /** The create path under parent; one-per-parent resources get a new subgroup of it each time. */
-  async createPath(p: ResourcePlan, parent: string | undefined): Promise<string> {
-    if (parent === undefined) return p.base;
-    if (p.uidIsParent) return `${p.base}/${(await this.create(this.resource('groups'), parent)).uid}`;
-    return `${p.base}/${parent}`;
-  }
-
-  /** A record of the collection for references to point at, made once per run. */
-  referenced(collection: string): Promise<string> {
-    return this.once(`ref:${collection}`, async () => {
-      const p = this.resource(collection);
-      return (await this.create(p, await this.sharedParent(p))).uid as string;
-    });
-  }
-
-  async create(p: ResourcePlan, parent: string | undefined, given?: Record<string, unknown>): Promise<any> {
-    const body = given ?? (await this.variant(p));
-    const x = await this.client.call('POST', await this.createPath(p, parent), body);
-    const created = expectOk(x, `create ${p.type}`);
-    expect(typeof created.uid === 'string' && created.uid.length > 0, 'the created resource to have a uid', created, x);
-    this.created.push({ base: p.base, uid: created.uid });
-    return created;
-  }
-
-  /** A new parent for records of p: a subgroup of the suite's group, or a new record of the parent resource. */
-  async freshParent(p: ResourcePlan): Promise<string | undefined> {
-    if (!p.parent) return undefined;
-    if (p.parent === 'groups') return (await this.create(this.resource('groups'), this.root)).uid;
-    const parentPlan = this.resource(p.parent);
-    if (!parentPlan.operations.includes('create'))
-      throw new Skip(`cannot create a ${parentPlan.type} to hold ${p.collection}`);
-    return (await this.create(parentPlan, await this.sharedParent(parentPlan))).uid;
-  }
-
-  sharedParent(p: ResourcePlan): Promise<string | undefined> {
-    if (p.parent === 'groups') return Promise.resolve(this.root);
-    return this.once(`parent:${p.collection}`, () => this.freshParent(p));
-  }
-
-  /** The list URL of the records under a parent. */
-  listUrl(p: ResourcePlan, parent: string | undefined, query: Record<string, string> = {}): string {
-    const q = new URLSearchParams(query);
-    let base = p.base;
-    if (p.listPath && parent !== undefined) base = p.listPath.replace('{parent}', parent);
-    else if (parent !== undefined) q.set(p.uidIsParent ? 'uidp.descendants_of' : 'uidp.children_of', parent);
-    const s = q.toString();
-    return s ? `${base}?${s}` : base;
-  }
-
-  /**
-   * At least n records under a parent of their own, shared by the page size rules and grown as they ask: more
-   * than the default page size (51), more than the maximum (201). A target that refuses more (a quota) skips.
-   */
-  async recordsUnder(p: ResourcePlan, n: number): Promise<{ parent: string | undefined; records: number }> {
-    const set = await this.once(`big:${p.collection}`, async () => ({ parent: await this.freshParent(p), records: 0 }));
-    const grow = async () => {
-      const had = set.records;
-      const grown: string[] = [];
-      // Eight at a time: the target takes them as any client's concurrent writes.
-      while (set.records < n) {
-        const batch = Math.min(8, n - set.records);
-        const made = await Promise.all(Array.from({ length: batch }, () => this.tryCreate(p, set.parent)));
-        for (const x of made) if ('uid' in x) grown.push(x.uid);
-        set.records = had + grown.length;
-        const refused = made.find((x) => 'refused' in x);
-        if (refused) {
-          // What this growth took is given back, so that the quota it filled does not fail the rules after it.
-          await this.giveBack(p, grown);
-          set.records = had;
-          const took = had + grown.length;
-          throw new Skip(`the target took ${took} ${p.collection} in one scope and refused more (${refused.refused})`);
-        }
-      }
-    };
-    this.growing = this.growing.then(grow, grow);
-    await this.growing;
-    return set;
-  }
-
-  private growing: Promise<void> = Promise.resolve();
-
-  /** A create that the target may refuse with a quota (RESOURCE_EXHAUSTED): the record's uid, or what it answered. */
-  private async tryCreate(p: ResourcePlan, parent: string | undefined): Promise<{ uid: string } | { refused: string }> {
-    const x = await this.client.call('POST', await this.createPath(p, parent), await this.variant(p));
-    if (x.status === statusOf[8]) return { refused: `HTTP ${x.status} ${x.body?.message ?? ''}` };
-    const created = expectOk(x, `create ${p.type}`);
-    this.leaves.push({ base: p.base, uid: created.uid });
-    return { uid: created.uid };
-  }
-
-  /** Deletes these leaves now, eight at a time, and forgets them. */
-  private async giveBack(p: ResourcePlan, uids: string[]): Promise<void> {
-    for (let i = 0; i < uids.length; i += 8)
-      await Promise.all(uids.slice(i, i + 8).map((uid) => this.client.call('DELETE', `${p.base}/${uid}`)));
-    const gone = new Set(uids);
-    const kept = this.leaves.filter((l) => !gone.has(l.uid));
-    this.leaves.splice(0, this.leaves.length, ...kept);
-  }
-
-  /** Eight records under a parent of their own, for the paging and ordering rules. */
-  walkSet(p: ResourcePlan): Promise<{ parent: string | undefined; records: any[] }> {
-    return this.once(`walk:${p.collection}`, async () => {
-      const parent = await this.freshParent(p);
-      const records = [];
-      for (let i = 0; i < 8; i++) records.push(await this.create(p, parent));
-      return { parent, records };
-    });
-  }
-}
-
-const rfc3339ms = /^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}\.\d{3}Z$/;
-/** Not shown: over gRPC, proto3 cannot tell a field left out from one at its default. */
-const unset = (v: unknown) => v === undefined || v === '' || v === false || v === 0;
-const missingUid = (fx: Fixture) => `${fx.root}/0123456789abcdef`;
-
-function sortKey(record: any, field: string): string {
-  const v = record[field];
-  return v === undefined || v === null ? '' : String(v);
-}
+// The generic rules: what the plan derives for any API built with the framework, from its resources' declarations
+// (fields, operations, orders, filters, children) and the conventions every API shares (errors, tokens, JSON).
+// A rule reads the plan of its resource, creates what it needs under the suite's group through the public API,
+// and fails with what it expected, what came back and the request behind it.
+import { failingFields, type ResourcePlan } from './plan.js';
+import { expect, expectError, expectOk, Skip, statusOf, type Exchange } from './client.js';
+import {
+  type ApiCheck,
+  expectNoDeprecation,
+  type Fixture,
+  forgedToken,
+  headersOf,
+  isJson,
+  missingUid,
+  rfc3339ms,
+  type RuleFn,
+  unset,
+  withoutToken,
+} from './fixture.js';
 
 async function walk(
   fx: Fixture,
@@ -212,11 +65,11 @@ async function checkOrderedWalk(fx: Fixture, p: ResourcePlan, key: string, desc:
     uids,
     last,
   );
-  const sorted = [...items].sort((a, b) => {
-    const ka = sortKey(a, field);
-    const kb = sortKey(b, field);
-    return ka < kb ? -1 : ka > kb ? 1 : a.uid < b.uid ? -1 : a.uid > b.uid ? 1 : 0;
-  });
+  // Absent values first, then by the field's type (numbers as numbers), ties by uid.
+  const compare = compareAs(p.varied[field]?.type ?? 'string');
+  const byField = (a: unknown, b: unknown) =>
+    a === undefined || a === null ? (b === undefined || b === null ? 0 : -1) : b == null ? 1 : compare(a, b);
+  const sorted = [...items].sort((a, b) => byField(a[field], b[field]) || (a.uid < b.uid ? -1 : a.uid > b.uid ? 1 : 0));
   if (desc) sorted.reverse();
   expect(
     JSON.stringify(uids) === JSON.stringify(sorted.map((i) => i.uid)),
@@ -237,8 +90,49 @@ async function listParent(fx: Fixture, p: ResourcePlan): Promise<string | undefi
   return up.uid;
 }
 
-type RuleFn = (fx: Fixture, p: ResourcePlan, arg: string) => Promise<void>;
+/** Values of a filter's field in order: numbers as numbers, int64s as big integers, the rest as text (RFC 3339). */
+function compareAs(type: string): (a: unknown, b: unknown) => number {
+  if (type === 'int64')
+    return (a, b) => Number(BigInt(String(a)) - BigInt(String(b)) > 0n) - Number(BigInt(String(a)) < BigInt(String(b)));
+  if (type === 'int32' || type === 'double') return (a, b) => Number(a) - Number(b);
+  return (a, b) => (String(a) < String(b) ? -1 : String(a) === String(b) ? 0 : 1);
+}
 
+/**
+ * What a filter is sent and which records it keeps, by its kind: exact and contains from one record's value (a
+ * contains probe is that value's distinct tail), anyOf two records' values, atLeast and atMost the middle record's
+ * value as a bound, so that records fall on both sides of it.
+ */
+function filterProbe(
+  f: ResourcePlan['filters'][number],
+  records: any[],
+  target: any,
+): { value: string | string[]; keeps: (v: unknown) => boolean; says: string } {
+  const v = target[f.field];
+  const compare = compareAs(f.type);
+  switch (f.match) {
+    case 'anyOf': {
+      const values = [...new Set([String(records[1][f.field]), String(v)])];
+      return { value: values, keeps: (x) => values.includes(String(x)), says: `is one of ${values.join(', ')}` };
+    }
+    case 'contains': {
+      const part = String(v).slice(-4);
+      return { value: part, keeps: (x) => String(x ?? '').includes(part), says: `contains ${JSON.stringify(part)}` };
+    }
+    case 'atLeast':
+      return { value: String(v), keeps: (x) => x !== undefined && compare(x, v) >= 0, says: `is at least ${v}` };
+    case 'atMost':
+      return { value: String(v), keeps: (x) => x !== undefined && compare(x, v) <= 0, says: `is at most ${v}` };
+    default:
+      return {
+        value: String(v),
+        keeps: (x) => JSON.stringify(x) === JSON.stringify(v),
+        says: `is ${JSON.stringify(v)}`,
+      };
+  }
+}
+
+/** Rule implementations by rule name; a trailing * takes the rest of the name as its argument. */
 /** Rule implementations by rule name; a trailing * takes the rest of the name as its argument. */
 export const resourceRules: Record<string, RuleFn> = {
   'create/returns-resource': async (fx, p) => {
@@ -603,18 +497,22 @@ export const resourceRules: Record<string, RuleFn> = {
     const { parent, records } = await fx.walkSet(p);
     const target = records[3];
     if (target[f.field] === undefined) throw new Skip(`records made from the plan have no ${f.field}`);
-    const x = await fx.client.call('GET', fx.listUrl(p, parent, { [param]: String(target[f.field]) }));
+    const { value, keeps, says } = filterProbe(f, records, target);
+    const x = await fx.client.call('GET', fx.listUrl(p, parent, { [param]: value, page_size: '50' }));
     const items = expectOk(x, `list filtered by ${param}`)[p.collection];
     expect(
-      items.length >= 1 && items.every((i: any) => i[f.field] === target[f.field]),
-      `only records whose ${f.field} is ${JSON.stringify(target[f.field])}`,
+      items.every((i: any) => keeps(i[f.field])),
+      `only records whose ${f.field} ${says}`,
       items.map((i: any) => i[f.field]),
       x,
     );
+    // Every record of the set the filter keeps, and only those: a filter ignored or too strict shows here.
+    const want = records.filter((r) => keeps(r[f.field])).map((r) => r.uid);
+    const got = items.map((i: any) => i.uid);
     expect(
-      items.some((i: any) => i.uid === target.uid),
-      `the record ${target.uid}`,
-      items.map((i: any) => i.uid),
+      JSON.stringify([...got].sort()) === JSON.stringify([...want].sort()),
+      `the ${want.length} of ${records.length} records whose ${f.field} ${says}`,
+      got,
       x,
     );
   },
@@ -688,11 +586,64 @@ export const resourceRules: Record<string, RuleFn> = {
     );
     expectOk(await fx.client.call('GET', `${p.base}/${holder.uid}`), 'the refused record to still exist');
   },
+  'delete/cascades-to-*': async (fx, p, collection) => {
+    // The spec declares that records of collection go with their parent: a delete takes them along.
+    const child = fx.resource(collection);
+    const holder = await fx.create(p, await fx.freshParent(p));
+    const held = await fx.create(child, holder.uid);
+    const x = await fx.client.call('DELETE', `${p.base}/${holder.uid}`);
+    expectOk(x, `delete a ${p.type} holding a ${child.type}`);
+    const y = await fx.client.call('GET', `${child.base}/${held.uid}`);
+    expect(y.status === statusOf[5], `the ${child.type} gone with its ${p.type} (HTTP 404)`, `HTTP ${y.status}`, y);
+    expectError(y, 5, 'NOT_FOUND', 'ResourceInfo');
+  },
+  'access/each-operation-needs-its-capability': async (fx, p) => {
+    // A caller holding no role: each operation the spec guards with a capability refuses it, over either protocol.
+    if (!fx.client.lowPrivilegeToken) throw new Skip('run with --low-privilege-token to check 403s');
+    const auth = { authorization: `Bearer ${fx.client.lowPrivilegeToken}` };
+    const guarded = (op: string) => p.operations.includes(op) && (p.capabilities[op] ?? []).length > 0;
+    const made = await fx.create(p, await fx.sharedParent(p));
+    const calls: [string, string, string, unknown?][] = [];
+    if (guarded('create'))
+      calls.push(['create', 'POST', await fx.createPath(p, await fx.sharedParent(p)), await fx.variant(p)]);
+    if (guarded('get')) calls.push(['get', 'GET', `${p.base}/${made.uid}`]);
+    if (guarded('update'))
+      calls.push([
+        'update',
+        'PATCH',
+        `${p.base}/${made.uid}`,
+        { [Object.keys(p.createBody)[0] ?? 'description']: made[Object.keys(p.createBody)[0] ?? 'description'] },
+      ]);
+    if (guarded('delete')) calls.push(['delete', 'DELETE', `${p.base}/${made.uid}`]);
+    for (const [op, method, path, body] of calls) {
+      const x = await fx.client.call(method, path, body, auth);
+      if (x.status === 200 && op === 'create' && x.body?.uid) fx.created.push({ base: p.base, uid: x.body.uid });
+      expect(
+        x.status === statusOf[7],
+        `${op} without ${p.capabilities[op].join(', ')} refused: HTTP 403 (PERMISSION_DENIED)`,
+        `HTTP ${x.status} ${JSON.stringify(x.body)}`,
+        x,
+      );
+      expectError(x, 7, 'PERMISSION_DENIED');
+    }
+    if (guarded('list')) {
+      // A list is not refused: it shows what the caller may see, which without the capability is none of it.
+      const x = await fx.client.call('GET', fx.listUrl(p, await fx.sharedParent(p)), undefined, auth);
+      if (x.status !== 200) expectError(x, 7, 'PERMISSION_DENIED');
+      else
+        expect(
+          !(x.body[p.collection] ?? []).some((i: any) => i.uid === made.uid),
+          `list without ${p.capabilities.list.join(', ')} showing none of the records`,
+          x.body,
+          x,
+        );
+    }
+    expectOk(await fx.client.call('GET', `${p.base}/${made.uid}`), `the ${p.type} untouched by the refused calls`);
+  },
 };
 
-const withoutToken = { authorization: '' };
-
-export const apiRuleChecks: Record<string, (fx: Fixture) => Promise<void>> = {
+/** Rules of the API as a whole that hold for any API: routes, bodies, errors, tokens. */
+export const apiRuleChecks: Record<string, ApiCheck> = {
   'api/unknown-route-not-found': async (fx) => {
     expectError(await fx.client.call('GET', `/registry/${fx.plan.version}/no-such-collection`), 5, 'NOT_FOUND');
   },
@@ -726,9 +677,8 @@ export const apiRuleChecks: Record<string, (fx: Fixture) => Promise<void>> = {
   },
   'api/bad-token-unauthenticated': async (fx) => {
     const groups = fx.resource('groups');
-    const forged = `${Buffer.from('{"alg":"ES256","typ":"JWT"}').toString('base64url')}.${Buffer.from('{"sub":"x"}').toString('base64url')}.c2lnbmF0dXJl`;
     const x = await fx.client.call('GET', `${groups.base}/${fx.root}`, undefined, {
-      authorization: `Bearer ${forged}`,
+      authorization: `Bearer ${forgedToken}`,
     });
     if (x.status === 200) throw new Skip('the target answers a forged token (no access control)');
     expectError(x, 16, 'UNAUTHENTICATED');
@@ -746,34 +696,6 @@ export const apiRuleChecks: Record<string, (fx: Fixture) => Promise<void>> = {
       'PERMISSION_DENIED',
     );
   },
-};
-
-/** The headers of an HTTP answer; over gRPC there are none to read. */
-function headersOf(x: Exchange): Record<string, string> {
-  if (!x.headers) throw new Skip('headers are read over HTTP only');
-  return x.headers;
-}
-
-const isJson = (x: Exchange) => /^application\/json\b/i.test(headersOf(x)['content-type'] ?? '');
-
-/** Spec 9.3: v2 is generally available; no response of it carries deprecation or sunset headers. */
-function expectNoDeprecation(x: Exchange): void {
-  const h = headersOf(x);
-  expect(h.deprecation === undefined && h.sunset === undefined, 'no Deprecation or Sunset header', h, x);
-}
-
-/** Rules about the API as a whole, beyond any one resource's (spec sections 2, 4, 5 and 9). */
-export const apiShapeChecks: Record<string, (fx: Fixture) => Promise<void>> = {
-  'api/built-in-viewer-role': async (fx) => {
-    const roles = fx.resource('roles');
-    const x = await fx.client.call('GET', `${roles.base}?name=viewer`);
-    const viewer = expectOk(x, 'list roles named viewer').roles?.find((r: any) => r.name === 'viewer');
-    expect(!!viewer, 'a built-in role named viewer', x.body, x);
-    expect(/^[0-9a-f]+$/.test(viewer.uid), "a built-in role's uid: plain hexadecimal", viewer.uid, x);
-    // The suite's own group is a root group unless --parent named another.
-    if (!fx.root.includes('/'))
-      expect(/^[0-9a-f]+$/.test(fx.root), "a root group's uid: plain hexadecimal", fx.root, x);
-  },
   'api/json-answers': async (fx) => {
     const groups = fx.resource('groups');
     const ok = await fx.client.call('GET', `${groups.base}/${fx.root}`);
@@ -782,127 +704,6 @@ export const apiShapeChecks: Record<string, (fx: Fixture) => Promise<void>> = {
     const refused = await fx.client.call('GET', `${groups.base}/${missingUid(fx)}`);
     expect(isJson(refused), 'an error answered as application/json too', headersOf(refused)['content-type'], refused);
     expectNoDeprecation(ok);
-  },
-  'api/identity-create-shows-last-seen': async (fx) => {
-    const identities = fx.resource('identities');
-    const x = await fx.client.call('POST', `${identities.base}/${fx.root}`, await fx.variant(identities));
-    const made = expectOk(x, 'create an identity');
-    fx.created.push({ base: identities.base, uid: made.uid });
-    expect(rfc3339ms.test(made.lastSeenTime ?? ''), 'lastSeenTime in the create answer', made.lastSeenTime, x);
-  },
-  'api/role-binding-hydrated': async (fx) => {
-    const [identities, roles, bindings] = ['identities', 'roles', 'roleBindings'].map((c) => fx.resource(c));
-    const who = await fx.create(identities, fx.root);
-    const viewer = expectOk(await fx.client.call('GET', `${roles.base}?name=viewer`), 'viewer').roles?.[0];
-    if (!viewer) throw new Skip('the target has no viewer role');
-    const x = await fx.client.call('POST', `${bindings.base}/${fx.root}`, {
-      identityUid: who.uid,
-      roleUid: viewer.uid,
-    });
-    const b = expectOk(x, 'create a role binding');
-    fx.created.push({ base: bindings.base, uid: b.uid });
-    // Every nested field the spec documents; over gRPC an empty string is not on the wire, so it may be absent.
-    const has = (o: any, keys: string[]) =>
-      typeof o === 'object' &&
-      o !== null &&
-      keys.every((k) => typeof o[k] === 'string' || (x.rpc !== undefined && o[k] === undefined));
-    const named = ['uid', 'name', 'description'];
-    expect(
-      has(b.identity, [...named, 'subject', 'issuer']) && b.identity.uid === who.uid,
-      'identity {uid, name, description, subject, issuer}',
-      b.identity,
-      x,
-    );
-    expect(has(b.group, named) && b.group.uid === fx.root, `group {uid: ${fx.root}, name, description}`, b.group, x);
-    expect(has(b.role, named) && b.role.uid === viewer.uid, 'role {uid, name, description}', b.role, x);
-    expect(rfc3339ms.test(b.createTime ?? ''), 'createTime', b.createTime, x);
-    expect(b.updateTime === undefined, 'no updateTime in the create answer', b.updateTime, x);
-  },
-  'api/tags-deprecated-listed': async (fx) => {
-    const [repos, tags] = ['repos', 'tags'].map((c) => fx.resource(c));
-    const repo = await fx.create(repos, fx.root);
-    const current = await fx.create(tags, repo.uid);
-    const old = await fx.create(tags, repo.uid, { ...(await fx.variant(tags)), deprecated: true });
-    const x = await fx.client.call('GET', `${tags.base}?uidp.children_of=${repo.uid}`);
-    const listed = expectOk(x, "list the repo's tags").tags ?? [];
-    // Spec 4 rule 6: no server-side filter on deprecated; clients filter the listed tags themselves.
-    const uids = listed.map((t: any) => t.uid);
-    expect(
-      uids.includes(current.uid) && uids.includes(old.uid),
-      'the deprecated tag listed beside the current one',
-      uids,
-      x,
-    );
-    for (const t of listed) {
-      expect(typeof t.name === 'string' && t.name.length > 0, 'a tag name', t, x);
-      expect(/^sha256:[0-9a-f]+$/.test(t.digest ?? ''), 'a digest sha256:<hex>', t.digest, x);
-      expect(rfc3339ms.test(t.updateTime ?? ''), 'updateTime', t.updateTime, x);
-    }
-    const shown = listed.find((t: any) => t.uid === old.uid);
-    expect(shown.deprecated === true, 'deprecated: true on the end-of-life tag', shown, x);
-    expect(
-      unset(listed.find((t: any) => t.uid === current.uid).deprecated),
-      'the current tag not deprecated',
-      listed,
-      x,
-    );
-  },
-  'api/v1-beside-v2': async (fx) => {
-    // Spec 9.1 gives the v1 prefixes; /iam/v1/groups is the reference's v1 list of groups.
-    const x = await fx.client.call('GET', '/iam/v1/groups');
-    expect(
-      x.status === 200,
-      'v1 answering with the same token as v2 (HTTP 200)',
-      `HTTP ${x.status} ${JSON.stringify(x.body)}`,
-      x,
-    );
-    expectNoDeprecation(x);
-  },
-};
-
-/** Rules of the gRPC surfaces no HTTP route mirrors: the v2 services under their v2beta1 names, the token service. */
-export const grpcSurfaceChecks: Record<string, (fx: Fixture) => Promise<void>> = {
-  'api/v2beta1-names': async (fx) => {
-    if (!fx.client.rpc) throw new Skip('the v2beta1 names are names of gRPC services (run with --protocol grpc)');
-    const repos = fx.resource('repos');
-    const rpcOf = (method: string, path: string) => {
-      const found = fx.plan.rpcs.find((r) => r.method === method && r.path === path);
-      if (!found) throw new Skip(`the plan has no rpc for ${method} ${path}`);
-      return found.grpc;
-    };
-    const made = await fx.create(repos, fx.root);
-    const get = rpcOf('GET', `${repos.base}/{uid}`);
-    const list = rpcOf('GET', repos.base);
-    const beta = (path: string) => path.replace(`.${fx.plan.version}.`, '.v2beta1.');
-    const x = await fx.client.rpc(beta(get), { uid: made.uid });
-    if (x.status === statusOf[12]) throw new Skip(`the target does not serve ${beta(get)} (UNIMPLEMENTED)`);
-    const v2 = expectOk(await fx.client.rpc(get, { uid: made.uid }), `${get}`);
-    // Spec 9.2: v2beta1 was renamed v2 with the shapes unchanged: where the old name answers, it answers the same.
-    expect(
-      JSON.stringify(expectOk(x, beta(get))) === JSON.stringify(v2),
-      `${beta(get)} answering as ${get}`,
-      x.body,
-      x,
-    );
-    const query = { uidp: { childrenOf: fx.root } };
-    const y = await fx.client.rpc(beta(list), query);
-    const listed = expectOk(await fx.client.rpc(list, query), list);
-    expect(
-      JSON.stringify(expectOk(y, beta(list))) === JSON.stringify(listed),
-      `${beta(list)} answering as ${list}`,
-      y.body,
-      y,
-    );
-  },
-  'api/token-exchange-grpc': async (fx) => {
-    if (!fx.client.rpc) throw new Skip('the token service is a gRPC service (run with --protocol grpc)');
-    const forged = `${Buffer.from('{"alg":"ES256","typ":"JWT"}').toString('base64url')}.${Buffer.from('{"sub":"x"}').toString('base64url')}.c2lnbmF0dXJl`;
-    const x = await fx.client.rpc(
-      '/chainguard.platform.oidc.SecurityTokenService/Exchange',
-      { identity: missingUid(fx) },
-      { authorization: `Bearer ${forged}` },
-    );
-    expectError(x, 16, 'UNAUTHENTICATED');
   },
 };
 
