@@ -34,6 +34,7 @@ const onBothEngines = [
   'grpc-reference-client',
   'grpc-v1-reference-client',
   'provider-calls',
+  'provider-flow',
   'group-access',
   'import',
   'int64',
