@@ -106,7 +106,8 @@ export function createV1Router(deps: V1Deps, extensions: Record<string, V1Extens
             const stored = written
               ? written.subresources?.[subresource]
               : await deps.resources.getSubresource(r, subresource, record.uid as string);
-            out[name] = stored?.[field] ?? '';
+            const value = stored?.[field];
+            if (value !== undefined && value !== '') out[name] = value; // unset, as the record's own empty fields
           }
           return out;
         }),
