@@ -809,6 +809,13 @@ export class Resources {
     return deleted;
   }
 
+  /** A subresource of each of these records, as getSubresource answers it, by uid; one read. */
+  async subresourcesOf(r: ResourceModel, name: string, uids: string[]): Promise<Map<string, Row>> {
+    const s = r.subresources.find((x) => x.name === name)!;
+    const stored = uids.length === 0 ? new Map() : await this.table(r.type).subresourceOf(name, uids);
+    return new Map(uids.map((uid) => [uid, { uid, ...outputObject((stored.get(uid) ?? {}) as Row, s.fields) }]));
+  }
+
   /** The columns of subresources written whole with their record: their input fields, secrets sealed. */
   private subresourceColumns(r: ResourceModel, given: Record<string, Row> = {}): Row {
     const columns: Row = {};

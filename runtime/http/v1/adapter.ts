@@ -64,6 +64,26 @@ function v2Query(query: Record<string, unknown>, params: Record<string, string>)
   return out;
 }
 
+/** v1 records with the fields their subresources hold: those of the call that wrote them, or as stored (one read). */
+async function withSubresourceFields(deps: V1Deps, r: ResourceModel, records: Row[], written?: Call): Promise<Row[]> {
+  const held = Object.entries(r.v1!.subresourceFields);
+  if (held.length === 0) return records;
+  const uids = records.map((record) => record.uid as string);
+  const stored = new Map<string, Map<string, Row>>();
+  for (const [, { subresource }] of held)
+    if (!written && !stored.has(subresource))
+      stored.set(subresource, await deps.resources.subresourcesOf(r, subresource, uids));
+  return records.map((record) => {
+    const out = { ...record };
+    for (const [name, { subresource, field }] of held) {
+      const from = written ? written.subresources?.[subresource] : stored.get(subresource)?.get(record.uid as string);
+      const value = from?.[field];
+      if (value !== undefined && value !== '') out[name] = value; // unset, as the record's own empty fields
+    }
+    return out;
+  });
+}
+
 /** `extensions` by collection. */
 export function createV1Router(deps: V1Deps, extensions: Record<string, V1Extension> = {}): Router {
   const { model, operations } = deps;
@@ -96,23 +116,7 @@ export function createV1Router(deps: V1Deps, extensions: Record<string, V1Extens
       const { data, problems } = renames.translate(presenter ? presenter.in(record) : record);
       return { ...callOf(ctx, [], data), params, mask, untranslatable: problems, subresources };
     };
-    /** v1 records with the fields their subresources hold: those of the call that wrote them, or as stored. */
-    const withHeld = async (records: Row[], written?: Call): Promise<Row[]> => {
-      if (held.length === 0) return records;
-      return Promise.all(
-        records.map(async (record) => {
-          const out = { ...record };
-          for (const [name, { subresource, field }] of held) {
-            const stored = written
-              ? written.subresources?.[subresource]
-              : await deps.resources.getSubresource(r, subresource, record.uid as string);
-            const value = stored?.[field];
-            if (value !== undefined && value !== '') out[name] = value; // unset, as the record's own empty fields
-          }
-          return out;
-        }),
-      );
-    };
+    const withHeld = (records: Row[], written?: Call) => withSubresourceFields(deps, r, records, written);
     const base = `/${r.domain}/v1/${v1.collection}`.replace(/[.*+?^${}()|[\]\\/]/g, '\\$&');
 
     if (operationOf(r, 'list')) {
