@@ -69,7 +69,9 @@ function exampleValue(f: FieldModel, where: string, problems: string[]): unknown
 function requiredBody(fields: Record<string, FieldModel>, where: string, problems: string[]): Record<string, unknown> {
   const body: Record<string, unknown> = {};
   for (const [name, f] of Object.entries(fields)) {
-    if (f.required && !f.outputOnly) body[name] = exampleValue(f, `${where}.${name}`, problems);
+    // An optional field with a declared example is filled too: the record the rules expect to see has it.
+    if ((f.required || f.example !== undefined) && !f.outputOnly)
+      body[name] = exampleValue(f, `${where}.${name}`, problems);
   }
   return body;
 }

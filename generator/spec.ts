@@ -86,6 +86,8 @@ interface RawResource {
     params?: Record<string, string>;
     paged?: boolean;
     createRequest?: { parent: string; resource: string };
+    /** v1 field -> `<subresource>.<field>`: a field v1 has on the record that v2 keeps in a subresource */
+    subresourceFields?: Record<string, string>;
     operations?: Record<string, RawOperation>;
   };
 }
@@ -877,7 +879,7 @@ function toResource(domain: string, r: RawResource, at: string, problems: string
       ...(s.proto ? { proto: s.proto } : {}),
     })),
     children: [],
-    v1: r.v1 && toV1(r.v1, all, given.filters, ops, given.readOnly, `${at}/v1`, problems),
+    v1: r.v1 && toV1(r.v1, all, given.filters, ops, given.readOnly, `${at}/v1`, problems, given.subresources),
     ...(r.proto ? { proto: r.proto } : {}),
   };
 }
@@ -962,6 +964,7 @@ function toV1(
   readOnly: boolean,
   at: string,
   problems: string[],
+  subresources: NonNullable<RawResource['subresources']>,
 ): V1Model {
   checkV1Names(v1, all, filters, at, problems);
   if (v1.paged && !ops.list) problems.push(`${at}/paged: the resource has no list`);
@@ -981,6 +984,33 @@ function toV1(
     params: given.params,
     paged: given.paged,
     createRequest: v1.createRequest,
+    subresourceFields: v1SubresourceFields(
+      v1.subresourceFields ?? {},
+      all,
+      subresources,
+      `${at}/subresourceFields`,
+      problems,
+    ),
     operations,
   };
+}
+
+/** v1 fields held by a subresource: each names an updatable subresource's field, and no field of the record. */
+function v1SubresourceFields(
+  given: Record<string, string>,
+  all: Record<string, FieldModel>,
+  subresources: NonNullable<RawResource['subresources']>,
+  at: string,
+  problems: string[],
+): V1Model['subresourceFields'] {
+  const out: V1Model['subresourceFields'] = {};
+  for (const [name, path] of Object.entries(given)) {
+    const [subresource, field, ...rest] = path.split('.');
+    const s = subresources.find((x) => x.name === subresource);
+    if (!s?.update || !field || rest.length > 0 || !(field in s.fields))
+      problems.push(`${at}/${name}: "${path}" is not <an updatable subresource>.<its field>`);
+    else if (name in all) problems.push(`${at}/${name}: the record has a field of that name`);
+    else out[name] = { subresource, field };
+  }
+  return out;
 }

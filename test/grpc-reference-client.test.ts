@@ -110,26 +110,4 @@ test('a client of the reference protos manages identities (oneofs), roles (Capab
   );
 });
 
-test("the provider's data sources find groups and the built-in roles through v2beta1", async () => {
-  const org = s.bootstrap.organization;
-  const groups = await call('iam.v2beta1.GroupsService', 'ListGroups', { uidp: { in_root: true }, name: 'default' });
-  assert.is(groups.code, 0, JSON.stringify(groups.details));
-  assert.equal(
-    groups.value.groups.map((g: any) => g.uid),
-    [org],
-  );
-  const roles = await call('iam.v2beta1.RolesService', 'ListRoles', { uidp: { in_root: true }, name: 'viewer' });
-  assert.is(roles.code, 0, JSON.stringify(roles.details));
-  assert.equal(
-    roles.value.roles.map((r: any) => r.name),
-    ['viewer'],
-  );
-  assert.ok(
-    roles.value.roles[0].capabilities.includes('CAP_REPO_LIST'),
-    'capabilities travel as the v2beta1 enum names',
-  );
-  const unknown = await call('iam.v2beta1.GroupsService', 'GetGroup', { uid: `${org}/0123456789abcdef` });
-  assert.is(unknown.code, grpc.status.NOT_FOUND, 'errors are the same AIP-193 statuses as v2');
-});
-
 test.run();

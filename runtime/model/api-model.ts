@@ -226,6 +226,8 @@ export interface V1Model {
   paged: boolean;
   /** Create takes {<parent>: uid, <resource>: {...}} instead of the parent in the path. */
   createRequest?: { parent: string; resource: string };
+  /** v1 field -> the subresource field that holds it (v1's repo readme is v2's readme subresource). */
+  subresourceFields: Record<string, { subresource: string; field: string }>;
   /** Writes that only v1 has. */
   operations: Partial<Record<'create' | 'update' | 'delete', OperationModel>>;
 }

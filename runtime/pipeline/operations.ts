@@ -43,6 +43,8 @@ export interface Call {
   mask?: string;
   /** what the adapter could not translate into v2's terms (a value v1 does not know), reported as validation */
   untranslatable?: FieldViolation[];
+  /** subresources written whole with the record, by name (v1's fields that v2 keeps in a subresource) */
+  subresources?: Record<string, Row>;
 }
 
 /** What a hand-written handler may use: reads through Resources, writes through write(). */
@@ -299,9 +301,11 @@ export class Operations {
     await this.policy.requireCapability(call.principal, this.capability(r, 'create'), this.scope(r, parent));
     if (parent === undefined && isGroupScoped(this.model, r)) await this.policy.requireUnconfined(call.principal, r);
     this.validate('body', `${r.collection}.create`, call.body, call.untranslatable, r.fields);
+    this.validateSubresources(r, call);
     const { prepare } = options;
     const created = await this.resources.create(r, parent, call.body, {
       actor: call.principal.subject,
+      subresources: call.subresources,
       prepare: prepare && ((record, transaction) => prepare(record, { ...this.context(call.principal), transaction })),
       guard: this.policy.noEscalation(call.principal, r),
       witness: this.policy.grantWitness(call.principal, this.capability(r, 'create'), this.scope(r, parent)),
@@ -367,8 +371,10 @@ export class Operations {
     const { uid } = call.params;
     await this.authorize(r, 'update', call.principal, uid);
     this.validate('body', `${r.collection}.update`, call.body, call.untranslatable, r.fields);
+    this.validateSubresources(r, call);
     const updated = await this.resources.update(r, uid, call.body, call.mask, {
       actor: call.principal.subject,
+      subresources: call.subresources,
       guard: this.policy.noEscalation(call.principal, r),
       witness: this.writeWitness(r, 'update', call.principal, uid),
     });
@@ -385,6 +391,14 @@ export class Operations {
   private writeWitness(r: ResourceModel, kind: 'update' | 'delete', principal: Principal, uid: string) {
     if (this.policy.isRootIdentity(r, uid)) return undefined;
     return this.policy.grantWitness(principal, this.capability(r, kind), this.scope(r, uid));
+  }
+
+  /** Subresources written with their record are validated as their own update validates them. */
+  private validateSubresources(r: ResourceModel, call: Call): void {
+    for (const [name, body] of Object.entries(call.subresources ?? {})) {
+      const s = r.subresources.find((x) => x.name === name)!;
+      this.validate('body', `${r.collection}.${name}.update`, body, [], s.fields);
+    }
   }
 
   async getSubresource(r: ResourceModel, name: string, call: Call): Promise<Row> {

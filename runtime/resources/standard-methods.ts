@@ -49,6 +49,8 @@ export interface WriteOptions {
    * went.
    */
   witness?: (sql: Sql) => Promise<void>;
+  /** Subresources written whole with the record, by name (v1 writes a repo's readme with the repo). */
+  subresources?: Record<string, Row>;
 }
 
 /**
@@ -404,6 +406,7 @@ export class Resources {
       updateTime: time,
     };
     for (const [name, f] of Object.entries(r.fields)) if (f.setToCreator) data[name] = actor ?? null;
+    Object.assign(data, this.subresourceColumns(r, options.subresources));
     let reveal: Row = {};
     if (prepare) ({ record: data, reveal = {} } = await prepare(data, new Writes(sql, this, {})));
     checkExclusive(r, data);
@@ -508,7 +511,7 @@ export class Resources {
       checkUpdatable(r, next, current);
       checkExclusive(r, next);
       await checkReferences(this, sql, r, { ...next, uid });
-      const changes = changedColumns(r, row, next);
+      const changes = { ...changedColumns(r, row, next), ...this.subresourceColumns(r, options.subresources) };
       changed = Object.keys(changes);
       // A new name (or other part of the natural key) another record has is ALREADY_EXISTS, as at create.
       const renamed = r.naturalKey?.some((k) => k !== 'parent' && k in changes) ? { ...row, ...changes } : undefined;
@@ -555,6 +558,23 @@ export class Resources {
     });
     this.noteWrite(r, 'delete');
     return deleted;
+  }
+
+  /** A subresource of each of these records, as getSubresource answers it, by uid; one read. */
+  async subresourcesOf(r: ResourceModel, name: string, uids: string[]): Promise<Map<string, Row>> {
+    const s = r.subresources.find((x) => x.name === name)!;
+    const stored = uids.length === 0 ? new Map() : await this.table(r.type).subresourceOf(name, uids);
+    return new Map(uids.map((uid) => [uid, { uid, ...outputObject((stored.get(uid) ?? {}) as Row, s.fields) }]));
+  }
+
+  /** The columns of subresources written whole with their record: their input fields, secrets sealed. */
+  private subresourceColumns(r: ResourceModel, given: Record<string, Row> = {}): Row {
+    const columns: Row = {};
+    for (const [name, body] of Object.entries(given)) {
+      const s = r.subresources.find((x) => x.name === name)!;
+      columns[`subresource_${name}`] = this.secrets.sealFields(inputObject(body, s.fields), s.fields);
+    }
+    return columns;
   }
 
   async getSubresource(r: ResourceModel, name: string, uid: string): Promise<Row> {

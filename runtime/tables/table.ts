@@ -6,7 +6,7 @@ import { CountCache } from '../storage/count-cache.js';
 import type { Row } from '../model/records.js';
 import { CountChanges, isCounted, readCounts } from '../storage/scope-counts.js';
 import type { Sql } from '../storage/sql.js';
-import { and, equal, type Condition, type Value } from './condition.js';
+import { and, equal, oneOf, type Condition, type Value } from './condition.js';
 import { quoteIdentifier, type Column, type Dialect, type RowLock } from '../storage/dialect.js';
 import { ConditionCompiler } from './sql-condition.js';
 import type { Store } from '../storage/store.js';
@@ -110,6 +110,20 @@ export class Table<T = Row> {
     const text = lock ? this.wholeByUid + this.dialect.lock(lock) : this.wholeByUid;
     const [values] = await (sql ?? this.store.read).values(text, [uid]);
     return values ? this.toRecord(values, this.everyColumn) : null;
+  }
+
+  /** One sub-resource of each of these rows, by uid, in one statement (v1 shows a repo's readme in its lists). */
+  async subresourceOf(name: string, uids: readonly string[]): Promise<Map<string, Row | undefined>> {
+    const columns = this.everyColumn.filter(([prop]) => prop === 'uid' || prop === `subresource_${name}`);
+    const where = this.conditions.compile(oneOf<Row>('uid', uids) as unknown as Condition<T>);
+    const list = columns.map(([, c]) => this.dialect.selected(c)).join(', ');
+    const rows = await this.store.read.values(`select ${list} from ${this.table} where ${where.sql}`, where.params);
+    const out = new Map<string, Row | undefined>();
+    for (const values of rows) {
+      const record = this.toRecord(values, columns) as Row;
+      out.set(record.uid as string, (record[`subresource_${name}`] ?? undefined) as Row | undefined);
+    }
+    return out;
   }
 
   /**

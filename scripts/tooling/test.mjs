@@ -35,6 +35,7 @@ const onBothEngines = [
   'grpc-v1-reference-client',
   'provider-calls',
   'proto-numbers',
+  'provider-flow',
   'group-access',
   'import',
   'int64',

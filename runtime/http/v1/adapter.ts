@@ -64,6 +64,26 @@ function v2Query(query: Record<string, unknown>, params: Record<string, string>)
   return out;
 }
 
+/** v1 records with the fields their subresources hold: those of the call that wrote them, or as stored (one read). */
+async function withSubresourceFields(deps: V1Deps, r: ResourceModel, records: Row[], written?: Call): Promise<Row[]> {
+  const held = Object.entries(r.v1!.subresourceFields);
+  if (held.length === 0) return records;
+  const uids = records.map((record) => record.uid as string);
+  const stored = new Map<string, Map<string, Row>>();
+  for (const [, { subresource }] of held)
+    if (!written && !stored.has(subresource))
+      stored.set(subresource, await deps.resources.subresourcesOf(r, subresource, uids));
+  return records.map((record) => {
+    const out = { ...record };
+    for (const [name, { subresource, field }] of held) {
+      const from = written ? written.subresources?.[subresource] : stored.get(subresource)?.get(record.uid as string);
+      const value = from?.[field];
+      if (value !== undefined && value !== '') out[name] = value; // unset, as the record's own empty fields
+    }
+    return out;
+  });
+}
+
 /** `extensions` by collection. */
 export function createV1Router(deps: V1Deps, extensions: Record<string, V1Extension> = {}): Router {
   const { model, operations } = deps;
@@ -80,27 +100,38 @@ export function createV1Router(deps: V1Deps, extensions: Record<string, V1Extens
       out: (record: Row) => renames.out(presenter ? presenter.out(record) : record),
       in: (data: Row) => renames.in(presenter ? presenter.in(data) : data),
     };
-    /** A write's call: the body in v2's names, what v1 spelled unknowably left for the validation step. */
+    const held = Object.entries(v1.subresourceFields);
+    /**
+     * A write's call: the body in v2's names, what v1 spelled unknowably left for the validation step, and the
+     * fields a subresource holds written whole with the record (an update replaces them: omitted is cleared).
+     */
     const writeCall = (ctx: HttpContext, params: Record<string, string>, given: Row, mask?: string): Call => {
-      const { data, problems } = renames.translate(presenter ? presenter.in(given) : given);
-      return { ...callOf(ctx, [], data), params, mask, untranslatable: problems };
+      const record = { ...given };
+      const subresources: Record<string, Row> = {};
+      for (const [name, { subresource, field }] of held) {
+        const value = record[name];
+        delete record[name];
+        if (value !== undefined || mask === '*') (subresources[subresource] ??= {})[field] = value ?? '';
+      }
+      const { data, problems } = renames.translate(presenter ? presenter.in(record) : record);
+      return { ...callOf(ctx, [], data), params, mask, untranslatable: problems, subresources };
     };
+    const withHeld = (records: Row[], written?: Call) => withSubresourceFields(deps, r, records, written);
     const base = `/${r.domain}/v1/${v1.collection}`;
 
     if (operationOf(r, 'list')) {
       router.get(base, async (ctx) => {
         const call = { ...callOf(ctx, []), query: v2Query(ctx.query, v1.params) };
         const page = await operations.list(r, call, { whole: !v1.paged });
-        const items = page.items.map(shape.out);
+        const items = (await withHeld(page.items)).map(shape.out);
         ctx.body = v1.paged ? { items, nextPageToken: page.nextPageToken, totalCount: page.totalCount } : { items };
       });
     }
     if (operationOf(r, 'create')) {
       const prepare = deps.createSteps[r.collection];
       const create = async (ctx: HttpContext, parent: string | undefined, given: Row) => {
-        ctx.body = shape.out(
-          await operations.create(r, writeCall(ctx, parent === undefined ? {} : { parent }, given), { prepare }),
-        );
+        const call = writeCall(ctx, parent === undefined ? {} : { parent }, given);
+        ctx.body = shape.out((await withHeld([await operations.create(r, call, { prepare })], call))[0]);
       };
       const request = v1.createRequest;
       if (request) {
@@ -129,7 +160,8 @@ export function createV1Router(deps: V1Deps, extensions: Record<string, V1Extens
     if (operationOf(r, 'update')) {
       router.put(`${base}/{id*}`, async (ctx) => {
         const { id } = callOf(ctx, ['id'], {}).params;
-        ctx.body = shape.out(await operations.update(r, writeCall(ctx, { uid: id }, requestBody(ctx), '*')));
+        const call = writeCall(ctx, { uid: id }, requestBody(ctx), '*');
+        ctx.body = shape.out((await withHeld([await operations.update(r, call)], call))[0]);
       });
     }
     if (operationOf(r, 'delete')) {
