@@ -98,7 +98,7 @@ test.before(async () => {
     // The shared volume at /data: one directory for both.
     return { ...env, ...local, PORT: '0', DATA_DIR: join(scratch, 'data') };
   };
-  // compose starts api2 once api1 is healthy: api1 makes the shared keys and migrates.
+  // compose starts api2 once api1 is healthy: api1 migrates and makes the keys in the database.
   api1 = await startRelease(dir, instanceEnv('api1'));
   await until('api1 ready', async () => (await fetch(`${api1!.url}/readyz`)).status === 200);
   api2 = await startRelease(dir, instanceEnv('api2'));
@@ -118,7 +118,8 @@ test.before(async () => {
   haproxy.stderr!.on('data', (d) => (haproxyOutput += d));
   await until('HAProxy answers', async () => (await ping(lb)) === 200);
 
-  const r = await runScript('scripts/token.ts', [], { DATA_DIR: join(scratch, 'data'), ISSUER_URL: lb });
+  // The keys are in the database: the token command needs only its URL.
+  const r = await runScript('scripts/token.ts', [], { DATABASE_URL: local.DATABASE_URL, ISSUER_URL: lb });
   assert.is(r.status, 0, r.stderr);
   token = r.stdout.trim();
 });
