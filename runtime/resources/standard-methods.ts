@@ -648,7 +648,7 @@ export class Resources {
     await this.checkReferences(sql, r, data);
     const existing = await this.sameUpsertKey(sql, r, data);
     if (existing) return this.replace(sql, r, existing, data, options);
-    await this.refuseTakenKey(sql, r, data);
+    if (!this.indexAlone(r, data, options)) await this.refuseTakenKey(sql, r, data);
     await guard?.(sql, data);
     return { ...(await this.insertNew(sql, r, data, actor)), ...reveal };
   }
@@ -678,6 +678,18 @@ export class Resources {
    * ALREADY_EXISTS when another record has this one's natural key (a repo's parent and name). The key's unique
    * index refuses the twin that a concurrent create commits between this read and the insert (insertNew).
    */
+  /**
+   * Whether a create's natural key is left to its unique index alone (refuseTwin): in a SERIALIZABLE transaction
+   * on PostgreSQL, where reading the index would make every concurrent create under the same parent (writing
+   * into the same index page) a serialization failure. Not where a part of the key is null: the index holds
+   * nulls as distinct.
+   */
+  private indexAlone(r: ResourceModel, data: Row, options: WriteOptions): boolean {
+    if (this.store.dialect.name !== 'postgresql' || !isolationOf(options).serializable) return false;
+    const key = naturalKeyValues(r, data);
+    return key !== undefined && Object.values(key).every((v) => v !== null);
+  }
+
   private async refuseTakenKey(sql: Sql, r: ResourceModel, data: Row): Promise<void> {
     const key = naturalKeyValues(r, data);
     if (key && (await this.table(r.type).lastWith(sql, key))) throw alreadyExists(r.type, shownKey(key));
