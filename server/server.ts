@@ -185,6 +185,7 @@ function tokenAuthentication(
 /** What /metrics follows of the storage: the write queue, and how often the access records changed. */
 function watchStorage(metrics: Metrics, store: Store, resources: Resources): void {
   if (store.writeQueueDepth) metrics.watchWriteQueue(store.writeQueueDepth);
+  if (store.lostRaces) metrics.watchLostRaces(store.lostRaces);
   metrics.watchAccessChanges(() => resources.accessVersion);
 }
 

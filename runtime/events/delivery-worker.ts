@@ -312,6 +312,9 @@ export class DeliveryWorker {
           0,
           sql,
         );
+        // The subscription locked before its deliveries are written: a delete of it (which locks it, then
+        // deletes them in its own order) waits for this claim or goes first, and never deadlocks with it.
+        if (candidates.length === 0 || !(await this.subscriptions.get(subscription.uid, sql, 'keyShare'))) continue;
         for (const d of candidates) {
           const key = `${d.parentUid} ${d.subject}`;
           if ((perOrigin.get(origin) ?? 0) >= this.config.perSink || keys.has(key)) continue;

@@ -119,6 +119,20 @@ export class Metrics {
     });
   }
 
+  /** Write transactions run again after losing a race, and those answered ABORTED (PostgreSQL), read at each scrape. */
+  watchLostRaces(lost: () => { serialization: number; deadlock: number; aborted: number }): void {
+    new Counter({
+      name: 'db_write_retries_total',
+      help: 'Write transactions run again after a serialization failure or a deadlock, and those answered ABORTED after the last run, by outcome',
+      labelNames: ['outcome'] as const,
+      registers: [this.registry],
+      collect() {
+        this.reset();
+        for (const [outcome, n] of Object.entries(lost())) this.inc({ outcome }, n);
+      },
+    });
+  }
+
   /** Times the grants caches were emptied (a grant changed, here or in another process), read at each scrape. */
   watchAccessChanges(changes: () => number): void {
     new Counter({

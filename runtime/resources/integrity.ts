@@ -66,7 +66,7 @@ export async function checkReferences(tables: ModelTables, sql: Sql, r: Resource
 }
 
 /** The natural key's properties and this record's values of them; undefined for a resource without one. */
-function naturalKeyValues(r: ResourceModel, data: Row): Row | undefined {
+export function naturalKeyValues(r: ResourceModel, data: Row): Row | undefined {
   if (!r.naturalKey || r.upsertOn) return undefined;
   return Object.fromEntries(
     r.naturalKey.map((k) => (k === 'parent' ? ['parentUid', data.parentUid ?? null] : [k, data[k] ?? null])),

@@ -174,7 +174,9 @@ export class RecordImport {
   /** One transaction: the records after the last written, for up to stepMs. */
   private async step(sql: Sql, last: number) {
     const started = performance.now();
-    const shared: Shared = { sql, time: now(), mint: uidRun(), counts: this.table.countChanges() };
+    // The transaction's own counts where it keeps them (PostgreSQL's, written at its commit), else the step's.
+    const counts = sql.counts ? undefined : this.table.countChanges();
+    const shared: Shared = { sql, time: now(), mint: uidRun(), counts };
     const step = { created: 0, updated: 0, last, finished: false };
     const parents = new Set<string>();
     do {

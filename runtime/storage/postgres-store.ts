@@ -11,7 +11,7 @@ import pg from 'pg';
 import { aborted, ConfigError, deadlineExceeded, unavailable } from '../model/errors.js';
 import { postgresql } from './dialect.js';
 import type { Row } from '../model/records.js';
-import { buildCounts } from './scope-counts.js';
+import { buildCounts, CountChanges } from './scope-counts.js';
 import { migrate, type StoredSchema } from './schema-versions.js';
 import { serverStateEntity } from './server-state.js';
 import type { Sql } from './sql.js';
@@ -20,8 +20,6 @@ import { faultOf, isLostRace, isOutage } from './postgres-faults.js';
 
 /** The advisory lock key of the schema at start (and of the counts built once after it). */
 const schemaLock = 0x706c6101;
-/** The advisory lock key every write transaction takes (see once()). */
-const writeLock = 0x706c6102;
 
 /** `?` placeholders as PostgreSQL's $1, $2, ...; our statements hold no `?` but placeholders. */
 const numbered = new Map<string, string>();
@@ -56,6 +54,8 @@ function nameOf(text: string): string | undefined {
 
 /** PostgreSQL's query_canceled: here, a statement past the connection's statement_timeout. */
 const queryCanceled = '57014';
+/** PostgreSQL's deadlock_detected (the other lost race is serialization_failure, 40001). */
+const deadlockDetected = '40P01';
 
 /**
  * Statements on the pool (each on any free connection), or on one transaction's connection, where they run one
@@ -63,7 +63,7 @@ const queryCanceled = '57014';
  * reads: past `limits.queue` waiting for a connection one is refused, and one stopped by the statement timeout
  * is DEADLINE_EXCEEDED.
  */
-function sqlOn(client: pg.Pool | pg.PoolClient, limits?: ReadLimits): Sql {
+function sqlOn(client: pg.Pool | pg.PoolClient, limits?: ReadLimits, counts?: CountChanges): Sql {
   let last: Promise<unknown> = Promise.resolve();
   const read = async <R extends Row | unknown[]>(pool: pg.Pool, config: pg.QueryConfig) => {
     if (limits && pool.waitingCount >= limits.queue)
@@ -91,6 +91,7 @@ function sqlOn(client: pg.Pool | pg.PoolClient, limits?: ReadLimits): Sql {
     all: async (text, params = []) => (await query<Row>(text, params)).rows,
     values: async (text, params = []) => (await query<unknown[]>(text, params, 'array')).rows,
     run: async (text, params = []) => (await query(text, params)).rowCount ?? 0,
+    ...(counts && { counts }),
   };
 }
 
@@ -161,24 +162,35 @@ const maxWriters = poolSize / 2;
 /** Runs of a write that lost a race (serialization failure, deadlock) before it is answered ABORTED. */
 const maxAttempts = 8;
 
-/** A counting semaphore: take() resolves when a slot is free, give() frees one. */
+/**
+ * A counting semaphore of numbered slots: take() resolves to a free slot's number, give() frees it. A writer's
+ * slot picks the shard of the per-scope counts it adds to: concurrent writers of one process share no count row.
+ */
 class WriterSlots {
-  private readonly queue: (() => void)[] = [];
-  constructor(private free: number) {}
+  private readonly queue: ((slot: number) => void)[] = [];
+  private readonly free: number[];
+  constructor(slots: number) {
+    this.free = Array.from({ length: slots }, (_, n) => n);
+  }
 
-  take(): Promise<void> {
-    if (this.free > 0) {
-      this.free--;
-      return Promise.resolve();
-    }
+  take(): Promise<number> {
+    const slot = this.free.pop();
+    if (slot !== undefined) return Promise.resolve(slot);
     return new Promise((resolve) => this.queue.push(resolve));
   }
 
-  give(): void {
+  give(slot: number): void {
     const next = this.queue.shift();
-    if (next) next();
-    else this.free++;
+    if (next) next(slot);
+    else this.free.push(slot);
   }
+}
+
+/** Write transactions run again, by why (a PostgreSQL error code), and answered ABORTED after the last run. */
+export interface LostRaces {
+  serialization: number;
+  deadlock: number;
+  aborted: number;
 }
 
 export async function openPostgresStore(
@@ -217,39 +229,43 @@ export async function openPostgresStore(
     throw e;
   }
   const read = sqlOn(pool, limits);
-  // Write transactions of this process waiting for a connection or for the write lock (the metrics' queue depth).
+  // Write transactions of this process waiting for a connection (the metrics' queue depth).
   let waiting = 0;
   const writers = new WriterSlots(maxWriters);
+  // Where this process's writers start among the count shards: another instance's writers mostly elsewhere.
+  const firstShard = Math.floor(Math.random() * postgresql.countShards);
   const once = async <T>(fn: (sql: Sql) => Promise<T>, serializable: boolean): Promise<T> => {
     waiting++;
     let client: pg.PoolClient | undefined;
+    const slot = await writers.take();
     try {
-      await writers.take();
       client = await pool.connect();
       await client.query(
         `begin${serializable ? ' isolation level serializable' : ''}; set local statement_timeout = 0`,
       );
-      // Still one writer at a time across instances: under many concurrent creates in one organization the
-      // per-scope count upserts of different collections deadlocked in a loop (seen in the conformance run on
-      // PostgreSQL, 201 records eight at a time). Row locks stay; this lock goes once the counts' order is fixed.
-      await client.query('select pg_advisory_xact_lock($1)', [writeLock]);
     } catch (e) {
       await client?.query('rollback').catch(() => undefined);
       client?.release(isOutage(e) ? (e as Error) : undefined);
-      writers.give();
+      writers.give(slot);
       throw e;
     } finally {
       waiting--;
     }
-    return finishTransaction(client, fn).finally(() => writers.give());
+    const counts = new CountChanges(postgresql.countShards, firstShard + slot);
+    return finishTransaction(client, fn, counts).finally(() => writers.give(slot));
   };
+  const lost: LostRaces = { serialization: 0, deadlock: 0, aborted: 0 };
   const transaction = async <T>(fn: (sql: Sql) => Promise<T>, options: TransactionOptions = {}): Promise<T> => {
     for (let attempt = 1; ; attempt++) {
       try {
         return await once(fn, options.serializable === true);
       } catch (e) {
         if (!isLostRace(e)) throw faultOf(e);
-        if (attempt === maxAttempts) throw aborted(`the write lost to concurrent writes ${attempt} times`);
+        lost[(e as { code: string }).code === deadlockDetected ? 'deadlock' : 'serialization']++;
+        if (attempt === maxAttempts) {
+          lost.aborted++;
+          throw aborted(`the write lost to concurrent writes ${attempt} times`);
+        }
         // Jittered, doubling: racers that collided once do not collide again in step.
         await new Promise((resolve) => setTimeout(resolve, Math.random() * 2 ** attempt * 2));
       }
@@ -261,7 +277,7 @@ export async function openPostgresStore(
     await buildCounts(sql, countedTables(orm));
   });
   const access = await listenForAccessChanges(url);
-  // The catalog's views are slow to read, and no caller's read: without the read timeout (nor the write lock).
+  // The catalog's views are slow to read, and no caller's read: without the read timeout.
   const fingerprint = () => withoutTimeout(pool, schemaFingerprint);
   const started = await fingerprint();
   return {
@@ -272,6 +288,7 @@ export async function openPostgresStore(
     transaction,
     schemaChanged: async () => (await fingerprint()) !== started,
     writeQueueDepth: () => waiting,
+    lostRaces: () => lost,
     // The numbered texts kept; up to maxNamed of them are also prepared by name on each connection.
     statementsKept: async () => numbered.size,
     accessChanges: {
@@ -300,11 +317,20 @@ async function withoutTimeout<T>(pool: pg.Pool, fn: (sql: Sql) => Promise<T>): P
   return finishTransaction(client, fn);
 }
 
-/** The rest of a transaction begun on client: fn, then commit, or rollback when anything failed; client released. */
-async function finishTransaction<T>(client: pg.PoolClient, fn: (sql: Sql) => Promise<T>): Promise<T> {
+/**
+ * The rest of a transaction begun on client: fn, then its count changes (last, in one order: see
+ * runtime/storage/scope-counts.ts), then commit, or rollback when anything failed; client released.
+ */
+async function finishTransaction<T>(
+  client: pg.PoolClient,
+  fn: (sql: Sql) => Promise<T>,
+  counts?: CountChanges,
+): Promise<T> {
   let failed: Error | undefined;
   try {
-    const result = await fn(sqlOn(client));
+    const sql = sqlOn(client, undefined, counts);
+    const result = await fn(sql);
+    await counts?.write(sql);
     await client.query('commit');
     return result;
   } catch (e) {

@@ -6,11 +6,12 @@
 // Where several processes write at once (PostgreSQL) one row per scope would be one hot row: every create in a
 // tenant would wait for the one before it to commit. A scope's counts are kept in shards there: the row of the
 // scope itself (shard 0, all SQLite ever writes, and what databases made before shards hold) and the rows
-// `<scope>#1` .. `<scope>#15`. A transaction adds to one shard, picked at random; a read sums them, in one
-// statement, so it sees every committed transaction whole: exact at every read.
+// `<scope>#1` .. `<scope>#15`. A transaction adds to one shard, its writer's (concurrent writers of one process
+// share none) or picked at random; a read sums them, in one statement, so it sees every committed transaction
+// whole: exact at every read.
 import { EntitySchema, type EntityMetadata } from '@mikro-orm/core';
 import type { Row } from '../model/records.js';
-import type { Sql } from './sql.js';
+import type { PendingCounts, Sql } from './sql.js';
 import { ancestorsOf } from '../model/uid.js';
 
 export interface ScopeCount {
@@ -58,50 +59,55 @@ const upsert = (rows: number) =>
   `insert into scope_counts (collection, scope, below, children) values ${Array(rows).fill('(?, ?, ?, ?)').join(', ')} ` +
   'on conflict (collection, scope) do update set below = scope_counts.below + excluded.below, children = scope_counts.children + excluded.children';
 
+/** Rows locked in the same order by every transaction: (collection, scope row), byte order as the index's. */
+const byRow = ([a]: [string, unknown], [b]: [string, unknown]) => (a < b ? -1 : a > b ? 1 : 0);
+
 /**
- * Count changes of one transaction, gathered per scope so that many records cost one upsert per scope (an
- * import's step); written in the same transaction as the records.
+ * Count changes of one transaction, gathered per table and scope so that many records cost one upsert per scope
+ * (an import's step), and written once, in the same transaction as the records. On PostgreSQL a write
+ * transaction gathers all of its changes and writes them last, just before its commit (runtime/storage/
+ * postgres-store.ts): its count rows are locked for the shortest time, and in one order across every table, so
+ * two transactions adding to the same rows wait for each other and never deadlock.
  */
-export class CountChanges {
+export class CountChanges implements PendingCounts {
+  /** keyed by collection, NUL, the scope's row */
   private readonly changes = new Map<string, [below: number, children: number]>();
 
-  /** the shard this transaction adds to: one row per scope, never two racing writers' every row */
+  /** the shard this transaction adds to: given (a writer's own, so concurrent writers share none), or random */
   private readonly shard: number;
 
   /** shards: how many rows each scope's counts are spread over (1: one row, SQLite's single writer). */
-  constructor(
-    private readonly collection: string,
-    shards = 1,
-  ) {
-    this.shard = Math.floor(Math.random() * shards);
+  constructor(shards = 1, shard = Math.floor(Math.random() * shards)) {
+    this.shard = shard % shards;
   }
 
-  private add(scope: string, below: number, children: number): void {
-    const kept = this.changes.get(scope);
+  private add(collection: string, scope: string, below: number, children: number): void {
+    const key = `${collection}\0${shardKey(scope, this.shard)}`;
+    const kept = this.changes.get(key);
     if (kept) {
       kept[0] += below;
       kept[1] += children;
-    } else this.changes.set(scope, [below, children]);
+    } else this.changes.set(key, [below, children]);
   }
 
-  /** One record added (+1) or removed (-1): every scope above its uid, and its parent's children. */
-  note(uid: string, parentUid: string | null, delta: 1 | -1): this {
-    this.add('', delta, parentUid === null ? delta : 0);
-    for (const scope of ancestorsOf(uid)) this.add(scope, delta, 0);
+  /** One record of a table added (+1) or removed (-1): every scope above its uid, and its parent's children. */
+  note(collection: string, uid: string, parentUid: string | null, delta: 1 | -1): this {
+    this.add(collection, '', delta, parentUid === null ? delta : 0);
+    for (const scope of ancestorsOf(uid)) this.add(collection, scope, delta, 0);
     // A record whose uid is its parent's (one per parent) has that parent among no ancestors of its own.
-    if (parentUid !== null) this.add(parentUid, 0, delta);
+    if (parentUid !== null) this.add(collection, parentUid, 0, delta);
     return this;
   }
 
   async write(sql: Sql): Promise<void> {
-    // In one order in every transaction: two writers adding to the same rows wait, never deadlock.
-    const rows = [...this.changes].sort(([a], [b]) => (a < b ? -1 : a > b ? 1 : 0));
+    // Changes that cancel out (a record made and removed in one transaction) lock no row.
+    const rows = [...this.changes].filter(([, [b, c]]) => b !== 0 || c !== 0).sort(byRow);
     this.changes.clear();
     for (let i = 0; i < rows.length; i += 200) {
       const batch = rows.slice(i, i + 200);
       await sql.run(
         upsert(batch.length),
-        batch.flatMap(([scope, [below, children]]) => [this.collection, shardKey(scope, this.shard), below, children]),
+        batch.flatMap(([key, [below, children]]) => [...key.split('\0'), below, children]),
       );
     }
   }

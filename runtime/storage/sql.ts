@@ -26,6 +26,16 @@ export interface Sql {
    * then costs no promise. Absent where the driver is not.
    */
   valuesNow?(sql: string, params?: unknown[]): unknown[][];
+  /**
+   * A transaction's per-scope count changes, written by the store just before its commit (PostgreSQL: see
+   * runtime/storage/scope-counts.ts); absent where each insert and delete writes its own at once (SQLite).
+   */
+  counts?: PendingCounts;
+}
+
+/** Count changes gathered in a transaction: a record of a table added (+1) or removed (-1). */
+export interface PendingCounts {
+  note(collection: string, uid: string, parentUid: string | null, delta: 1 | -1): unknown;
 }
 
 type Statement = Database.Statement<unknown[], Row>;

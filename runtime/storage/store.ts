@@ -39,6 +39,11 @@ export interface Store {
   statementsKept(): Promise<number>;
   /** Write transactions waiting for the connection (SQLite: the group commit's queue). */
   writeQueueDepth?: () => number;
+  /**
+   * Where writes can lose a race (PostgreSQL): how many transactions were run again since start, by why, and how
+   * many were answered ABORTED after the last run.
+   */
+  lostRaces?: () => { serialization: number; deadlock: number; aborted: number };
   close(): Promise<void>;
 }
 
@@ -76,8 +81,9 @@ export function timedSql(sql: Sql, kind: StatementKind, observe: StatementObserv
         observe(kind, (performance.now() - started) / 1000);
       }
     };
-  const { valuesNow } = sql;
+  const { valuesNow, counts } = sql;
   return {
+    ...(counts && { counts }),
     all: timed((text, params) => sql.all(text, params)),
     values: timed((text, params) => sql.values(text, params)),
     run: timed((text, params) => sql.run(text, params)),

@@ -5,7 +5,7 @@
 import { CountCache } from '../storage/count-cache.js';
 import type { Row } from '../model/records.js';
 import { CountChanges, isCounted, readCounts } from '../storage/scope-counts.js';
-import type { Sql } from '../storage/sql.js';
+import type { PendingCounts, Sql } from '../storage/sql.js';
 import { and, equal, oneOf, type Condition, type Value } from './condition.js';
 import { quoteIdentifier, type Column, type Dialect, type RowLock } from '../storage/dialect.js';
 import { ConditionCompiler } from './sql-condition.js';
@@ -245,10 +245,10 @@ export class Table<T = Row> {
   }
 
   /**
-   * Inserts a record and counts it: now, or in `counts` when given, which the caller writes in the same
-   * transaction (once for many records).
+   * Inserts a record and counts it: now, or in `counts` when given (or the transaction's own, PostgreSQL's),
+   * which the caller (the store) writes in the same transaction, once for many records.
    */
-  async insert(sql: Sql, record: T, counts?: CountChanges): Promise<void> {
+  async insert(sql: Sql, record: T, counts?: PendingCounts): Promise<void> {
     const props = Object.keys(record as Row);
     await sql.run(
       this.statementOf('insert', props, () => {
@@ -257,16 +257,19 @@ export class Table<T = Row> {
       }),
       this.parameters(record as Row, props),
     );
-    if (!this.counted) return;
-    const { uid, parentUid } = record as Row;
-    const note = (into: CountChanges) => into.note(uid as string, (parentUid ?? null) as string | null, 1);
-    if (counts) note(counts);
-    else await note(this.countChanges()!).write(sql);
+    if (this.counted) await this.countRecord(sql, record as Row, 1, counts);
+  }
+
+  /** A record added or removed, in the given counts, the transaction's, or (neither) written now. */
+  private async countRecord(sql: Sql, { uid, parentUid }: Row, delta: 1 | -1, counts = sql.counts): Promise<void> {
+    const into = counts ?? this.countChanges()!;
+    into.note(this.counted!, uid as string, (parentUid ?? null) as string | null, delta);
+    if (!counts) await (into as CountChanges).write(sql);
   }
 
   /** Counts to change with inserts in one transaction; undefined for a table without counts. */
   countChanges(): CountChanges | undefined {
-    return this.counted ? new CountChanges(this.counted, this.dialect.countShards) : undefined;
+    return this.counted ? new CountChanges(this.dialect.countShards) : undefined;
   }
 
   /** Sets these properties of the row with this uid. */
@@ -339,10 +342,7 @@ export class Table<T = Row> {
       `delete from ${this.table} where "uid" = ? returning ${this.parentColumn} as "parentUid"`,
       [uid],
     );
-    if (gone)
-      await this.countChanges()!
-        .note(uid, (gone.parentUid ?? null) as string | null, -1)
-        .write(sql);
+    if (gone) await this.countRecord(sql, { uid, parentUid: gone.parentUid }, -1);
   }
 
   /** The kept counts of these scopes (absent: no record there); only for a counted table. */
