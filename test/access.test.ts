@@ -374,7 +374,12 @@ test('key rotation: old tokens keep working until they expire, new ones use the 
   const r = await runScript('scripts/rotate-key.ts', [], { ...s.env, ISSUER_URL: s.url });
   assert.is(r.status, 0, r.stderr);
   assert.match(r.stdout, /publishes 2 key\(s\)/);
-  const jwks = (await s.call('GET', '/.well-known/jwks.json')).body.keys;
+  // On PostgreSQL the server sees the rotation in the database within a second (it polls): waited for, not assumed.
+  let jwks = (await s.call('GET', '/.well-known/jwks.json')).body.keys;
+  for (const end = Date.now() + 5000; jwks.length < 2 && Date.now() < end;) {
+    await new Promise((resolve) => setTimeout(resolve, 100));
+    jwks = (await s.call('GET', '/.well-known/jwks.json')).body.keys;
+  }
   assert.is(jwks.length, 2);
   const fresh = await s.mint(s.bootstrap.owner);
   const kidOf = (t: string) => JSON.parse(Buffer.from(t.split('.')[0], 'base64url').toString()).kid;

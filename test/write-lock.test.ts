@@ -1,7 +1,8 @@
 // SQLite: another process holding the database's write lock (an import's long transaction) makes our writes
 // wait, not the server: reads and pings are answered meanwhile, and the waiting write lands once the lock is
 // released. PostgreSQL has no lock wider than rows: a write waiting for a row of one organization holds up no
-// write of another, seen in pg_stat_activity while both are in flight.
+// write of another, seen in pg_stat_activity while both are in flight; many writers of one record each wait their
+// turn for its row instead of losing races until ABORTED.
 import { join } from 'node:path';
 import Database from 'better-sqlite3';
 import pg from 'pg';
@@ -72,6 +73,40 @@ test('PostgreSQL: a write waiting for a row of one organization holds up no writ
     await holder.query('rollback').catch(() => undefined);
     await holder.end();
     await watcher.end();
+    await s.stop();
+  }
+});
+
+test('PostgreSQL: concurrent writes of one hot record and one scope all land, none ABORTED', async () => {
+  const s = await startTestServer(undefined, { DATABASE_URL: await newDatabase() });
+  try {
+    const org = s.bootstrap.organization;
+    const repo = (await s.call('POST', `/registry/v2/repos/${org}`, { name: 'hot' })).body.uid as string;
+    // Many writers on one row, each writing again as soon as answered (as a load generator does): each waits
+    // its turn for the row, none loses races it cannot win until ABORTED.
+    const writers = 12;
+    const refused: string[] = [];
+    await Promise.all(
+      Array.from({ length: writers }, async (_, i) => {
+        for (let n = 0; n < 15; n++) {
+          const p = await s.call('PATCH', `/registry/v2/repos/${repo}`, { description: `writer ${i} ${n}` });
+          if (p.status !== 200) refused.push(`${p.status} ${p.body.message}`);
+        }
+      }),
+    );
+    assert.equal(refused, [], 'every patch of the hot record landed');
+    const creates = await Promise.all(
+      Array.from({ length: writers }, (_, i) => s.call('POST', `/registry/v2/repos/${org}`, { name: `r${i}` })),
+    );
+    assert.equal(
+      creates.filter((c) => c.status !== 200).map((c) => c.body.message),
+      [],
+      'every create in the one scope landed',
+    );
+    const listed = await s.call('GET', `/registry/v2/repos?uidp.children_of=${org}&page_size=100`);
+    assert.is(listed.body.repos.length, writers + 1);
+    assert.is(listed.body.totalCount, String(writers + 1));
+  } finally {
     await s.stop();
   }
 });

@@ -306,7 +306,7 @@ export class Policy {
     const { grantsRole, grantsCapabilities, scopeField, assumable, identities, gated } = grantFields(r);
     const fields = grantsRole.length + grantsCapabilities.length + assumable.length + identities.length + gated.length;
     if (fields === 0) return undefined;
-    return async (sql, next, current) => {
+    const check: WriteGuard['check'] = async (sql, next, current) => {
       // First: a refusal for another tenant's identity is the one for no identity, before any other check tells.
       for (const name of identities) await this.requireReadableIdentity(principal, sql, name, next, current);
       const group = groupOf(this.model, r, next.uid as string) ?? undefined;
@@ -318,7 +318,7 @@ export class Policy {
           : current && isSet(current[name]) && protects.some(changed)
             ? `changing ${protects.filter(changed).join(', ')} while ${name} is set`
             : undefined;
-        if (what) await this.requireCapabilityFor(what, principal, capability, group);
+        if (what) await this.requireCapabilityFor(what, principal, capability, group, sql);
       }
       const appliesAt = this.appliesAt(r, next);
       if (scopeField && group !== undefined && !within(appliesAt!, group)) {
@@ -336,6 +336,9 @@ export class Policy {
       const changed = (name: string) => !!current && JSON.stringify(next[name]) !== JSON.stringify(current[name]);
       if (assumable.some(changed)) await this.requireIdentityGrants(principal, sql, next.uid as string);
     };
+    // A gated field's check locks the grants it relies on (requireCapabilityFor); the others read rows no lock
+    // of the write covers: the roles and grants of others, identities.
+    return { check, spansRows: fields > gated.length };
   }
 
   /**
@@ -367,9 +370,12 @@ export class Policy {
     principal: Principal,
     capability: string,
     scope: string | undefined,
+    sql?: Sql,
   ): Promise<void> {
     try {
       await this.requireCapability(principal, [capability], scope);
+      // In a write: again on the grants as stored, their rows locked until it commits (as grantWitness does).
+      if (sql) await this.grantWitness(principal, [capability], scope)?.(sql);
     } catch (e) {
       throw e instanceof ApiError && e.codeName === 'PERMISSION_DENIED'
         ? permissionDenied(`${what} needs ${capability}`)

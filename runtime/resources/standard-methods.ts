@@ -40,7 +40,14 @@ import {
 export const defaultWholeListMax = 5000;
 
 /** A check run inside a write's transaction, on the record as it will be stored (and as it was, for an update). */
-export type WriteGuard = (sql: Sql, next: Row, current?: Row) => Promise<void>;
+export interface WriteGuard {
+  check: (sql: Sql, next: Row, current?: Row) => Promise<void>;
+  /**
+   * The check reads rows no row lock of the write covers (who may grant what): its write runs SERIALIZABLE.
+   * Otherwise it locks what it reads, and the write waits its turn for the record's row instead of losing races.
+   */
+  spansRows: boolean;
+}
 
 /** Who writes, and the steps a create or update runs in its transaction. */
 export interface WriteOptions {
@@ -65,7 +72,7 @@ export interface WriteOptions {
  * quota) are run SERIALIZABLE; the others lock the rows they read.
  */
 function isolationOf({ guard, prepare }: WriteOptions): TransactionOptions {
-  return { serializable: guard !== undefined || prepare !== undefined };
+  return { serializable: guard?.spansRows === true || prepare !== undefined };
 }
 
 /** A new record's uid: its parent's own (one per parent), or one `mint` makes (under its parent, or a root uid). */
@@ -421,7 +428,7 @@ export class Resources {
     const existing = await this.sameUpsertKey(sql, r, data);
     if (existing) return this.replace(sql, r, existing, data, options);
     if (!this.indexAlone(r, data, options)) await refuseTakenKey(this, sql, r, data);
-    await guard?.(sql, data);
+    await guard?.check(sql, data);
     return { ...(await this.insertNew(sql, r, data, actor)), ...reveal };
   }
 
@@ -467,7 +474,7 @@ export class Resources {
   ): Promise<Row> {
     const changes: Row = { updateTime: data.createTime };
     for (const name of Object.keys(r.fields)) changes[name] = data[name] ?? null;
-    await guard?.(sql, { ...existing, ...changes }, existing);
+    await guard?.check(sql, { ...existing, ...changes }, existing);
     await this.table(r.type).update(sql, existing.uid as string, changes);
     const replaced = toResource({ ...existing, ...changes }, r);
     await this.event(sql, r, operationOf(r, 'create')?.event, existing.uid as string, replaced, actor);
@@ -535,7 +542,7 @@ export class Resources {
       // A new name (or other part of the natural key) another record has is ALREADY_EXISTS, as at create.
       const renamed = r.naturalKey?.some((k) => k !== 'parent' && k in changes) ? { ...row, ...changes } : undefined;
       if (renamed) await refuseTakenKey(this, sql, r, renamed);
-      await guard?.(sql, { ...row, ...changes }, row);
+      await guard?.check(sql, { ...row, ...changes }, row);
       const updated = toResource({ ...row, ...changes }, r);
       const write = () => this.table(r.type).update(sql, uid, changes);
       await together([
