@@ -2,15 +2,16 @@
 import { createHash } from 'node:crypto';
 import { readFileSync } from 'node:fs';
 import { ConfigError, readConfig } from '../runtime/operate/config.js';
-import { createServer, type Server } from 'node:http';
+import { createServer } from 'node:http';
 import * as grpc from '@grpc/grpc-js';
 import protobuf from 'protobufjs';
 import type { AddressInfo } from 'node:net';
-import { exportJWK, generateKeyPair, SignJWT, type JWTPayload } from 'jose';
+import { exportJWK, generateKeyPair, SignJWT } from 'jose';
 import { test } from 'uvu';
 import * as assert from 'uvu/assert';
 import { readStatusDetails } from '../runtime/grpc/status.js';
 import { countConnections } from './support/connection-counter.js';
+import { startUpstreamIssuer, type UpstreamClaims, type UpstreamIssuer } from './support/upstream-issuer.js';
 import { startTestServer, type TestServer } from './support/server.js';
 import { query } from './support/db.js';
 import { maxIssuerDocumentBytes, maxKeySets, TokenExchange } from '../framework/handlers/sts.js';
@@ -20,42 +21,18 @@ import { RefreshTokens } from '../runtime/access/refresh-tokens.js';
 import { compiledPatternCount, matchesPattern, maxCompiledPatterns } from '../runtime/access/safe-pattern.js';
 
 let s: TestServer;
-let upstream: Server;
+let upstream: UpstreamIssuer;
 let upstreamUrl: string;
-/** A token of the upstream issuer; exp: null leaves exp out; other claims are added as given. */
-let sign: (
-  claims: { sub: string; aud?: string; exp?: number | null; iss?: string } & Omit<JWTPayload, 'exp'>,
-) => Promise<string>;
+/** A token of the upstream issuer, for this server unless aud says otherwise (test/support/upstream-issuer.ts). */
+let sign: (claims: { aud?: string } & Omit<UpstreamClaims, 'aud'>) => Promise<string>;
 let identityUid: string;
 let viewerRole: string;
 
 test.before(async () => {
   s = await startTestServer();
-  const { privateKey, publicKey } = await generateKeyPair('ES256');
-  const jwk = { ...(await exportJWK(publicKey)), kid: 'upstream-1', alg: 'ES256', use: 'sig' };
-  upstream = createServer((req, res) => {
-    res.setHeader('content-type', 'application/json');
-    if (req.url === '/.well-known/openid-configuration')
-      res.end(JSON.stringify({ issuer: upstreamUrl, jwks_uri: `${upstreamUrl}/keys` }));
-    else if (req.url === '/keys') res.end(JSON.stringify({ keys: [jwk] }));
-    else {
-      res.statusCode = 404;
-      res.end('{}');
-    }
-  });
-  await new Promise<void>((r) => upstream.listen(0, '127.0.0.1', r));
-  upstreamUrl = `http://127.0.0.1:${(upstream.address() as AddressInfo).port}`;
-  sign = ({ sub, aud = s.url, exp, iss = upstreamUrl, ...claims }) => {
-    const now = Math.floor(Date.now() / 1000);
-    const jwt = new SignJWT(claims)
-      .setProtectedHeader({ alg: 'ES256', kid: 'upstream-1' })
-      .setIssuer(iss)
-      .setSubject(sub)
-      .setAudience(aud)
-      .setIssuedAt(now - 120);
-    if (exp !== null) jwt.setExpirationTime(exp ?? now + 300);
-    return jwt.sign(privateKey);
-  };
+  upstream = await startUpstreamIssuer();
+  upstreamUrl = upstream.url;
+  sign = ({ aud = s.url, ...claims }) => upstream.sign({ ...claims, sub: claims.sub as string, aud });
   const org = s.bootstrap.organization;
   const id = await s.call('POST', `/iam/v2/identities/${org}`, {
     name: 'ci',
@@ -67,7 +44,7 @@ test.before(async () => {
 });
 test.after(async () => {
   await s.stop();
-  await new Promise((r) => upstream.close(r));
+  await upstream.stop();
 });
 
 const exchange = (token: string, query: string, method = 'POST') =>

@@ -48,7 +48,7 @@ async function exchange(org: string): Promise<string> {
   });
   const owner = (await s.call('GET', '/iam/v2/roles?name=owner')).body.roles[0].uid;
   await s.call('POST', `/iam/v2/roleBindings/${org}`, { identityUid: identity.body.uid, roleUid: owner });
-  const upstreamToken = await upstream.sign(subject, s.url);
+  const upstreamToken = await upstream.sign({ sub: subject, aud: s.url });
   const sts = (request: object, bearer: string) =>
     callReference(root, client, 'oidc.SecurityTokenService', 'Exchange', request, bearer);
   const exchanged = await sts({ aud: [s.url], identity: identity.body.uid, scope: '', cap: [] }, upstreamToken);

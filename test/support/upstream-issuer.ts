@@ -2,14 +2,19 @@
 // token the reference's clients hand to the exchange.
 import { createServer } from 'node:http';
 import type { AddressInfo } from 'node:net';
-import { exportJWK, generateKeyPair, SignJWT } from 'jose';
+import { exportJWK, generateKeyPair, SignJWT, type JWTPayload } from 'jose';
 
 export interface UpstreamIssuer {
   url: string;
-  /** A token of this issuer for `sub`, audience `aud`, valid five minutes. */
-  sign(sub: string, aud: string): Promise<string>;
+  /**
+   * A token of this issuer for `sub` and `aud`, valid five minutes; `exp: null` leaves exp out, `iss` forges
+   * another issuer, other claims are added as given.
+   */
+  sign(claims: UpstreamClaims): Promise<string>;
   stop(): Promise<void>;
 }
+
+export type UpstreamClaims = { sub: string; aud: string; exp?: number | null; iss?: string } & Omit<JWTPayload, 'exp'>;
 
 export async function startUpstreamIssuer(): Promise<UpstreamIssuer> {
   const { privateKey, publicKey } = await generateKeyPair('ES256');
@@ -29,16 +34,16 @@ export async function startUpstreamIssuer(): Promise<UpstreamIssuer> {
   url = `http://127.0.0.1:${(server.address() as AddressInfo).port}`;
   return {
     url,
-    sign: (sub, aud) => {
+    sign: ({ sub, aud, exp, iss = url, ...claims }) => {
       const now = Math.floor(Date.now() / 1000);
-      return new SignJWT({})
+      const jwt = new SignJWT(claims)
         .setProtectedHeader({ alg: 'ES256', kid: 'upstream-1' })
-        .setIssuer(url)
+        .setIssuer(iss)
         .setSubject(sub)
         .setAudience(aud)
-        .setIssuedAt(now - 120)
-        .setExpirationTime(now + 300)
-        .sign(privateKey);
+        .setIssuedAt(now - 120);
+      if (exp !== null) jwt.setExpirationTime(exp ?? now + 300);
+      return jwt.sign(privateKey);
     },
     stop: () => new Promise((r) => server.close(() => r())),
   };
