@@ -61,7 +61,8 @@ export async function startTestServer(
   // The instances' tokens name HAProxy, whichever instance signed them.
   const lbPort = balanced() ? await freePort() : undefined;
   if (lbPort !== undefined) {
-    if (generated) throw new Error('TEST_TOPOLOGY=haproxy runs the generated API only: the other instances are processes');
+    if (generated)
+      throw new Error('TEST_TOPOLOGY=haproxy runs the generated API only: the other instances are processes');
     scriptEnv.ISSUER_URL = `http://127.0.0.1:${lbPort}`;
   }
   const config = readConfig({
