@@ -65,6 +65,13 @@ const byNextAttempt = [{ property: 'nextAttemptTime', desc: false }];
 const byUid = [{ property: 'uid', desc: false }];
 /** events one dispatch reads at most */
 const batch = 200;
+/**
+ * A dispatch and a claim each read rows (events not yet dispatched, deliveries due) that another instance's may be
+ * reading at the same time: SERIALIZABLE on PostgreSQL, so only one of two that read the same rows commits (the other
+ * is run again and sees them taken), and an event is fanned out, a delivery leased, once.
+ */
+const exclusive = { serializable: true };
+
 /** subscriptions one claim looks at at most */
 const claimWindow = 256;
 
@@ -257,7 +264,7 @@ export class DeliveryWorker {
         lagMs,
       });
       return dispatched.length;
-    });
+    }, exclusive);
   }
 
   private get inFlightKeys(): Set<string> {
@@ -329,7 +336,7 @@ export class DeliveryWorker {
         if (taken.length >= room) break;
       }
       return taken;
-    });
+    }, exclusive);
   }
 
   /** Whether an earlier delivery of the same subject to the same subscription is still pending. */

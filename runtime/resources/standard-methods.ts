@@ -216,8 +216,8 @@ export class Resources {
   }
 
   /** Statements of the runtime's own bookkeeping (event deliveries) in one transaction, with no event of their own. */
-  transaction<T>(fn: (sql: Sql) => Promise<T>): Promise<T> {
-    return this.store.transaction(fn);
+  transaction<T>(fn: (sql: Sql) => Promise<T>, options?: TransactionOptions): Promise<T> {
+    return this.store.transaction(fn, options);
   }
 
   /** Records an event in the outbox, in the caller's transaction: stored if and only if the change is. */

@@ -6,6 +6,7 @@ import { join } from 'node:path';
 import { readConfig } from '../../runtime/operate/config.js';
 import type { Database } from '../../runtime/storage/store.js';
 import { newDatabase, onPostgres } from './postgres.js';
+import { balanced, freePort, startBalancer, type Balancer } from './balanced.js';
 import { readBootstrap, type Bootstrap } from '../../runtime/access/bootstrap.js';
 import { startServer, type GeneratedParts, type RunningServer } from '../../server/server.js';
 import type { TokenIssuer } from '../../runtime/access/issuer.js';
@@ -18,7 +19,10 @@ export interface Reply {
 }
 
 export interface TestServer {
+  /** where the tests connect: the server, or HAProxy in front of three (TEST_TOPOLOGY=haproxy) */
   url: string;
+  /** the instances' own URLs: this one, or the three behind HAProxy */
+  instances: string[];
   dataDir: string;
   /** the server's database: its SQLite file, or its own PostgreSQL database (TEST_ENGINE=postgresql) */
   database: Database;
@@ -44,7 +48,8 @@ export interface TestServer {
  * env: configuration beyond the defaults (EVENTS_RETRY_BASE_MS=...). The tests' sinks and issuers listen on
  * loopback, so OUTBOUND_ALLOW_LOOPBACK is on unless env says off (the tests of the refusal). With TEST_ENGINE=postgresql (npm test's second
  * pass) each server gets a new PostgreSQL database of its own (test/support/postgres.ts); scripts the tests run
- * against it take `env`.
+ * against it take `env`. With TEST_TOPOLOGY=haproxy as well (the third pass) the server is three instances on its
+ * database behind HAProxy (test/support/balanced.ts), and `url` is HAProxy's; `generated` cannot be given then.
  */
 export async function startTestServer(
   generated?: GeneratedParts,
@@ -52,7 +57,14 @@ export async function startTestServer(
 ): Promise<TestServer> {
   const dataDir = mkdtempSync(join(tmpdir(), 'platform-api-test-'));
   const scriptEnv: Record<string, string> = { DATA_DIR: dataDir };
-  if (onPostgres()) scriptEnv.DATABASE_URL = await newDatabase();
+  if (onPostgres() || balanced()) scriptEnv.DATABASE_URL = await newDatabase();
+  // The instances' tokens name HAProxy, whichever instance signed them.
+  const lbPort = balanced() ? await freePort() : undefined;
+  if (lbPort !== undefined) {
+    if (generated)
+      throw new Error('TEST_TOPOLOGY=haproxy runs the generated API only: the other instances are processes');
+    scriptEnv.ISSUER_URL = `http://127.0.0.1:${lbPort}`;
+  }
   const config = readConfig({
     PORT: '0',
     HOST: '127.0.0.1',
@@ -62,11 +74,21 @@ export async function startTestServer(
     ...env,
   });
   const server: RunningServer = await startServer(config, generated);
+  let balancer: Balancer | undefined;
+  if (lbPort !== undefined)
+    balancer = await startBalancer(server.url, lbPort, { OUTBOUND_ALLOW_LOOPBACK: 'on', ...scriptEnv, ...env }).catch(
+      async (e) => {
+        await server.close();
+        throw e;
+      },
+    );
+  const url = balancer?.url ?? server.url;
   // Where the server keeps its data: env may name another server's, to share its database.
   const bootstrap = readBootstrap(config.dataDir)!;
   const token = (await server.issuer.mint(bootstrap.owner)).token;
   return {
-    url: server.url,
+    url,
+    instances: balancer?.instances ?? [server.url],
     dataDir,
     database: config.database,
     env: scriptEnv,
@@ -84,7 +106,7 @@ export async function startTestServer(
         init.body = typeof body === 'string' ? body : JSON.stringify(body);
         (init.headers as Record<string, string>)['content-type'] ??= 'application/json';
       }
-      const res = await fetch(server.url + path, init);
+      const res = await fetch(url + path, init);
       const text = await res.text();
       let parsed: unknown = text;
       try {
@@ -95,6 +117,7 @@ export async function startTestServer(
       return { status: res.status, body: parsed, headers: res.headers };
     },
     async stop() {
+      await balancer?.stop();
       await server.close();
       rmSync(dataDir, { recursive: true, force: true });
     },
