@@ -8,10 +8,10 @@
 // server's delivery worker takes no CPU for the peer's events). Tokens: our issuer's ES256 JWTs, verified with
 // jose against our server's published keys, cached until exp. No validation, no grants.
 import { randomBytes, randomInt } from 'node:crypto';
-import Fastify, { type FastifyReply, type FastifyRequest } from 'fastify';
-import { createRemoteJWKSet, jwtVerify } from 'jose';
+import { createRemoteJWKSet } from 'jose';
 import pg from 'pg';
 import { parseCommandLine } from '../scripts/cli-args.js';
+import { listSchema, notFound, prefix, repoApp, repoSchema, type ListQuery, type Named } from './repo-app.js';
 
 parseCommandLine({
   name: 'pg-peer',
@@ -94,7 +94,6 @@ function repo(r: RepoRow) {
     updateTime: r.update_time,
   };
 }
-const notFound = { code: 5, message: 'not found', details: [] };
 
 /** One transaction on one pooled connection; rolled back if it throws. */
 async function transaction<T>(work: (c: pg.PoolClient) => Promise<T>): Promise<T> {
@@ -160,83 +159,10 @@ async function patch(fields: string[], values: unknown[], uid: string, actor: st
   });
 }
 
-// --- tokens: our issuer's published keys; verified tokens kept until they expire
+// --- tokens: our issuer's public keys
 const issuer = process.env.ISSUER_URL!;
 const keys = createRemoteJWKSet(new URL(process.env.JWKS_URL!));
-const verified = new Map<string, { expiresMs: number; subject: string }>();
-const maxVerified = 10_000;
-const unauthenticated = { code: 16, message: 'unauthenticated', details: [] };
-
-function authenticate(req: FastifyRequest, reply: FastifyReply, done: () => void): void {
-  const header = req.headers.authorization ?? '';
-  const token = header.startsWith('Bearer ') ? header.slice(7) : '';
-  const known = verified.get(token);
-  if (known !== undefined && known.expiresMs > Date.now()) {
-    req.caller = known.subject;
-    return done();
-  }
-  jwtVerify(token, keys, { issuer, audience: issuer, algorithms: ['ES256'] }).then(
-    ({ payload }) => {
-      if (verified.size >= maxVerified) verified.delete(verified.keys().next().value!);
-      verified.set(token, { expiresMs: payload.exp! * 1000, subject: payload.sub! });
-      req.caller = payload.sub!;
-      done();
-    },
-    () => reply.code(401).send(unauthenticated),
-  );
-}
-
-const strings = { type: 'array', items: { type: 'string' } } as const;
-const repoSchema = {
-  type: 'object',
-  properties: {
-    uid: { type: 'string' },
-    name: { type: 'string' },
-    description: { type: 'string' },
-    aliases: strings,
-    activeTags: strings,
-    bundles: strings,
-    catalogTier: { type: 'string' },
-    sync_config: {
-      type: 'object',
-      properties: {
-        source: { type: 'string' },
-        google: { type: 'string' },
-        amazon: { type: 'string' },
-        azure: { type: 'string' },
-        apkoOverlay: { type: 'string' },
-        uniqueTags: { type: 'boolean' },
-        gracePeriod: { type: 'boolean' },
-        expirationTime: { type: 'string' },
-      },
-    },
-    createTime: { type: 'string' },
-    updateTime: { type: 'string' },
-  },
-} as const;
-const listSchema = {
-  type: 'object',
-  properties: {
-    repos: { type: 'array', items: repoSchema },
-    nextPageToken: { type: 'string' },
-    totalCount: { type: 'string' },
-    skipped: { type: 'integer' },
-  },
-} as const;
-const prefix = '/registry/v2/repos';
-
-type ListQuery = { 'uidp.descendants_of'?: string; page_size?: string; page_token?: string; skip?: string };
-type Named = { Params: { '*': string } };
-
-declare module 'fastify' {
-  interface FastifyRequest {
-    caller: string;
-  }
-}
-
-const app = Fastify({ logger: false });
-app.decorateRequest('caller', '');
-app.addHook('onRequest', authenticate);
+const app = repoApp(keys, issuer);
 
 app.get<{ Querystring: ListQuery }>(prefix, { schema: { response: { 200: listSchema } } }, async (req) => {
   const scope = String(req.query['uidp.descendants_of']);

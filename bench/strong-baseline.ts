@@ -11,9 +11,9 @@ import { randomBytes } from 'node:crypto';
 import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import Database from 'better-sqlite3';
-import Fastify, { type FastifyReply, type FastifyRequest } from 'fastify';
-import { createLocalJWKSet, jwtVerify, type JWK } from 'jose';
+import { createLocalJWKSet, type JWK } from 'jose';
 import { parseCommandLine } from '../scripts/cli-args.js';
+import { listSchema, notFound, prefix, repoApp, repoSchema, type ListQuery, type Named } from './repo-app.js';
 
 parseCommandLine({
   name: 'strong-baseline',
@@ -136,88 +136,13 @@ function repo(r: RepoRow) {
     updateTime: r.update_time,
   };
 }
-const notFound = { code: 5, message: 'not found', details: [] };
 
-// --- tokens: our issuer's public keys, read once; verified tokens kept until they expire
+// --- tokens: our issuer's public keys
 const dataDir = process.env.DATA_DIR!;
 const issuer = process.env.ISSUER_URL!;
 const stored = JSON.parse(readFileSync(join(dataDir, 'signing-keys.json'), 'utf8')) as { publicJwk: JWK }[];
 const keys = createLocalJWKSet({ keys: stored.map((k) => k.publicJwk) });
-/** Verified tokens: when each expires, and whose it is (an event names its actor). */
-const verified = new Map<string, { expiresMs: number; subject: string }>();
-const maxVerified = 10_000;
-const unauthenticated = { code: 16, message: 'unauthenticated', details: [] };
-
-function authenticate(req: FastifyRequest, reply: FastifyReply, done: () => void): void {
-  const header = req.headers.authorization ?? '';
-  const token = header.startsWith('Bearer ') ? header.slice(7) : '';
-  const known = verified.get(token);
-  if (known !== undefined && known.expiresMs > Date.now()) {
-    req.caller = known.subject;
-    return done();
-  }
-  jwtVerify(token, keys, { issuer, audience: issuer, algorithms: ['ES256'] }).then(
-    ({ payload }) => {
-      if (verified.size >= maxVerified) verified.delete(verified.keys().next().value!);
-      verified.set(token, { expiresMs: payload.exp! * 1000, subject: payload.sub! });
-      req.caller = payload.sub!;
-      done();
-    },
-    () => reply.code(401).send(unauthenticated),
-  );
-}
-
-// --- routes, their output compiled from these schemas
-const repoSchema = {
-  type: 'object',
-  properties: {
-    uid: { type: 'string' },
-    name: { type: 'string' },
-    description: { type: 'string' },
-    aliases: { type: 'array', items: { type: 'string' } },
-    activeTags: { type: 'array', items: { type: 'string' } },
-    bundles: { type: 'array', items: { type: 'string' } },
-    catalogTier: { type: 'string' },
-    sync_config: {
-      type: 'object',
-      properties: {
-        source: { type: 'string' },
-        google: { type: 'string' },
-        amazon: { type: 'string' },
-        azure: { type: 'string' },
-        apkoOverlay: { type: 'string' },
-        uniqueTags: { type: 'boolean' },
-        gracePeriod: { type: 'boolean' },
-        expirationTime: { type: 'string' },
-      },
-    },
-    createTime: { type: 'string' },
-    updateTime: { type: 'string' },
-  },
-} as const;
-const listSchema = {
-  type: 'object',
-  properties: {
-    repos: { type: 'array', items: repoSchema },
-    nextPageToken: { type: 'string' },
-    totalCount: { type: 'string' },
-    skipped: { type: 'integer' },
-  },
-} as const;
-const prefix = '/registry/v2/repos';
-
-type ListQuery = { 'uidp.descendants_of'?: string; page_size?: string; page_token?: string; skip?: string };
-type Named = { Params: { '*': string } };
-
-declare module 'fastify' {
-  interface FastifyRequest {
-    caller: string;
-  }
-}
-
-const app = Fastify({ logger: false });
-app.decorateRequest('caller', '');
-app.addHook('onRequest', authenticate);
+const app = repoApp(keys, issuer);
 
 app.get<{ Querystring: ListQuery }>(prefix, { schema: { response: { 200: listSchema } } }, (req) => {
   const scope = String(req.query['uidp.descendants_of']);

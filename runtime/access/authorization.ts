@@ -232,7 +232,12 @@ export class Policy {
     // At once when the grants are cached (nearly every request): no promise, no turn of the microtask queue.
     const found = this.grantsOf(principal);
     if (found instanceof Promise) return found.then((grants) => this.holds(grants, capability, scope));
-    this.holds(found, capability, scope);
+    if (holdsAt(found, capability, scope)) return;
+    // Refused on cached grants: read again before refusing. A grant made through another instance a moment ago
+    // (an organization just created there, its owner's binding) holds at once, not when that instance's notice
+    // arrives; only a refusal pays the read.
+    this.cache.delete(principal.subject!);
+    return Promise.resolve(this.grantsOf(principal)).then((grants) => this.holds(grants, capability, scope));
   }
 
   /**
