@@ -43,51 +43,56 @@ export async function ensureBootstrap(
   const [groups, identities, roles, roleBindings] = ['groups', 'identities', 'roles', 'roleBindings'].map(
     (c) => new Table(store, model.resources[c].type),
   );
-  const made = await store.transaction(async (sql) => {
-    const time = now();
-    for (const role of model.roles) {
-      const fields = { name: role.name, description: role.description, capabilities: role.capabilities };
-      if (await roles.get(role.uid, sql)) await roles.update(sql, role.uid, fields);
-      else await roles.insert(sql, { uid: role.uid, parentUid: null, createTime: time, updateTime: time, ...fields });
-    }
-    const existing = shared ? await claimed(shared, sql, dataDir) : readBootstrap(dataDir);
-    if (existing) return existing;
-    const organization = newRootUid();
-    const owner = newRootUid();
-    const ownerRoles = model.roles.filter((r) => r.bootstrap);
-    if (ownerRoles.length === 0)
-      throw new Error('access.yaml declares no role with bootstrap: true, so nobody could use a new server');
-    await groups.insert(sql, {
-      uid: organization,
-      parentUid: null,
-      name: 'default',
-      description: 'Created on first start',
-      createTime: time,
-      updateTime: time,
-    });
-    await identities.insert(sql, {
-      uid: owner,
-      parentUid: null,
-      name: 'owner',
-      description: 'Created on first start; get a token with npm run -s token',
-      createTime: time,
-      updateTime: time,
-    });
-    for (const role of ownerRoles) {
-      await roleBindings.insert(sql, {
-        uid: newChildUid(organization),
-        parentUid: organization,
-        identityUid: owner,
-        roleUid: role.uid,
+  const made = await store.transaction(
+    async (sql) => {
+      const time = now();
+      for (const role of model.roles) {
+        const fields = { name: role.name, description: role.description, capabilities: role.capabilities };
+        if (await roles.get(role.uid, sql)) await roles.update(sql, role.uid, fields);
+        else await roles.insert(sql, { uid: role.uid, parentUid: null, createTime: time, updateTime: time, ...fields });
+      }
+      const existing = shared ? await claimed(shared, sql, dataDir) : readBootstrap(dataDir);
+      if (existing) return existing;
+      const organization = newRootUid();
+      const owner = newRootUid();
+      const ownerRoles = model.roles.filter((r) => r.bootstrap);
+      if (ownerRoles.length === 0)
+        throw new Error('access.yaml declares no role with bootstrap: true, so nobody could use a new server');
+      await groups.insert(sql, {
+        uid: organization,
+        parentUid: null,
+        name: 'default',
+        description: 'Created on first start',
         createTime: time,
         updateTime: time,
       });
-    }
-    const result = { organization, owner };
-    if (shared) await shared.change(rowName, () => JSON.stringify(result), sql);
-    else writeFileSync(fileOf(dataDir), `${JSON.stringify(result, null, 2)}\n`, { flag: 'wx', mode: 0o600 });
-    return result;
-  });
+      await identities.insert(sql, {
+        uid: owner,
+        parentUid: null,
+        name: 'owner',
+        description: 'Created on first start; get a token with npm run -s token',
+        createTime: time,
+        updateTime: time,
+      });
+      for (const role of ownerRoles) {
+        await roleBindings.insert(sql, {
+          uid: newChildUid(organization),
+          parentUid: organization,
+          identityUid: owner,
+          roleUid: role.uid,
+          createTime: time,
+          updateTime: time,
+        });
+      }
+      const result = { organization, owner };
+      if (shared) await shared.change(rowName, () => JSON.stringify(result), sql);
+      else writeFileSync(fileOf(dataDir), `${JSON.stringify(result, null, 2)}\n`, { flag: 'wx', mode: 0o600 });
+      return result;
+      // SERIALIZABLE: instances starting at once on one database both find no built-in role and no claim; all but
+      // one lose that race (a serialization failure, not a duplicate key), are run again and find them made.
+    },
+    { serializable: true },
+  );
   if (shared) writeFileSync(fileOf(dataDir), `${JSON.stringify(made, null, 2)}\n`, { mode: 0o600 });
   return made;
 }
