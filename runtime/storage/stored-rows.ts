@@ -113,7 +113,9 @@ export async function applyRowSteps(execute: Execute, steps: RowStep[]): Promise
 export function describeRowSteps(steps: RowStep[]): string[] {
   return steps.map((s) => {
     const what = s.renamed
-      ? `values renamed: ${Object.entries(s.renamed).map(([from, to]) => `${from} -> ${to}`).join(', ')}`
+      ? `values renamed: ${Object.entries(s.renamed)
+          .map(([from, to]) => `${from} -> ${to}`)
+          .join(', ')}`
       : s.rows === 'copy'
         ? `copy ${s.from!.column}`
         : s.rows === 'convert'
