@@ -94,7 +94,14 @@ test('the project holds its own spec, handlers and package.json, and none of the
   assert.match(api, /^include: \[iam, events, sts\]$/m);
   assert.match(readFileSync(join(project, 'spec', 'catalog.yaml'), 'utf8'), /collection: books/);
   const scripts = JSON.parse(readFileSync(join(project, 'package.json'), 'utf8')).scripts;
-  assert.equal(Object.keys(scripts).sort(), ['conformance', 'generate', 'start', 'token']);
+  assert.equal(Object.keys(scripts).sort(), ['conformance', 'generate', 'start', 'token', 'typecheck']);
+});
+
+test('the project typechecks on its own: its generated code imports the runtime through its platform-api link', async () => {
+  const routes = readFileSync(join(project, 'generated', 'routes.ts'), 'utf8');
+  assert.match(routes, /from "platform-api\/runtime\/index\.js"/);
+  const checked = await run('npm', ['run', '-s', 'typecheck'], project);
+  assert.is(checked.status, 0, `${checked.stdout}\n${checked.stderr}`);
 });
 
 test('HTTP: shelves and their books, with a filter, an enum, an int64, a mask and a cascade', async () => {
