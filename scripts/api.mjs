@@ -65,5 +65,7 @@ if (command === 'typecheck') {
 }
 const { register } = await import('tsx/esm/api');
 register();
-process.argv = [process.argv[0], framework(commands[command]), ...args];
+// The token's --identity is checked with the project's generated/, not this checkout's.
+const own = command === 'token' ? ['--generated', 'generated'] : [];
+process.argv = [process.argv[0], framework(commands[command]), ...own, ...args];
 await import(pathToFileURL(framework(commands[command])).href);

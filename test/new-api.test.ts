@@ -104,6 +104,21 @@ test('the project typechecks on its own: its generated code imports the runtime 
   assert.is(checked.status, 0, `${checked.stdout}\n${checked.stderr}`);
 });
 
+test("npm run token -- --identity UID checks the identity in the project's own tables", async () => {
+  const owner = readBootstrap(dataDir)!.owner;
+  const minted = await run('npm', ['run', '-s', 'token', '--', '--identity', owner], project);
+  assert.is(minted.status, 0, minted.stderr);
+  url &&
+    assert.is(
+      (await fetch(`${url}/iam/v2/groups/${org}`, { headers: { authorization: `Bearer ${minted.stdout.trim()}` } }))
+        .status,
+      200,
+    );
+  const unknown = await run('npm', ['run', '-s', 'token', '--', '--identity', `${org}/0123456789abcdef`], project);
+  assert.is(unknown.status, 1);
+  assert.match(unknown.stderr, /no identity/);
+});
+
 test('HTTP: shelves and their books, with a filter, an enum, an int64, a mask and a cascade', async () => {
   const shelf = await call('POST', `/catalog/v2/shelves/${org}`, { name: 'fiction' });
   assert.is(shelf.status, 200, JSON.stringify(shelf.body));
