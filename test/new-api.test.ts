@@ -108,12 +108,8 @@ test("npm run token -- --identity UID checks the identity in the project's own t
   const owner = readBootstrap(dataDir)!.owner;
   const minted = await run('npm', ['run', '-s', 'token', '--', '--identity', owner], project);
   assert.is(minted.status, 0, minted.stderr);
-  url &&
-    assert.is(
-      (await fetch(`${url}/iam/v2/groups/${org}`, { headers: { authorization: `Bearer ${minted.stdout.trim()}` } }))
-        .status,
-      200,
-    );
+  const headers = { authorization: `Bearer ${minted.stdout.trim()}` };
+  assert.is((await fetch(`${url}/iam/v2/groups/${org}`, { headers })).status, 200);
   const unknown = await run('npm', ['run', '-s', 'token', '--', '--identity', `${org}/0123456789abcdef`], project);
   assert.is(unknown.status, 1);
   assert.match(unknown.stderr, /no identity/);
