@@ -3,7 +3,7 @@
 import type { ApiModel, ProtoReserved } from '../runtime/model/api-model.js';
 import type { RpcRoute, V1RpcRoute } from '../runtime/grpc/rpc.js';
 import { cap } from './emit-openapi.js';
-import { banner, endpointHandler, hooks } from './emit-typescript.js';
+import { banner, endpointHandler, hooks, platformRuntime } from './emit-typescript.js';
 import type { ProtoEnumDecl, ProtoFieldDecl, ProtoMessageDecl, ProtoSurface } from './proto-model.js';
 
 const wellKnown: Record<string, string> = {
@@ -125,7 +125,7 @@ export function emitProtoFiles(surface: ProtoSurface): Record<string, string> {
 }
 
 /** generated/grpc.ts: every rpc by its :path, calling the runtime with the route of its fields. */
-export function emitGrpcTable(model: ApiModel, surface: ProtoSurface): string {
+export function emitGrpcTable(model: ApiModel, surface: ProtoSurface, runtime = platformRuntime): string {
   const lines = surface.rpcs
     .filter((rpc) => !rpc.external && !rpc.v1)
     .map((rpc) => {
@@ -159,7 +159,7 @@ export function emitGrpcTable(model: ApiModel, surface: ProtoSurface): string {
   }
   return [
     banner,
-    "import type { RpcMethod, RpcOperations, V1RpcRoute } from '../runtime/index.js';",
+    `import type { RpcMethod, RpcOperations, V1RpcRoute } from '${runtime}';`,
     "import { apiModel } from './model.js';",
     `import type { Handlers${endpoints.map((n) => `, ${n}`).join('')} } from './routes.js';`,
     ...(typed.size ? [`import type { ${[...typed].sort().join(', ')} } from './types.js';`] : []),

@@ -41,11 +41,14 @@ function columnType(f: FieldModel): string {
   }
 }
 
-export function emitModel(model: ApiModel): string {
+/** The runtime as generated code imports it: relative to the output folder (generator/main.ts). */
+export const platformRuntime = '../runtime/index.js';
+
+export function emitModel(model: ApiModel, runtime = platformRuntime): string {
   return source('model.ts', (f) => {
     f.addImportDeclaration({
       namedImports: ['ApiModel'],
-      moduleSpecifier: '../runtime/index.js',
+      moduleSpecifier: runtime,
       isTypeOnly: true,
     });
     f.addVariableStatement({
@@ -128,7 +131,7 @@ export function emitEntities(model: ApiModel): string {
 }
 
 /** Each resource's stored record and API form, and the records by collection for typed tables. */
-export function emitTypes(model: ApiModel): string {
+export function emitTypes(model: ApiModel, runtime = platformRuntime): string {
   const resources = Object.values(model.resources);
   return source('types.ts', (f) => {
     // Type aliases, not interfaces: an alias is assignable to Record<string, unknown>, the runtime's row.
@@ -151,7 +154,7 @@ export function emitTypes(model: ApiModel): string {
     f.addStatements(
       [
         '/** Each collection as stored (Resources.tableOf) and as the API shows it (Resources.readsOf). */',
-        "declare module '../runtime/index.js' {",
+        `declare module '${runtime}' {`,
         '  interface RecordTypes {',
         ...resources.map((r) => `    ${r.collection}: ${r.type}Record;`),
         '  }',
@@ -260,17 +263,17 @@ function routeLines(model: ApiModel, routes: Route[]): string[] {
   });
 }
 
-export function emitRouter(model: ApiModel, routes: Route[]): string {
+export function emitRouter(model: ApiModel, routes: Route[], runtime = platformRuntime): string {
   return source('routes.ts', (f) => {
     // Type-only: generated code imports no runtime values, so it loads wherever generated/ is written.
     f.addImportDeclaration({
       namedImports: ['Router'],
-      moduleSpecifier: '../runtime/index.js',
+      moduleSpecifier: runtime,
       isTypeOnly: true,
     });
     f.addImportDeclaration({
       namedImports: ['RouteOperations', 'HandlerContext', 'Prepare'],
-      moduleSpecifier: '../runtime/index.js',
+      moduleSpecifier: runtime,
       isTypeOnly: true,
     });
     f.addImportDeclaration({ namedImports: ['apiModel'], moduleSpecifier: './model.js' });

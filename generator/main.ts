@@ -1,6 +1,6 @@
 // npm run generate [-- --spec DIR --out DIR]: spec/ -> generated/ (wiped first).
-import { mkdirSync, rmSync, writeFileSync } from 'node:fs';
-import { join, relative } from 'node:path';
+import { existsSync, mkdirSync, realpathSync, rmSync, writeFileSync } from 'node:fs';
+import { join, relative, resolve, sep } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { parseCommandLine } from '../scripts/cli-args.js';
 import { sourceHashes, sourceRecordFile } from '../scripts/source-hash.mjs';
@@ -29,6 +29,20 @@ const started = performance.now();
 // This checkout, whose generator, client engine and spec modules a new API's project generates with too.
 const framework = fileURLToPath(new URL('..', import.meta.url));
 
+/**
+ * The framework's runtime as generated code in `out` imports it, by a path that resolves from there: a project's
+ * (npm run new-api) by its node_modules/platform-api link, so that the project typechecks on its own with the one
+ * copy of the runtime its handlers import; else this checkout's runtime, relative (../runtime/index.js for the Platform).
+ */
+function runtimeImport(out: string): string {
+  const link = join(resolve(out), '..', 'node_modules', 'platform-api');
+  if (existsSync(link) && realpathSync(link) === realpathSync(framework)) return 'platform-api/runtime/index.js';
+  const path = relative(resolve(out), join(framework, 'runtime', 'index.js'))
+    .split(sep)
+    .join('/');
+  return path.startsWith('.') ? path : `./${path}`;
+}
+
 try {
   // Taken before reading: a source changed meanwhile makes the record stale, and ensure-ready regenerate.
   let sources = sourceHashes(values.spec, framework);
@@ -44,16 +58,18 @@ try {
   if (problems.length > 0) throw new SpecError(problems);
   const numbered = writeProtoLock(values.spec!, numbering.next);
   if (numbered) sources = sourceHashes(values.spec);
+  const out = values.out!;
+  const runtime = runtimeImport(out);
   const openapi = await buildOpenApi(model, routes, surface);
   const validators = emitValidators(model);
   const protos = Object.entries(emitProtoFiles(surface)).map(([path, text]) => [`proto/${path}`, text]);
   const files: Record<string, string> = {
-    'model.ts': emitModel(model),
+    'model.ts': emitModel(model, runtime),
     'entities.ts': emitEntities(model),
-    'routes.ts': emitRouter(model, routes),
-    'grpc.ts': emitGrpcTable(model, surface),
+    'routes.ts': emitRouter(model, routes, runtime),
+    'grpc.ts': emitGrpcTable(model, surface, runtime),
     ...Object.fromEntries(protos),
-    'types.ts': emitTypes(model),
+    'types.ts': emitTypes(model, runtime),
     ...Object.fromEntries(Object.entries(emitClient(model, routes, banner)).map(([p, t]) => [`client/${p}`, t])),
     'openapi.json': `${JSON.stringify({ 'x-generated': banner.slice(3), ...openapi }, null, 2)}\n`,
     'validators/bodies.cjs': `${banner}\n${validators.bodies}\n`,
@@ -61,7 +77,6 @@ try {
     'conformance/plan.json': `${JSON.stringify({ $comment: banner.slice(3), ...emitConformancePlan(model, routes, surface.rpcs) }, null, 2)}\n`,
     [sourceRecordFile]: `${JSON.stringify({ $comment: banner.slice(3), ...sources }, null, 2)}\n`,
   };
-  const out = values.out!;
   rmSync(out, { recursive: true, force: true });
   for (const [name, text] of Object.entries(files)) {
     mkdirSync(join(out, name, '..'), { recursive: true });

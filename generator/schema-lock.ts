@@ -2,7 +2,8 @@
 // whether it is required, and the changes old rows go through; the columns the spec no longer reads. The lock
 // decides columns: a new field gets a new column (never a removed field's, whose values it would resurrect), a
 // field whose type changes gets a new column filled from the old one as the spec declares (existingRows), a
-// renamed field (renamedFrom) a new column copied from the old. A change of what stored columns mean needs a
+// renamed field (renamedFrom) a new column copied from the old. An enum's values are recorded: one removed over
+// stored rows needs the value they take (renamedValues), given in place. A change of what stored columns mean needs a
 // higher schemaVersion than the lock's: forgetting to raise it is an error that names the version to raise to.
 import { existsSync, readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
@@ -14,6 +15,8 @@ interface LockedField {
   column: string;
   type: string;
   required?: true;
+  /** a scalar enum's declared values: a stored row may hold any of them */
+  values?: string[];
   changes?: StoredChange[];
 }
 interface LockedTable {
@@ -29,6 +32,9 @@ export const lockFile = 'schema.lock.json';
 
 /** The type a column holds: nested shapes are one JSON column, whatever their fields. */
 const storedType = (f: FieldModel) => (f.repeated ? `${f.type}[]` : f.type);
+
+/** An enum stored as its value's text (a list of values is one JSON column: its values are not followed yet). */
+const scalarEnum = (f: FieldModel) => f.type === 'enum' && !f.repeated && Array.isArray(f.values);
 
 export function readSchemaLock(specDir: string): SchemaLock | undefined {
   const file = join(specDir, lockFile);
@@ -54,6 +60,7 @@ function lockOf(model: ApiModel): SchemaLock {
         column: f.column ?? snakeCase(name),
         type: storedType(f),
         ...(f.required ? { required: true as const } : {}),
+        ...(scalarEnum(f) ? { values: f.values } : {}),
         ...(f.changes ? { changes: f.changes } : {}),
       };
     }
@@ -163,7 +170,31 @@ function followField(
       );
     else changes.push({ since: x.version, kind: 'required', rows: f.existingRows });
   } else if (required && f.existingRows && f.existingRows !== 'convert') required.rows = f.existingRows;
+  if (old.type === storedType(f)) followValues(f, old, changes, where, x);
   if (changes.length > 0) f.changes = changes;
+}
+
+/**
+ * An enum's values the lock records: a removed one over stored rows needs the value its rows take
+ * (renamedValues, old: new), migrated in place; adding values needs nothing. Updates `changes`.
+ */
+function followValues(f: FieldModel, old: LockedField, changes: StoredChange[], where: string, x: Following): void {
+  const at = `${where}/renamedValues`;
+  // This version's mapping is the spec's to amend; earlier ones are history (their old values gone from the lock).
+  const now = changes.findIndex((c) => c.kind === 'values' && c.since === x.version);
+  const amended = now >= 0 ? changes.splice(now, 1)[0].renamed! : {};
+  const stored = old.values === undefined ? undefined : [...old.values, ...Object.keys(amended)];
+  const renamed = renamesOf(f, stored, changes, at, x.problems);
+  for (const value of old.values ?? [])
+    if (!f.values?.includes(value) && !(value in renamed))
+      x.problems.push(
+        `${where}: its value ${value} is removed over stored rows: declare the value they take, renamedValues: ` +
+          `{ ${value}: <one of ${f.values?.join(', ')}> }${x.version <= x.lockedVersion ? `, and ${raise(x)}` : ''}`,
+      );
+  if (Object.keys(renamed).length === 0) return;
+  if (x.version <= x.lockedVersion && now < 0)
+    x.problems.push(`${at}: renaming stored values changes what rows hold: ${raise(x)}`);
+  else changes.push({ since: x.version, kind: 'values', rows: 'copy', renamed });
 }
 
 /** A field declared renamedFrom another: a new column, copied from the old field's (or converted as declared). */
@@ -185,4 +216,28 @@ function renameOver(r: ResourceModel, name: string, f: FieldModel, locked: Locke
     return;
   }
   setColumn(f, name, freshColumn(x.taken, snakeCase(name), x.version));
+}
+
+/** The spec's renamedValues this version carries out: each checked against the values now and those stored. */
+function renamesOf(
+  f: FieldModel,
+  stored: string[] | undefined,
+  changes: StoredChange[],
+  at: string,
+  problems: string[],
+): Record<string, string> {
+  const renamed: Record<string, string> = {};
+  for (const [from, to] of Object.entries(f.renamedValues ?? {})) {
+    const wrong = f.values?.includes(from)
+      ? `${from} is still one of the field's values`
+      : !f.values?.includes(to)
+        ? `${to} is not one of the field's values`
+        : undefined;
+    if (wrong) problems.push(`${at}/${from}: ${wrong}`);
+    else if (!stored || stored.includes(from)) renamed[from] = to;
+    // An old version's mapping left in the spec is harmless; one of a value never stored is a mistake.
+    else if (!changes.some((c) => c.kind === 'values' && c.renamed?.[from] === to))
+      problems.push(`${at}/${from}: the stored field has no value ${from}`);
+  }
+  return renamed;
 }

@@ -14,6 +14,8 @@ const commands = {
   start: 'server/project.ts',
   token: 'scripts/token.ts',
   conformance: 'scripts/conformance.ts',
+  // The framework's TypeScript compiler, on the project's tsconfig.json (npm run new-api writes it).
+  typecheck: 'node_modules/typescript/bin/tsc',
 };
 const usage = `usage: node node_modules/platform-api/scripts/api.mjs <command> [options]   (npm run <command> in a project)
 Runs a command of the framework on the API project in the working directory (made by npm run new-api):
@@ -21,6 +23,7 @@ Runs a command of the framework on the API project in the working directory (mad
   start         serves the API (generating first when the spec or the framework changed)
   token         prints a token of the server in DATA_DIR (default ./data)
   conformance   checks a server of this API against the rules generated from spec/
+  typecheck     checks handlers/ and generated/ (and the framework they import) with tsc
 Each answers --help.`;
 
 const [command, ...args] = process.argv.slice(2);
@@ -54,7 +57,15 @@ if (why) {
   });
   if (generated.status !== 0) process.exit(1);
 }
+if (command === 'typecheck') {
+  const checked = spawnSync(process.execPath, [framework(commands.typecheck), '-p', '.', ...args], {
+    stdio: 'inherit',
+  });
+  process.exit(checked.status ?? 1);
+}
 const { register } = await import('tsx/esm/api');
 register();
-process.argv = [process.argv[0], framework(commands[command]), ...args];
+// The token's --identity is checked with the project's generated/, not this checkout's.
+const own = command === 'token' ? ['--generated', 'generated'] : [];
+process.argv = [process.argv[0], framework(commands[command]), ...own, ...args];
 await import(pathToFileURL(framework(commands[command])).href);

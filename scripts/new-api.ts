@@ -13,8 +13,9 @@ it uses from this checkout rather than copying it.
   spec/api.yaml        the API: its title and service, and the framework modules it includes (iam, events, sts)
   spec/catalog.yaml    one small domain to rename and grow: shelves, and the books on each
   handlers/index.ts    its hand-written behaviour (none yet beside the framework's own)
-  package.json         npm start, npm run generate, npm run token, npm run conformance: this framework's
-                       commands run on the project (node_modules/platform-api/scripts/api.mjs)
+  package.json         npm start, npm run generate, npm run token, npm run conformance, npm run typecheck:
+                       this framework's commands run on the project (node_modules/platform-api/scripts/api.mjs)
+  tsconfig.json        what npm run typecheck checks: handlers/ and generated/, with the framework's runtime
   node_modules/        links into this checkout: the framework, and the packages generated code imports
 Then: cd DIR && npm start (generates generated/ from spec/ first). See docs/writing-a-spec.md, "Starting a new API".`,
   allowPositionals: true,
@@ -47,12 +48,29 @@ const packageJson = {
   private: true,
   type: 'module',
   description: `An API made with npm run new-api: its spec in spec/, served by the framework in ${toFramework}`,
-  scripts: Object.fromEntries(['generate', 'start', 'token', 'conformance'].map((c) => [c, command(c)])),
+  scripts: Object.fromEntries(['generate', 'start', 'token', 'conformance', 'typecheck'].map((c) => [c, command(c)])),
   // file: links, as npm install would make them: the framework and its copies of what generated code imports.
   dependencies: Object.fromEntries([
     ['platform-api', `file:${toFramework}`],
     ...importedByGenerated.map((p) => [p, `file:${join(toFramework, 'node_modules', p)}`]),
   ]),
+};
+// Its handlers and generated code checked as the framework checks its own; the framework's sources, reached
+// through node_modules/platform-api, are checked with them (its @types are the framework's).
+const tsconfig = {
+  compilerOptions: {
+    target: 'ES2022',
+    module: 'NodeNext',
+    moduleResolution: 'NodeNext',
+    strict: true,
+    noEmit: true,
+    esModuleInterop: true,
+    skipLibCheck: true,
+    resolveJsonModule: true,
+    typeRoots: ['node_modules/platform-api/node_modules/@types'],
+    types: ['node'],
+  },
+  include: ['handlers', 'generated'],
 };
 const handlers = `// The API's hand-written behaviour, by domain, checked against the interfaces generated from spec/
 // (generated/routes.ts). The framework's modules bring their own (coreHandlers: role bindings shown hydrated,
@@ -68,6 +86,7 @@ mkdirSync(join(dir, 'handlers'), { recursive: true });
 cpSync(join(framework, 'framework', 'template', 'spec'), join(dir, 'spec'), { recursive: true });
 writeFileSync(join(dir, 'handlers', 'index.ts'), handlers);
 writeFileSync(join(dir, 'package.json'), `${JSON.stringify(packageJson, null, 2)}\n`);
+writeFileSync(join(dir, 'tsconfig.json'), `${JSON.stringify(tsconfig, null, 2)}\n`);
 writeFileSync(join(dir, '.gitignore'), 'node_modules/\ngenerated/\ndata/\n');
 for (const p of ['platform-api', ...importedByGenerated]) {
   const link = join(dir, 'node_modules', p);
@@ -79,6 +98,13 @@ const shown = relative(process.env.INIT_CWD ?? '.', dir).startsWith('..')
   ? dir
   : relative(process.env.INIT_CWD ?? '.', dir);
 console.log(`made the API project ${shown}:`);
-for (const f of ['spec/api.yaml', 'spec/catalog.yaml', 'handlers/index.ts', 'package.json', '.gitignore'])
+for (const f of [
+  'spec/api.yaml',
+  'spec/catalog.yaml',
+  'handlers/index.ts',
+  'package.json',
+  'tsconfig.json',
+  '.gitignore',
+])
   console.log(`  ${join(shown, f)}`);
 console.log(`Next: cd ${shown} && npm start`);

@@ -8,7 +8,13 @@ import { TokenIssuer, maxTokenSeconds } from '../runtime/access/issuer.js';
 import { issuerInUse, sharedIssuer } from '../runtime/operate/issuer-record.js';
 import { keyRow } from '../runtime/access/signing-keys.js';
 import type { ServerState } from '../runtime/storage/server-state.js';
-import { defaultGeneratedDir, openResources, type DataParts } from '../runtime/operate/open-resources.js';
+import {
+  defaultGeneratedDir,
+  loadDataParts,
+  openResources,
+  type DataParts,
+} from '../runtime/operate/open-resources.js';
+import { resolve } from 'node:path';
 import { isUidPath } from '../runtime/model/uid.js';
 import { parseCommandLine } from '../scripts/cli-args.js';
 import type { EntitySchema } from '@mikro-orm/core';
@@ -25,10 +31,16 @@ usage: npm run -s token [-- --identity UID] [--ttl SECONDS]
 Prints a token of this server on stdout, and nothing else: for the owner made on first start, or for --identity.
   --identity UID   the identity the token is for (default: the owner in DATA_DIR/bootstrap.json)
   --ttl SECONDS    how long it lasts, 1 to ${maxTokenSeconds} (default ${maxTokenSeconds})
+  --generated DIR  the API's generated/ that --identity is checked with (default this checkout's; a new API's
+                   project passes its own: npm run token in it)
 Reads DATA_DIR (./data), or with DATABASE_URL=postgres://... the database alone; the server need not run. The
 token's issuer and audience are those the server last started with (DATA_DIR/issuer.json, or the database's
 record), unless ISSUER_URL or TOKEN_AUDIENCE are set.`,
-  options: { identity: { type: 'string' }, ttl: { type: 'string', default: String(maxTokenSeconds) } },
+  options: {
+    identity: { type: 'string' },
+    ttl: { type: 'string', default: String(maxTokenSeconds) },
+    generated: { type: 'string' },
+  },
 });
 
 /** The owner made on first start: the database's record on PostgreSQL, else DATA_DIR's. */
@@ -58,7 +70,9 @@ async function main(): Promise<void> {
     );
   const onPostgres = config.database.engine === 'postgresql';
   if (subject === undefined && !onPostgres) return mint(config, await owner(config, undefined));
-  const generated: DataParts = { dir: defaultGeneratedDir, model: apiModel, entities: entities as EntitySchema[] };
+  const generated: DataParts = values.generated
+    ? await loadDataParts(resolve(values.generated))
+    : { dir: defaultGeneratedDir, model: apiModel, entities: entities as EntitySchema[] };
   const { store, resources, shared } = await openResources({ ...config, log: false }, generated);
   try {
     if (subject !== undefined && !(await resources.table(generated.model.resources.identities.type).get(subject)))

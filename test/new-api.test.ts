@@ -94,7 +94,25 @@ test('the project holds its own spec, handlers and package.json, and none of the
   assert.match(api, /^include: \[iam, events, sts\]$/m);
   assert.match(readFileSync(join(project, 'spec', 'catalog.yaml'), 'utf8'), /collection: books/);
   const scripts = JSON.parse(readFileSync(join(project, 'package.json'), 'utf8')).scripts;
-  assert.equal(Object.keys(scripts).sort(), ['conformance', 'generate', 'start', 'token']);
+  assert.equal(Object.keys(scripts).sort(), ['conformance', 'generate', 'start', 'token', 'typecheck']);
+});
+
+test('the project typechecks on its own: its generated code imports the runtime through its platform-api link', async () => {
+  const routes = readFileSync(join(project, 'generated', 'routes.ts'), 'utf8');
+  assert.match(routes, /from "platform-api\/runtime\/index\.js"/);
+  const checked = await run('npm', ['run', '-s', 'typecheck'], project);
+  assert.is(checked.status, 0, `${checked.stdout}\n${checked.stderr}`);
+});
+
+test("npm run token -- --identity UID checks the identity in the project's own tables", async () => {
+  const owner = readBootstrap(dataDir)!.owner;
+  const minted = await run('npm', ['run', '-s', 'token', '--', '--identity', owner], project);
+  assert.is(minted.status, 0, minted.stderr);
+  const headers = { authorization: `Bearer ${minted.stdout.trim()}` };
+  assert.is((await fetch(`${url}/iam/v2/groups/${org}`, { headers })).status, 200);
+  const unknown = await run('npm', ['run', '-s', 'token', '--', '--identity', `${org}/0123456789abcdef`], project);
+  assert.is(unknown.status, 1);
+  assert.match(unknown.stderr, /no identity/);
 });
 
 test('HTTP: shelves and their books, with a filter, an enum, an int64, a mask and a cascade', async () => {

@@ -227,4 +227,57 @@ test('forgetting to raise schemaVersion for a type change is an error naming the
   );
 });
 
+test('an enum value removed over stored rows is refused until the value they take is declared, then migrated', async () => {
+  const fields5 = [
+    ...fields4,
+    'colour: { type: string, required: true, existingRows: { default: NONE } }',
+    'stock: { type: int64, required: true }',
+  ];
+  write(v + 5, [...fields5, 'tier: { type: enum, values: [TIER_UNSPECIFIED, GOLD] }']);
+  const first = generate(v + 5);
+  assert.is(first.status, 0, first.out);
+  assert.is((await migrate(v + 5)).status, 0);
+  let b = await serve(v + 5);
+  const gold = await b.call('PATCH', `/catalog/v2/products/${one.uid}?updateMask=tier`, { tier: 'GOLD' });
+  assert.is(gold.status, 200, JSON.stringify(gold.body));
+  await b.stop();
+  // GOLD removed (PREMIUM and SILVER added): the stored GOLD would be served, and refused by the next update.
+  const renamed = [
+    ...fields5,
+    'tier: { type: enum, values: [TIER_UNSPECIFIED, SILVER, PREMIUM], renamedValues: { GOLD: PREMIUM } }',
+  ];
+  write(v + 6, [...fields5, 'tier: { type: enum, values: [TIER_UNSPECIFIED, SILVER, PREMIUM] }']);
+  const removed = generate(v + 6);
+  assert.is(removed.status, 1);
+  assert.ok(
+    removed.out.includes(
+      'catalog.yaml: /resources/0/fields/tier: its value GOLD is removed over stored rows: declare the value they ' +
+        'take, renamedValues: { GOLD: <one of TIER_UNSPECIFIED, SILVER, PREMIUM> }',
+    ),
+    removed.out,
+  );
+  write(v + 5, renamed);
+  const unraised = generate(v + 5);
+  assert.is(unraised.status, 1);
+  assert.match(unraised.out, new RegExp(`fields/tier/renamedValues: .*raise schemaVersion in api.yaml to ${v + 6}`));
+  write(v + 6, renamed);
+  const declared = generate(v + 6);
+  assert.is(declared.status, 0, declared.out);
+  const plan = await migrate(v + 6, ['--dry-run']);
+  assert.is(plan.status, 0, plan.stderr);
+  assert.match(plan.stdout, /products\.tier \(tier\): values renamed: GOLD -> PREMIUM/, plan.stdout);
+  assert.is((await migrate(v + 6)).status, 0);
+  b = await serve(v + 6);
+  assert.is((await get(b, one.uid)).body.tier, 'PREMIUM', 'the stored value is migrated and served renamed');
+  const [row] = await query(b, 'select tier from products where uid = ?', [one.uid]);
+  assert.is(row.tier, 'PREMIUM');
+  const silver = await b.call('PATCH', `/catalog/v2/products/${two.uid}?updateMask=tier`, { tier: 'SILVER' });
+  assert.is(silver.status, 200, 'an added value needs nothing');
+  await b.stop();
+  // The lock keeps the change: a later version regenerates without the author repeating it.
+  write(v + 7, [...fields5, 'tier: { type: enum, values: [TIER_UNSPECIFIED, SILVER, PREMIUM] }']);
+  const later = generate(v + 7);
+  assert.is(later.status, 0, later.out);
+});
+
 test.run();

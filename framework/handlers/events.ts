@@ -1,12 +1,25 @@
 // Subscriptions and their deliveries (runtime/events/ delivers): a sink is checked when it is given, an
 // organization holds at most EVENTS_MAX_SUBSCRIPTIONS, and failed deliveries can be put back on their way, within
 // the organization's quotas (runtime/events/quotas.ts).
-import type { EventsHandlers } from '../../generated/routes.js';
 import { and, equal } from '../../runtime/tables/condition.js';
 import { invalidArgument, notFound } from '../../runtime/model/errors.js';
 import { organizationOf, outstandingOf, subscriptionsOf } from '../../runtime/events/quotas.js';
 import { sinkUrlProblem } from '../../runtime/events/sink-address.js';
-import { now } from '../../runtime/model/records.js';
+import { now, type RecordTypes } from '../../runtime/model/records.js';
+import type { HandlerContext } from '../../runtime/http/route-operations.js';
+
+type SubscriptionRecord = RecordTypes['subscriptions'];
+/**
+ * The events module's handlers as generated/routes.ts declares them for any API that includes it: typed by the
+ * runtime's record types, not one API's generated/, so that a new API's project typechecks with its own.
+ */
+interface EventsHandlers {
+  redriveDeliveries(request: { uid: string }, context: HandlerContext): Promise<{ redriven: number }>;
+  acceptSink(
+    record: SubscriptionRecord,
+    context: HandlerContext,
+  ): Promise<{ record: SubscriptionRecord; reveal?: Record<string, unknown> }>;
+}
 
 export const events: EventsHandlers = {
   async acceptSink(record, context) {

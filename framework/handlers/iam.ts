@@ -1,10 +1,8 @@
 // The behaviour of the framework's IAM core (framework/spec/iam.yaml): role bindings are answered hydrated, with
 // the identity (its token subject and issuer), the group and the role they join instead of bare uids. The create
 // response, like every other, has no updateTime.
-import type { IamHandlers } from '../../generated/routes.js';
-import type { RoleBindingResource } from '../../generated/types.js';
 import { oneOf, type Property } from '../../runtime/tables/condition.js';
-import type { RecordTypes } from '../../runtime/model/records.js';
+import type { RecordTypes, ResourceTypes } from '../../runtime/model/records.js';
 import type { HandlerContext } from '../../runtime/http/route-operations.js';
 
 export const byUidOrder = [{ property: 'uid', desc: false }];
@@ -31,7 +29,12 @@ export const summary = (row: { name?: string | null; description?: string | null
   description: row?.description ?? '',
 });
 
-export const coreIam: Pick<IamHandlers, 'hydrateRoleBindings'> = {
+// Typed by the runtime's resource types, not one API's generated/: a new API's project typechecks with its own.
+type RoleBindingResource = ResourceTypes['roleBindings'];
+
+export const coreIam: {
+  hydrateRoleBindings(resources: RoleBindingResource[], context: HandlerContext): Promise<Record<string, unknown>[]>;
+} = {
   async hydrateRoleBindings(bindings, context) {
     const groupOf = (r: RoleBindingResource) => r.uid.slice(0, r.uid.lastIndexOf('/'));
     const [identities, groups, roles] = await Promise.all([

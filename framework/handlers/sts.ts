@@ -8,9 +8,8 @@ import { createRemoteJWKSet, customFetch, decodeJwt, errors, jwtVerify, type JWT
 import { recordedEmail } from '../../runtime/access/email-domain.js';
 import { ApiError, invalidArgument, permissionDenied, unauthenticated } from '../../runtime/model/errors.js';
 import { clockSkewSeconds, type TokenIssuer } from '../../runtime/access/issuer.js';
-import { now } from '../../runtime/model/records.js';
+import { now, type RecordTypes } from '../../runtime/model/records.js';
 import type { Resources } from '../../runtime/resources/standard-methods.js';
-import type { IdentityRecord } from '../../generated/types.js';
 import { isUidPath } from '../../runtime/model/uid.js';
 import { checkParameterNames } from '../../runtime/pipeline/validation.js';
 import {
@@ -30,7 +29,8 @@ export const maxIssuerDocumentBytes = 64 * 1024;
 /** Issuers whose key sets are kept; beyond it the least recently used is dropped. */
 export const maxKeySets = 100;
 
-type ClaimMatch = NonNullable<IdentityRecord['claimMatch']>;
+// The runtime's record type (not one API's generated/): a new API's project typechecks with its own.
+type ClaimMatch = NonNullable<RecordTypes['identities']['claimMatch']>;
 type KeySet = ReturnType<typeof createRemoteJWKSet>;
 
 function unavailable(message: string): ApiError {

@@ -11,12 +11,17 @@ export type ExistingRows = 'convert' | 'clear' | { default: unknown };
 export interface StoredChange {
   /** the schemaVersion that made it */
   since: number;
-  /** type: a new column for a new type; rename: a new column for a new name; required: old rows may lack it */
-  kind: 'type' | 'rename' | 'required';
+  /**
+   * type: a new column for a new type; rename: a new column for a new name; required: old rows may lack it;
+   * values: an enum's removed values, each given the declared value in place (`renamed`)
+   */
+  kind: 'type' | 'rename' | 'required' | 'values';
   /** type and rename: the columns it was stored in before, newest first (the first a database has is read) */
   from?: string[];
   /** copy: the same values under a new name */
   rows: ExistingRows | 'copy';
+  /** values: old value -> the value rows holding it take */
+  renamed?: Record<string, string>;
 }
 
 export interface FieldModel {
@@ -46,6 +51,8 @@ export interface FieldModel {
   example?: unknown;
   /** the field's earlier name (spec): its stored values are copied over, the old column kept */
   renamedFrom?: string;
+  /** an enum's removed values and the declared value each stored one takes (spec): migrated in place */
+  renamedValues?: Record<string, string>;
   /** how rows stored before a change of type or required-ness take it (spec): runtime/storage/stored-rows.ts */
   existingRows?: ExistingRows;
   /** its column when not its snake_case name: a new one for each type it was stored as (spec/schema.lock.json) */

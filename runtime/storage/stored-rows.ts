@@ -15,6 +15,8 @@ export interface RowStep {
   column: string;
   from?: { column: string; type: string };
   rows: ExistingRows | 'copy';
+  /** an enum's removed values: rows holding one take its new value, in place */
+  renamed?: Record<string, string>;
   /** convert: each row's new value, by uid */
   values?: [string, unknown][];
 }
@@ -39,7 +41,7 @@ export function rowSteps(
     for (const [field, f] of Object.entries(r.fields)) {
       const pending = (f.changes ?? []).filter((c) => c.since > recorded);
       const column = stored(r, field);
-      const moved = pending.filter((c) => c.kind !== 'required').at(-1);
+      const moved = pending.filter((c) => c.kind === 'type' || c.kind === 'rename').at(-1);
       if (moved && !has.has(column)) {
         const source = moved.from?.find((c) => has.has(c));
         if (source)
@@ -47,6 +49,9 @@ export function rowSteps(
       }
       const required = pending.filter((c): c is StoredChange => c.kind === 'required').at(-1);
       if (required && typeof required.rows === 'object') steps.push({ table, field, f, column, rows: required.rows });
+      // Oldest first, so that a value renamed twice ends as the last one names it.
+      for (const c of pending.filter((c) => c.kind === 'values'))
+        steps.push({ table, field, f, column, rows: 'copy', renamed: c.renamed });
     }
   }
   return steps;
@@ -89,7 +94,10 @@ export async function convertRows(execute: Execute, steps: RowStep[]): Promise<s
 export async function applyRowSteps(execute: Execute, steps: RowStep[]): Promise<void> {
   for (const step of steps) {
     const [table, column] = [q(step.table), q(step.column)];
-    if (step.rows === 'copy' && step.from) await execute(`update ${table} set ${column} = ${q(step.from.column)}`);
+    if (step.renamed)
+      for (const [from, to] of Object.entries(step.renamed))
+        await execute(`update ${table} set ${column} = ? where ${column} = ?`, [to, from]);
+    else if (step.rows === 'copy' && step.from) await execute(`update ${table} set ${column} = ${q(step.from.column)}`);
     else if (step.rows === 'convert')
       for (const [uid, value] of step.values ?? [])
         await execute(`update ${table} set ${column} = ? where "uid" = ?`, [value, uid]);
@@ -104,8 +112,11 @@ export async function applyRowSteps(execute: Execute, steps: RowStep[]): Promise
 /** Describes what the steps do, for --dry-run and the record in schema_migrations. */
 export function describeRowSteps(steps: RowStep[]): string[] {
   return steps.map((s) => {
-    const what =
-      s.rows === 'copy'
+    const what = s.renamed
+      ? `values renamed: ${Object.entries(s.renamed)
+          .map(([from, to]) => `${from} -> ${to}`)
+          .join(', ')}`
+      : s.rows === 'copy'
         ? `copy ${s.from!.column}`
         : s.rows === 'convert'
           ? `convert ${s.values?.length ?? 0} value(s) of ${s.from!.column} (${s.from!.type})`
