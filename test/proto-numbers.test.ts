@@ -21,7 +21,11 @@ const spec = join(scratch, 'spec');
 cpSync('spec', spec, { recursive: true });
 
 /** The catalog domain of issue 28's journey, with not one proto declaration or capability number. */
-function writeCatalog(productFields: string[], statusValues = 'STATUS_UNSPECIFIED, ACTIVE, RETIRED'): void {
+function writeCatalog(
+  productFields: string[],
+  statusValues = 'STATUS_UNSPECIFIED, ACTIVE, RETIRED',
+  statusMore = '',
+): void {
   writeFileSync(
     join(spec, 'catalog.yaml'),
     [
@@ -40,7 +44,7 @@ function writeCatalog(productFields: string[], statusValues = 'STATUS_UNSPECIFIE
       '    fields:',
       '      name: { type: string, required: true, pattern: "^[a-z]+$" }',
       ...productFields.map((f) => `      ${f}`),
-      `      status: { type: enum, values: [${statusValues}] }`,
+      `      status: { type: enum, values: [${statusValues}]${statusMore} }`,
       '      size: { type: object, fields: { width: { type: int32 }, height: { type: int32 } } }',
       '      labels: { type: map, mapValue: { type: string } }',
       '    filters:',
@@ -210,7 +214,17 @@ test('a real server serves the catalog over gRPC: create, get, list, update and 
 });
 
 test('a removed field keeps its number reserved, a new field gets a new one; an enum value alike', () => {
-  writeCatalog(['price: { type: int64 }', 'colour: { type: string }'], 'STATUS_UNSPECIFIED, ACTIVE, ARCHIVED');
+  // A value stored rows may hold goes only with the value they take instead, at a new schemaVersion.
+  writeCatalog(
+    ['price: { type: int64 }', 'colour: { type: string }'],
+    'STATUS_UNSPECIFIED, ACTIVE, ARCHIVED',
+    ', renamedValues: { RETIRED: ARCHIVED }',
+  );
+  const api = join(spec, 'api.yaml');
+  writeFileSync(
+    api,
+    readFileSync(api, 'utf8').replace(/^schemaVersion: (\d+)/m, (_, v) => `schemaVersion: ${Number(v) + 1}`),
+  );
   const out = join(scratch, 'second');
   const r = generate(spec, out);
   assert.is(r.status, 0, r.out);
@@ -233,7 +247,11 @@ test('a removed field keeps its number reserved, a new field gets a new one; an 
 });
 
 test('a pinned number a removed field had, or a message with nothing on the wire, fails generate with file and path', () => {
-  writeCatalog(['price: { type: int64 }', 'colour: { type: string }', 'grade: { type: string, proto: 3 }']);
+  writeCatalog(
+    ['price: { type: int64 }', 'colour: { type: string }', 'grade: { type: string, proto: 3 }'],
+    'STATUS_UNSPECIFIED, ACTIVE, ARCHIVED',
+    ', renamedValues: { RETIRED: ARCHIVED }',
+  );
   const reused = generate(spec, join(scratch, 'reused'));
   assert.is(reused.status, 1);
   const at = `${join(spec, 'catalog.yaml')}: /resources/0`;
