@@ -2,7 +2,7 @@
 # Build: docker build -t platform-api .   Run: docker run -p 8080:8080 -v platform-data:/data platform-api
 # A first token (for the owner made on first start), with plain node in the image:
 #   docker run --rm -v platform-data:/data platform-api node server/token.js   (on PostgreSQL: -e DATABASE_URL=...)
-# test/release.test.ts builds the same release and starts it with this file's ENV, WORKDIR and CMD.
+# test/release-build.test.ts builds the same release and starts it with this file's ENV, WORKDIR and CMD.
 
 # The build stage: the production dependencies (with the generator and esbuild, which npm start needs too; no
 # linter, test runner or type checker), the generated parts, the release.
