@@ -7,7 +7,7 @@ import { and, equal, oneOf, range, type Condition } from '../tables/condition.js
 import { ApiError } from '../model/errors.js';
 import type { RecordTypes } from '../model/records.js';
 import { descendantRange } from '../model/uid.js';
-import type { Writes } from '../resources/writes.js';
+import { statementsOf, type Writes } from '../resources/writes.js';
 import type { ServerState } from '../storage/server-state.js';
 
 type Subscription = RecordTypes['subscriptions'];
@@ -110,9 +110,9 @@ export class EventQuotas {
     if (shared) {
       const name = `events.redrives.${organization}`;
       return async (writes) => {
-        await shared.insert(writes.statements, name, '[]');
+        await shared.insert(statementsOf(writes), name, '[]');
         const take = (stored: string) => JSON.stringify(this.counted(organization, JSON.parse(stored), nowMs));
-        await shared.change(name, take, writes.statements);
+        await shared.change(name, take, statementsOf(writes));
       };
     }
     let taken = false;

@@ -27,6 +27,12 @@ export interface WriteTarget {
 
 const byUid: Order[] = [{ property: 'uid', desc: false }];
 
+/** Each write's statements, for the runtime's own rows kept with it; kept off the class so handlers never reach SQL. */
+const statements = new WeakMap<Writes, Sql>();
+
+/** The statements of a write, for the runtime's own rows kept in its transaction (a quota counted in the database). */
+export const statementsOf = (writes: Writes): Sql => statements.get(writes)!;
+
 export class Writes {
   /** what was written (an update: which fields), for the access caches */
   readonly written: { r: ResourceModel; kind: WriteKind; fields?: string[] }[] = [];
@@ -35,7 +41,9 @@ export class Writes {
     private readonly sql: Sql,
     private readonly resources: WriteTarget,
     private readonly declared: DeclaredEvent,
-  ) {}
+  ) {
+    statements.set(this, sql);
+  }
 
   /** A collection's table, typed by its generated record type (generated/types.ts fills RecordTypes). */
   private tableOf<C extends Collection>(collection: C) {
@@ -44,11 +52,6 @@ export class Writes {
 
   private note(collection: string, kind: WriteKind, fields?: string[]): void {
     this.written.push({ r: this.resources.model.resources[collection], kind, fields });
-  }
-
-  /** This write's statements, for the runtime's own rows kept with it (a quota counted in the database). */
-  get statements(): Sql {
-    return this.sql;
   }
 
   /** Reads inside the transaction: they see its own writes. */
