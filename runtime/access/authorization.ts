@@ -230,7 +230,12 @@ export class Policy {
    * or, without a scope, at some group. Checked before anything is looked up, so a caller without the
    * capability learns nothing about whether the resource exists.
    */
-  requireCapability(principal: Principal, capability: Capability, scope: string | undefined): Promise<void> | void {
+  requireCapability(
+    principal: Principal,
+    capability: Capability,
+    scope: string | undefined,
+    inWrite?: Sql,
+  ): Promise<void> | void {
     if (capability === 'none') return;
     // At once when the grants are cached (nearly every request): no promise, no turn of the microtask queue.
     const found = this.grantsOf(principal);
@@ -240,9 +245,11 @@ export class Policy {
     // (an organization just created there, its owner's binding) holds at once, not when that instance's notice
     // arrives; only a refusal pays the read, and the refusals of one identity at once share one
     // (runtime/access/fresh-reads.ts): a flood of refused requests is not a flood of reads.
+    // In a write's transaction (inWrite) it is read at once: a wait there would hold the write's locks.
     const subject = principal.subject!;
     const again = () => (this.cache.delete(subject), Promise.resolve(this.grants(subject)));
-    return this.rereads.read(subject, again).then((g) => this.holds(existing(subject, g), capability, scope));
+    const read = inWrite ? again() : this.rereads.read(subject, again);
+    return read.then((g) => this.holds(existing(subject, g), capability, scope));
   }
 
   /**
@@ -383,7 +390,7 @@ export class Policy {
     sql?: Sql,
   ): Promise<void> {
     try {
-      await this.requireCapability(principal, [capability], scope);
+      await this.requireCapability(principal, [capability], scope, sql);
       // In a write: again on the grants as stored, their rows locked until it commits (as grantWitness does).
       if (sql) await this.grantWitness(principal, [capability], scope)?.(sql);
     } catch (e) {
@@ -397,7 +404,7 @@ export class Policy {
   private async requireRole(principal: Principal, sql: Sql, roleUid: string, scope: string | undefined): Promise<void> {
     const role = await this.resources.table(this.model.resources.roles.type).get(roleUid, sql);
     const caps = (role?.capabilities as string[] | null) ?? [];
-    if (caps.length > 0) await this.requireCapability(principal, caps, scope);
+    if (caps.length > 0) await this.requireCapability(principal, caps, scope, sql);
   }
 
   /** A role's added capabilities are held by the caller in the role's group and wherever the role is granted. */
@@ -412,9 +419,9 @@ export class Policy {
     const before = new Set((current?.[name] as string[] | null) ?? []);
     const added = ((next[name] as string[] | null) ?? []).filter((c) => !before.has(c));
     if (added.length === 0) return;
-    await this.requireCapability(principal, added, group);
+    await this.requireCapability(principal, added, group, sql);
     for (const g of await this.groupsGranting(sql, next.uid as string))
-      await this.requireCapability(principal, added, g);
+      await this.requireCapability(principal, added, g, sql);
   }
 
   /**
