@@ -248,7 +248,9 @@ export function loadSpec(specDir: string): ApiModel {
   readAccess(loading);
   // In file-name order, an included module just before the spec's file of the same name (which adds to it).
   const domainFiles = [
-    ...include.filter((m) => frameworkModules[m]?.file).map((m) => join(frameworkSpecDir, `${m}.yaml`)),
+    ...include
+      .filter((m) => Object.hasOwn(frameworkModules, m) && frameworkModules[m].file)
+      .map((m) => join(frameworkSpecDir, `${m}.yaml`)),
     ...files.filter((f) => f !== apiFile && f !== accessFile).map((f) => join(specDir, f)),
   ];
   const core = (f: string) => f.startsWith(frameworkSpecDir);
@@ -406,7 +408,7 @@ function checkIncludes(
 ): void {
   const before = problems.length;
   include.forEach((m, i) => {
-    if (!frameworkModules[m])
+    if (!Object.hasOwn(frameworkModules, m))
       problems.push(`${file}: /include/${i}: no framework module "${m}" (${Object.keys(frameworkModules).join(', ')})`);
   });
   const need = (module: string, why: string) =>

@@ -1,5 +1,5 @@
 // npm run new-api -- DIR: makes a new API project in DIR, with a minimal spec of its own, served by this framework.
-import { cpSync, existsSync, mkdirSync, readdirSync, symlinkSync, writeFileSync } from 'node:fs';
+import { cpSync, existsSync, mkdirSync, readdirSync, statSync, symlinkSync, writeFileSync } from 'node:fs';
 import { basename, join, relative, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { parseCommandLine } from './cli-args.js';
@@ -26,6 +26,10 @@ const framework = fileURLToPath(new URL('..', import.meta.url));
 const dir = positionals.length === 1 ? resolve(process.env.INIT_CWD ?? '.', positionals[0]) : undefined;
 if (!dir) {
   process.stderr.write('new-api: name one folder to make the project in (npm run new-api -- DIR); see --help\n');
+  process.exit(2);
+}
+if (existsSync(dir) && !statSync(dir).isDirectory()) {
+  process.stderr.write(`new-api: ${dir} is a file: name a new or an empty folder\n`);
   process.exit(2);
 }
 if (existsSync(dir) && readdirSync(dir).length > 0) {
@@ -107,4 +111,6 @@ for (const f of [
   '.gitignore',
 ])
   console.log(`  ${join(shown, f)}`);
-console.log(`Next: cd ${shown} && npm start`);
+// Quoted for a shell when it needs to be: the line is meant to be pasted, and a folder's name may hold anything.
+const pasted = /^[\w./-]+$/.test(shown) ? shown : `'${shown.replaceAll("'", `'\\''`)}'`;
+console.log(`Next: cd ${pasted} && npm start`);

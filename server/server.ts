@@ -195,11 +195,23 @@ async function openIssuer(
   url: string,
   metrics: Metrics | undefined,
   shared: ServerState | undefined,
+  log: (line: Record<string, unknown>) => void,
 ): Promise<TokenIssuer> {
   const iss = config.issuerUrl ?? url;
   const keys = shared ? await keyRow(shared, config.dataDir) : config.dataDir;
   const issuer = await TokenIssuer.open(keys, iss, config.audience ?? iss);
   if (metrics) issuer.observe = (outcome, reason) => metrics.tokenChecked(outcome, reason);
+  issuer.keysUnreadable = (problem) =>
+    log(
+      problem === undefined
+        ? { level: 'info', watch: 'signing-keys', message: 'the stored signing keys are read again' }
+        : {
+            level: 'error',
+            watch: 'signing-keys',
+            error: problem,
+            meaning: 'tokens are verified and signed with the keys read before; logged again once a look succeeds',
+          },
+    );
   const record = { issuer: iss, audience: config.audience ?? iss };
   recordIssuer(config.dataDir, record);
   if (shared) await recordSharedIssuer(shared, record);
@@ -325,7 +337,7 @@ export async function startServer(given: Config, generated?: GeneratedParts): Pr
   const grpcPort = config.grpcPort === undefined ? undefined : await grpc.listen(config.host, config.grpcPort);
   performance.mark('listen');
   const url = defaultIssuer({ ...config, port: (server.address() as AddressInfo).port, issuerUrl: undefined });
-  issuer = await openIssuer(config, url, metrics, shared);
+  issuer = await openIssuer(config, url, metrics, shared, log);
   performance.mark('keys');
   deliveries = config.events && new DeliveryWorker(resources, () => issuer!, config.events, quotas, log);
   deliveries?.start();

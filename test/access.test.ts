@@ -419,6 +419,25 @@ async function invalidations(server: TestServer): Promise<number> {
   return Number(m![1]);
 }
 
+test('refusals read the grants again, one read at a time per identity: 60 refused requests at once are not 60 reads', async () => {
+  const reads = async () => {
+    const text = (await s.call('GET', '/metrics')).body as string;
+    return Number(/^db_statement_duration_seconds_count\{kind="read"\} (\d+)$/m.exec(text)![1]);
+  };
+  const refused = () => s.call('GET', `/iam/v2/groups/${org}`, undefined, as('unbound'));
+  assert.is((await refused()).status, 403, 'its grants cached now');
+  const before = await reads();
+  const answers = await Promise.all(Array.from({ length: 60 }, refused));
+  assert.ok(
+    answers.every((r) => r.status === 403),
+    'each refused',
+  );
+  // A grants read is three statements (identity, bindings, roles): one each would be 180. The rest is the
+  // server's own polling (PostgreSQL: the keys' version 4 times a second) and the /metrics call.
+  const spent = (await reads()) - before;
+  assert.ok(spent < 60, `${spent} reads for 60 refusals`);
+});
+
 test('only a change of grants empties the grants caches: not a profile update by anyone', async () => {
   const before = await invalidations(s);
   for (const who of ['viewer', 'unbound', 'editor']) {

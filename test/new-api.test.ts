@@ -3,7 +3,7 @@
 // over HTTP and gRPC by the framework without the Platform's spec or handlers, and passes its own conformance run.
 // A spec that leaves out what the runtime needs is refused at generate, naming what to include.
 import { spawn, type ChildProcess } from 'node:child_process';
-import { cpSync, mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { cpSync, existsSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { test } from 'uvu';
@@ -255,6 +255,49 @@ test('generate refuses a spec without the cores the runtime needs, naming what t
   assert.match(r.stderr, /include iam, the IAM core/);
   assert.match(r.stderr, /catalog\.yaml: \/resources\/0 declares an event.*include events/);
   assert.not.match(r.stderr, /TypeError|no resource has the collection/);
+});
+
+test("new-api refuses a file or a folder with files, and quotes a folder's name for the shell it is pasted into", async () => {
+  const taken = join(root, 'taken');
+  mkdirSync(taken);
+  writeFileSync(join(taken, 'notes.txt'), 'mine');
+  for (const dir of [join(taken, 'notes.txt'), taken]) {
+    const r = await run('npm', ['run', '-s', 'new-api', '--', dir], process.cwd());
+    assert.is(r.status, 2, r.stderr);
+    assert.match(r.stderr, /^new-api: .* (is a file|is not empty): name a new or an empty folder\n$/);
+  }
+  assert.equal(readdirSync(taken), ['notes.txt'], 'nothing written beside them');
+  assert.is(readFileSync(join(taken, 'notes.txt'), 'utf8'), 'mine');
+  const odd = join(root, "it's $(touch pasted)");
+  const made = await run('npm', ['run', '-s', 'new-api', '--', odd], process.cwd());
+  assert.is(made.status, 0, made.stderr);
+  const next = /^Next: (.*)$/m.exec(made.stdout)![1];
+  const pasted = await run('bash', ['-c', `${next.replace('npm start', 'pwd')}`], root);
+  assert.is(pasted.stdout.trim(), odd, 'the line pasted goes to the folder');
+  assert.not.ok(existsSync(join(root, 'pasted')), 'and runs nothing of its name');
+});
+
+test('generate refuses include names that are no module of the framework (paths, names of every object)', async () => {
+  const spec = join(root, 'includes');
+  cpSync(join(project, 'spec'), spec, { recursive: true });
+  const api = readFileSync(join(spec, 'api.yaml'), 'utf8');
+  const odd = ['../../../etc/passwd', 'constructor', '__proto__', 'toString'];
+  writeFileSync(
+    join(spec, 'api.yaml'),
+    api.replace(
+      'include: [iam, events, sts]',
+      `include: [iam, events, sts, ${odd.map((m) => JSON.stringify(m)).join(', ')}]`,
+    ),
+  );
+  const r = await run(
+    process.execPath,
+    ['--import', 'tsx', 'generator/main.ts', '--spec', spec, '--out', join(root, 'out-includes')],
+    process.cwd(),
+  );
+  assert.is(r.status, 1, r.stderr);
+  odd.forEach((m, i) =>
+    assert.ok(r.stderr.includes(`/include/${i + 3}: no framework module "${m}"`), `${m}: ${r.stderr}`),
+  );
 });
 
 test('without include sts, the token service is not in the contract (and not served)', async () => {

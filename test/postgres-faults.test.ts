@@ -107,6 +107,14 @@ test('with PostgreSQL stopped reads and writes answer 503 with RetryInfo (gRPC 1
       .filter((line) => line.includes('"worker":"events"'));
   for (let i = 0; i < 150 && !workerLines().some((line) => line.includes('passes succeed again')); i++)
     await new Promise((resolve) => setTimeout(resolve, 100));
+  // The signing keys' watcher (4 looks a second) alike: the outage once, the keys read again once.
+  const keysLines = server
+    .output()
+    .split('\n')
+    .filter((line) => line.includes('"watch":"signing-keys"'));
+  assert.is(keysLines.length, 2, keysLines.join('\n'));
+  assert.match(keysLines[0], /"level":"error".*cannot be reached/);
+  assert.match(keysLines[1], /"level":"info".*read again/);
   const worker = workerLines();
   assert.is(worker.filter((line) => line.includes('"level":"error"')).length, 1, worker.join('\n'));
   assert.ok(

@@ -10,6 +10,7 @@ import type { Resources, WriteGuard } from '../resources/standard-methods.js';
 import type { Sql } from '../storage/sql.js';
 import { within } from '../model/uid.js';
 import { visibleWhere, type Visible } from '../lists/visibility.js';
+import { FreshReads } from './fresh-reads.js';
 
 export interface Principal {
   /** Identity uid from a verified token of an identity that exists; absent for an anonymous caller. */
@@ -107,6 +108,8 @@ export const defaultGrantsTtlMs = 30_000;
 export class Policy {
   private readonly cache = new Map<string, { grants: Grants | null; until: number }>();
   private cachedVersion = -1;
+  /** The reads of a refusal: at most one per identity every 100 ms, shared by the refusals waiting for it. */
+  private readonly rereads = new FreshReads<string, Grants | null>(100);
   private readonly model: ApiModel;
 
   constructor(
@@ -235,9 +238,12 @@ export class Policy {
     if (holdsAt(found, capability, scope)) return;
     // Refused on cached grants: read again before refusing. A grant made through another instance a moment ago
     // (an organization just created there, its owner's binding) holds at once, not when that instance's notice
-    // arrives; only a refusal pays the read.
-    this.cache.delete(principal.subject!);
-    return Promise.resolve(this.grantsOf(principal)).then((grants) => this.holds(grants, capability, scope));
+    // arrives; only a refusal pays the read, and the refusals of one identity at once share one
+    // (runtime/access/fresh-reads.ts): a flood of refused requests is not a flood of reads. Checks inside a write's
+    // transaction never come here: they read the grants as stored, locked (grantWitness, no-escalation).
+    const subject = principal.subject!;
+    const again = () => (this.cache.delete(subject), Promise.resolve(this.grants(subject)));
+    return this.rereads.read(subject, again).then((g) => this.holds(existing(subject, g), capability, scope));
   }
 
   /**

@@ -93,7 +93,11 @@ export async function ensureBootstrap(
     },
     { serializable: true },
   );
-  if (shared) writeFileSync(fileOf(dataDir), `${JSON.stringify(made, null, 2)}\n`, { mode: 0o600 });
+  if (shared) {
+    // The row stored plain before SECRETS_KEY was set is sealed now, as ensure() does for the other rows.
+    await shared.ensure(rowName, () => JSON.stringify(made));
+    writeFileSync(fileOf(dataDir), `${JSON.stringify(made, null, 2)}\n`, { mode: 0o600 });
+  }
   return made;
 }
 

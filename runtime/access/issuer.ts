@@ -120,11 +120,31 @@ export class TokenIssuer {
     const t = new TokenIssuer(typeof keys === 'string' ? await keyFile(keys) : keys, issuer, audience);
     t.adopt(await t.store.read());
     if (t.store.watchMs) {
-      // A failed look (the database away a moment) keeps the keys known: the next one tries again.
-      const look = () => void Promise.resolve(t.refresh()).catch(() => undefined);
+      // A failed look (the database away a moment, the row unreadable) keeps the keys known: the next one tries
+      // again. Told once when looks start failing, and once when they succeed again, not every watchMs.
+      const look = () =>
+        void Promise.resolve(t.refresh()).then(
+          () => t.looked(undefined),
+          (e: unknown) => t.looked((e as Error).message ?? String(e)),
+        );
       t.watch = setInterval(look, t.store.watchMs).unref();
     }
     return t;
+  }
+
+  /** Why the last look at the stored keys failed; undefined when it succeeded. */
+  private unreadable?: string;
+
+  /**
+   * Told when looks at the stored keys start failing (why) and when they succeed again (undefined): a server
+   * that cannot read them keeps verifying and signing with the keys it read before.
+   */
+  keysUnreadable?: (problem: string | undefined) => void;
+
+  private looked(problem: string | undefined): void {
+    if (problem === this.unreadable) return;
+    this.unreadable = problem;
+    this.keysUnreadable?.(problem);
   }
 
   /** Stops looking at the keys (the database is about to close). */
@@ -222,7 +242,12 @@ export class TokenIssuer {
       return await jwtVerify(token, this.keySet!, options);
     } catch (e) {
       if (!(e instanceof errors.JWKSNoMatchingKey)) throw e;
-      await this.refresh();
+      // Keys that cannot be read (a row changed by hand, sealed with a key SECRETS_KEY lacks) leave the token
+      // refused by the keys known, as any token of an unknown key is, never a 500: the watcher reports them. A
+      // database away is UNAVAILABLE (an ApiError), as for any request that needs it.
+      await (async () => this.refresh())().catch((failed: unknown) => {
+        if (failed instanceof ApiError) throw failed;
+      });
       return await jwtVerify(token, this.keySet!, options);
     }
   }

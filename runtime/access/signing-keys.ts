@@ -80,7 +80,17 @@ const watchMs = 250;
  * (a deployment that shared DATA_DIR before keeps its keys and the tokens they signed), else with a new key.
  */
 export async function keyRow(state: ServerState, dataDir?: string): Promise<SigningKeyStore> {
-  const parse = (value: string) => JSON.parse(value) as StoredKey[];
+  // What a failure says reaches the log: never the text read (a parse error quotes it, and it holds private keys).
+  const parse = (value: string) => {
+    let keys: unknown;
+    try {
+      keys = JSON.parse(value);
+    } catch {
+      keys = undefined;
+    }
+    if (!Array.isArray(keys) || keys.length === 0) throw new Error(`the database's ${rowName} is not a list of keys`);
+    return keys as StoredKey[];
+  };
   const first = async () =>
     dataDir && existsSync(fileOf(dataDir)) ? readFileSync(fileOf(dataDir), 'utf8') : JSON.stringify([await newKey()]);
   await state.ensure(rowName, first);
@@ -88,7 +98,8 @@ export async function keyRow(state: ServerState, dataDir?: string): Promise<Sign
     watchMs,
     tag: async () => String(await state.version(rowName)),
     async read() {
-      const found = (await state.read(rowName))!;
+      const found = await state.read(rowName);
+      if (!found) throw new Error(`the database holds no ${rowName} (deleted while the server runs?)`);
       return { keys: parse(found.value), tag: String(found.version) };
     },
     async change(change) {

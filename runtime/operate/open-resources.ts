@@ -5,7 +5,7 @@ import { existsSync, readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { pathToFileURL } from 'node:url';
 import type { EntitySchema } from '@mikro-orm/core';
-import type { Config } from './config.js';
+import { ConfigError, type Config } from './config.js';
 import type { ApiModel } from '../model/api-model.js';
 import { SecretSeal } from '../storage/secret-seal.js';
 import { ServerState } from '../storage/server-state.js';
@@ -48,7 +48,13 @@ export async function loadDataParts(dir = defaultGeneratedDir): Promise<DataPart
 async function pageTokenSecret(dataDir: string, shared: ServerState | undefined): Promise<Buffer> {
   const file = join(dataDir, 'page-token.key');
   const made = () => (existsSync(file) ? readFileSync(file, 'utf8').trim() : randomBytes(32).toString('hex'));
-  if (shared) return Buffer.from((await shared.ensure('page-token', made)).value, 'hex');
+  if (shared) {
+    const { value } = await shared.ensure('page-token', made);
+    // Buffer.from drops what is not hex: a row changed by hand would leave a short key or none, silently.
+    if (!/^[0-9a-f]{64}$/.test(value))
+      throw new ConfigError("the database's page-token is not 64 hex digits: delete its row of server_state");
+    return Buffer.from(value, 'hex');
+  }
   if (!existsSync(file)) writeFileSync(file, randomBytes(32).toString('hex'), { mode: 0o600, flag: 'wx' });
   return Buffer.from(readFileSync(file, 'utf8').trim(), 'hex');
 }

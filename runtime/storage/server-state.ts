@@ -46,6 +46,7 @@ export class ServerState {
     try {
       return this.seal ? this.seal.unseal(stored, this.field(name)) : this.plain(name, stored);
     } catch (e) {
+      if (e instanceof ConfigError) throw e;
       throw new ConfigError(`SECRETS_KEY: the database's ${name} cannot be unsealed (${(e as Error).message})`);
     }
   }
