@@ -427,7 +427,7 @@ export class Resources {
     await checkReferences(this, sql, r, data);
     const existing = await this.sameUpsertKey(sql, r, data);
     if (existing) return this.replace(sql, r, existing, data, options);
-    if (!this.indexAlone(r, data, options)) await refuseTakenKey(this, sql, r, data);
+    if (!this.indexAlone(r, data)) await refuseTakenKey(this, sql, r, data);
     await guard?.check(sql, data);
     return { ...(await this.insertNew(sql, r, data, actor)), ...reveal };
   }
@@ -454,13 +454,13 @@ export class Resources {
   }
 
   /**
-   * Whether a create's natural key is left to its unique index alone (refuseTwin): in a SERIALIZABLE transaction
-   * on PostgreSQL, where reading the index would make every concurrent create under the same parent (writing
-   * into the same index page) a serialization failure. Not where a part of the key is null: the index holds
-   * nulls as distinct.
+   * Whether a create's natural key is left to its unique index alone (refuseTwin): on PostgreSQL, where the
+   * insert's unique violation is the same ALREADY_EXISTS, and reading the key first costs a round trip (and in
+   * a SERIALIZABLE transaction would make every concurrent create under the same parent, writing into the same
+   * index page, a serialization failure). Not where a part of the key is null: the index holds nulls as distinct.
    */
-  private indexAlone(r: ResourceModel, data: Row, options: WriteOptions): boolean {
-    if (this.store.dialect.name !== 'postgresql' || !isolationOf(options).serializable) return false;
+  private indexAlone(r: ResourceModel, data: Row): boolean {
+    if (this.store.dialect.name !== 'postgresql') return false;
     const key = naturalKeyValues(r, data);
     return key !== undefined && Object.values(key).every((v) => v !== null);
   }
