@@ -146,8 +146,8 @@ export class PipelinedStatements {
   private queued: Statement[] = [];
   private out = false;
   private scheduled = false;
-  /** whether any batch has been sent: a transaction that sent nothing has nothing to commit or roll back */
-  sent = false;
+  /** whether a statement was asked for (not only held): a transaction that asked none has nothing to end */
+  asked = false;
 
   constructor(private readonly client: pg.PoolClient) {}
 
@@ -172,10 +172,13 @@ export class PipelinedStatements {
         resolve: resolve as (r: Answer) => void,
         reject,
       });
-      if (later || this.out || this.scheduled) return;
+      if (later) return;
+      this.asked = true;
+      if (this.out || this.scheduled) return;
       this.scheduled = true;
-      // Statements asked for in the same turn (together()) go in the same batch.
-      queueMicrotask(() => {
+      // Statements asked for in the same turn of the event loop (together(), and the commit after statements
+      // left to it, Sql.atCommit) go in the same batch.
+      setImmediate(() => {
         this.scheduled = false;
         this.send();
       });
@@ -190,7 +193,6 @@ export class PipelinedStatements {
     });
     this.queued = [];
     this.out = true;
-    this.sent = true;
     void this.client.query(batch as unknown as pg.QueryConfig);
   }
 }

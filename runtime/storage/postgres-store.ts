@@ -63,7 +63,12 @@ const deadlockDetected = '40P01';
  * (runtime/storage/postgres-pipeline.ts). On the pool, reads: past `limits.queue` waiting for a connection one
  * is refused, and one stopped by the statement timeout is DEADLINE_EXCEEDED.
  */
-function sqlOn(client: pg.Pool | PipelinedStatements, limits?: ReadLimits, counts?: CountChanges): Sql {
+function sqlOn(
+  client: pg.Pool | PipelinedStatements,
+  limits?: ReadLimits,
+  counts?: CountChanges,
+  atCommit?: Promise<unknown>[],
+): Sql {
   const read = async <R extends Row | unknown[]>(pool: pg.Pool, config: pg.QueryConfig) => {
     if (limits && pool.waitingCount >= limits.queue)
       throw unavailable(`${pool.waitingCount} reads are already waiting for the database`, 1);
@@ -95,6 +100,13 @@ function sqlOn(client: pg.Pool | PipelinedStatements, limits?: ReadLimits, count
     values: async (text, params = []) => (await query<unknown[]>(text, params, 'array')).rows,
     run: async (text, params = []) => (await query(text, params)).rowCount ?? 0,
     ...(counts && { counts }),
+    ...(atCommit && {
+      atCommit: (statements: Promise<unknown>) => {
+        // Waited for at the commit (runtime/storage/postgres-store.ts's finishTransaction), or else seen failed.
+        statements.catch(() => undefined);
+        atCommit.push(statements);
+      },
+    }),
   };
 }
 
@@ -323,20 +335,41 @@ async function finishTransaction<T>(
   const started = begin.map((text) => statements.query(text, [], nameOf(text), undefined, true));
   // Their failure is the first statement's too, which fn sees.
   for (const s of started) s.catch(() => undefined);
+  // Statements left to the commit (Sql.atCommit); one that failed failed first: its error is the transaction's.
+  const left: Promise<unknown>[] = [];
   let failed: Error | undefined;
   try {
-    const sql = sqlOn(statements, undefined, counts);
+    const sql = sqlOn(statements, undefined, counts, left);
     const result = await fn(sql);
-    if (counts?.pending() || statements.sent) await together([counts?.write(sql), sql.run('commit')]);
+    if (counts?.pending() || statements.asked) {
+      // Asked for in this turn: sent in one batch with whatever fn left to the commit.
+      const committed = together([counts?.write(sql), sql.run('commit')]);
+      committed.catch(() => undefined);
+      await together(left);
+      await committed;
+    }
     return result;
   } catch (e) {
-    if (statements.sent) await sql0(statements, 'rollback');
+    if (statements.asked) await sql0(statements, 'rollback');
+    const cause = (await firstFailure(left)) ?? e;
     // A connection lost under the transaction is not given back to the pool: the next call connects anew.
-    failed = isOutage(e) ? (e as Error) : undefined;
-    throw e;
+    failed = isOutage(cause) ? (cause as Error) : undefined;
+    throw cause;
   } finally {
     client.release(failed);
   }
+}
+
+/** The error of the first of these that failed (they have all settled), if one did. */
+async function firstFailure(statements: Promise<unknown>[]): Promise<unknown> {
+  for (const s of statements) {
+    const failure = await s.then(
+      () => undefined,
+      (e: unknown) => e ?? new Error('failed'),
+    );
+    if (failure !== undefined) return failure;
+  }
+  return undefined;
 }
 
 /** A statement of the transaction's own whose failure changes nothing (a rollback after a failure). */
