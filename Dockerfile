@@ -2,9 +2,10 @@
 # Build: docker build -t platform-api .   Run: docker run -p 8080:8080 -v platform-data:/data platform-api
 # A first token (for the owner made on first start), with plain node in the image:
 #   docker run --rm -v platform-data:/data platform-api node server/token.js   (on PostgreSQL: -e DATABASE_URL=...)
-# test/release.test.ts builds the same release and starts it with this file's ENV, WORKDIR and CMD.
+# test/release-build.test.ts builds the same release and starts it with this file's ENV, WORKDIR and CMD.
 
-# The build stage: every dependency (the generator and esbuild too), the generated parts, the release.
+# The build stage: the production dependencies (with the generator and esbuild, which npm start needs too; no
+# linter, test runner or type checker), the generated parts, the release.
 FROM node:20-slim AS build
 # better-sqlite3 compiles from source: node-gyp needs Python, make and a C++ compiler.
 RUN apt-get update \
@@ -12,7 +13,7 @@ RUN apt-get update \
   && rm -rf /var/lib/apt/lists/*
 WORKDIR /src
 COPY package.json package-lock.json ./
-RUN npm ci --no-audit --no-fund
+RUN npm ci --omit=dev --no-audit --no-fund
 COPY . .
 RUN npm run build
 

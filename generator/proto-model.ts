@@ -357,7 +357,7 @@ class SurfaceBuilder {
   }
 
   hierarchyFilter(): string {
-    const name = this.model.proto.hierarchyFilter ?? 'chainguard.platform.common.UIDPFilter';
+    const name = this.model.proto.hierarchyFilter ?? `${this.model.service}.common.UIDPFilter`;
     const field = (n: string, number: number, type = 'string'): ProtoFieldDecl => ({ name: n, number, type });
     this.addMessage({
       name,

@@ -204,6 +204,7 @@ interface Loading {
   accessFile: string;
   /** domains of included modules that no file of the spec has added to yet */
   coreDomains: Set<string>;
+  coreNames: CoreNames;
 }
 
 const declared = new WeakMap<ApiModel, SpecOrigins>();
@@ -229,7 +230,7 @@ export function loadSpec(specDir: string): ApiModel {
   const apiFile = files.find((f) => /^api\.ya?ml$/.test(f));
   const accessFile = files.find((f) => /^access\.ya?ml$/.test(f));
   if (!apiFile) throw new SpecError([`${specDir}: no api.yaml (title, version, service)`]);
-  const { model, include } = readApi(join(specDir, apiFile), problems);
+  const { model, include, core: coreNames } = readApi(join(specDir, apiFile), problems);
   const loading: Loading = {
     specDir,
     model,
@@ -242,6 +243,7 @@ export function loadSpec(specDir: string): ApiModel {
     accessFile: accessFile ? join(specDir, accessFile) : join(frameworkSpecDir, 'access.yaml'),
     coreDomains: new Set(),
     domainOrigin: new Map(),
+    coreNames,
   };
   readAccess(loading);
   // In file-name order, an included module just before the spec's file of the same name (which adds to it).
@@ -298,7 +300,43 @@ function checkedSchemaVersion(given: number | undefined, file: string, problems:
   return schemaVersion;
 }
 
-function readApi(file: string, problems: string[]): { model: ApiModel; include: string[] } {
+/**
+ * What the framework's modules are called on the wire, from api.yaml's `core`: their gRPC packages
+ * (`<proto>.iam.v2`), their event types (`<events>.iam.group.created.v1`) and the capability enum of the framework's
+ * access.yaml. The modules write `${proto}`, `${events}` and `${capabilityEnum}` where these go, so that a new API's
+ * contract carries its own names and the Platform's the reference's.
+ */
+interface CoreNames {
+  proto: string;
+  events: string;
+  capabilityEnum?: string;
+}
+
+function readCoreNames(given: Partial<CoreNames> | undefined, service: string, file: string, problems: string[]) {
+  const names = { proto: given?.proto ?? service, events: given?.events ?? service };
+  for (const [key, name] of Object.entries(names))
+    if (typeof name !== 'string' || !/^[a-z][a-z0-9_]*(\.[a-z][a-z0-9_]*)*$/.test(name))
+      problems.push(
+        `${file}: /core/${key}: a dotted lowercase name (e.g. example.catalog), got ${JSON.stringify(name)}`,
+      );
+  for (const key of Object.keys(given ?? {}))
+    if (!(key in names)) problems.push(`${file}: /core: unknown property "${key}" (proto, events)`);
+  return names;
+}
+
+/** A framework module's text with api.yaml's names put in for `${proto}`, `${events}` and `${capabilityEnum}`. */
+function withCoreNames<T>(raw: T, names: CoreNames): T {
+  const put = (v: unknown): unknown => {
+    if (typeof v === 'string')
+      return v.replace(/\$\{(proto|events|capabilityEnum)\}/g, (_, k: keyof CoreNames) => names[k] ?? '');
+    if (Array.isArray(v)) return v.map(put);
+    if (v && typeof v === 'object') return Object.fromEntries(Object.entries(v).map(([k, x]) => [k, put(x)]));
+    return v;
+  };
+  return put(raw) as T;
+}
+
+function readApi(file: string, problems: string[]): { model: ApiModel; include: string[]; core: CoreNames } {
   const api = readYaml(file, problems) as
     | {
         include?: string[];
@@ -311,6 +349,7 @@ function readApi(file: string, problems: string[]): { model: ApiModel; include: 
         contact?: ApiInfo['contact'];
         license?: ApiInfo['license'];
         proto?: { hierarchyFilter?: string; tokenService?: string };
+        core?: Partial<CoreNames>;
       }
     | undefined;
   if (
@@ -321,6 +360,7 @@ function readApi(file: string, problems: string[]): { model: ApiModel; include: 
   }
   const schemaVersion = checkedSchemaVersion(api?.schemaVersion, file, problems);
   const include = readInclude(api?.include, file, problems);
+  const core = readCoreNames(api?.core, api?.service ?? '', file, problems);
   const model: ApiModel = {
     title: api?.title ?? '',
     info: apiInfo(api ?? {}, file, problems),
@@ -333,15 +373,20 @@ function readApi(file: string, problems: string[]): { model: ApiModel; include: 
     endpoints: [],
     capabilities: {},
     roles: [],
-    proto: {
-      packages: {},
-      aliases: {},
-      v1: {},
-      ...(api?.proto?.hierarchyFilter ? { hierarchyFilter: api.proto.hierarchyFilter } : {}),
-      ...(api?.proto?.tokenService ? { tokenService: api.proto.tokenService } : {}),
-    },
+    proto: apiProto(api?.proto ?? {}, core),
   };
-  return { model, include };
+  return { model, include, core };
+}
+
+/** api.yaml's proto: the hierarchy filter is in the framework's package unless named. */
+function apiProto(given: { hierarchyFilter?: string; tokenService?: string }, core: CoreNames): ApiModel['proto'] {
+  return {
+    packages: {},
+    aliases: {},
+    v1: {},
+    hierarchyFilter: given.hierarchyFilter ?? `${core.proto}.common.UIDPFilter`,
+    ...(given.tokenService ? { tokenService: given.tokenService } : {}),
+  };
 }
 
 function readInclude(include: unknown = [], file: string, problems: string[]): string[] {
@@ -354,7 +399,11 @@ function readInclude(include: unknown = [], file: string, problems: string[]): s
  * What the runtime needs by name comes from the framework's modules: a spec that leaves one out is refused here,
  * naming what to include, rather than failing at start.
  */
-function checkIncludes({ model, problems, origin, endpointOrigin }: Loading, include: string[], file: string): void {
+function checkIncludes(
+  { model, problems, origin, endpointOrigin, coreNames }: Loading,
+  include: string[],
+  file: string,
+): void {
   const before = problems.length;
   include.forEach((m, i) => {
     if (!frameworkModules[m])
@@ -375,7 +424,7 @@ function checkIncludes({ model, problems, origin, endpointOrigin }: Loading, inc
   if (!include.includes('sts')) {
     model.tokenExchange = false;
     if (model.proto.tokenService) problems.push(`${file}: /proto/tokenService: needs the token service (include sts)`);
-  }
+  } else model.proto.tokenService ??= `${coreNames.proto}.oidc`;
   // Without the cores, most other problems would be their echoes (a parent "groups" that no resource has).
   if (problems.length > before) throw new SpecError(problems.slice(before));
 }
@@ -409,7 +458,8 @@ function addCapabilities(loading: Loading, caps: RawCapabilities, file: string):
 
 function readAccess(loading: Loading): void {
   const file = loading.accessFile;
-  const raw = readYaml(file, loading.problems);
+  const read = readYaml(file, loading.problems);
+  const raw = file.startsWith(frameworkSpecDir) ? withCoreNames(read, loading.coreNames) : read;
   if (raw === undefined) return;
   if (!validateAccess(raw)) {
     for (const e of validateAccess.errors ?? []) loading.problems.push(`${file}: ${describe(e)}`);
@@ -417,6 +467,7 @@ function readAccess(loading: Loading): void {
   }
   loading.access = raw;
   if (raw.proto) loading.model.proto.capabilities = raw.proto;
+  loading.coreNames.capabilityEnum = raw.proto?.enum;
   addCapabilities(loading, raw.capabilities, file);
 }
 
@@ -439,7 +490,8 @@ function readV1Proto(model: ApiModel, raw: RawDomain): void {
 /** core: a file of an included framework module, which the spec's file of the same domain may add to. */
 function readDomain(loading: Loading, file: string, core: boolean): void {
   const { model, problems, origin } = loading;
-  const raw = readYaml(file, problems);
+  const read = readYaml(file, problems);
+  const raw = core ? withCoreNames(read, loading.coreNames) : read;
   if (raw === undefined) return;
   if (!validateDomain(raw)) {
     for (const e of validateDomain.errors ?? []) problems.push(`${file}: ${describe(e)}`);

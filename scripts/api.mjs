@@ -58,6 +58,12 @@ if (why) {
   if (generated.status !== 0) process.exit(1);
 }
 if (command === 'typecheck') {
+  // tsc and the @types are the framework's devDependencies, which its npm start does not install: added first.
+  const ready = spawnSync(process.execPath, [framework('scripts/ensure-ready.mjs'), '--dev', '--install-only'], {
+    cwd: framework(''),
+    stdio: ['inherit', process.stderr, 'inherit'],
+  });
+  if (ready.status !== 0) process.exit(1);
   const checked = spawnSync(process.execPath, [framework(commands.typecheck), '-p', '.', ...args], {
     stdio: 'inherit',
   });

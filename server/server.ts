@@ -259,7 +259,7 @@ export async function startServer(given: Config, generated?: GeneratedParts): Pr
   if (metrics) watchStorage(metrics, store, resources);
   const validators = loadValidators(parts.dir);
   const { emailDomains, outbound, eventLimits } = config;
-  const quotas = new EventQuotas(eventLimits);
+  const quotas = new EventQuotas(eventLimits, shared);
   const operations = new Operations(model, resources, policy, validators, emailDomains, outbound, quotas);
   const v2 = parts.createRouter(createRouteOperations(operations), parts.handlers, new Router());
   const createSteps = parts.createSteps(parts.handlers);

@@ -3,7 +3,7 @@
 // over HTTP and gRPC by the framework without the Platform's spec or handlers, and passes its own conformance run.
 // A spec that leaves out what the runtime needs is refused at generate, naming what to include.
 import { spawn, type ChildProcess } from 'node:child_process';
-import { cpSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { cpSync, mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { test } from 'uvu';
@@ -196,6 +196,26 @@ test("gRPC: the catalog's services, from the project's own protos, numbered by g
   }
 });
 
+test("the framework's modules carry the project's names on the wire (api.yaml core), none of the reference's", async () => {
+  const protoDir = join(project, 'generated', 'proto');
+  const files = readdirSync(protoDir, { recursive: true, encoding: 'utf8' }).filter((f) => f.endsWith('.proto'));
+  assert.ok(files.includes(join('example', 'iam', 'v2', 'iam.proto')), files.join(' '));
+  for (const f of files) assert.not.match(readFileSync(join(protoDir, f), 'utf8'), /chainguard/i, f);
+  const model = readFileSync(join(project, 'generated', 'model.ts'), 'utf8');
+  assert.match(model, /"dev\.example\.iam\.group\.created\.v1"/);
+  assert.not.match(model, /chainguard/i);
+  const grpc: GrpcTestClient = grpcClient(url, token, join(project, 'generated'), 'example');
+  try {
+    const groups = await grpc.call('iam.v2.GroupsService', 'ListGroups', {});
+    assert.is(groups.code, 0, groups.message);
+    assert.ok(groups.value.groups?.length >= 1, JSON.stringify(groups.value));
+    // The token service in the project's package: served, asking for an upstream token.
+    assert.is((await grpc.call('oidc.SecurityTokenService', 'Exchange', {}, '')).code, 16);
+  } finally {
+    grpc.close();
+  }
+});
+
 test('only what the spec declares is served: no Platform domain, the token service as included', async () => {
   assert.is((await call('GET', '/registry/v2/repos')).status, 404);
   assert.is((await call('GET', '/ping/v2/ping')).status, 404);
@@ -240,9 +260,10 @@ test('generate refuses a spec without the cores the runtime needs, naming what t
 test('without include sts, the token service is not in the contract (and not served)', async () => {
   const spec = join(root, 'no-sts');
   cpSync(join(project, 'spec'), spec, { recursive: true });
-  const api = readFileSync(join(spec, 'api.yaml'), 'utf8')
-    .replace('include: [iam, events, sts]', 'include: [iam, events]')
-    .replace(', tokenService: chainguard.platform.oidc', '');
+  const api = readFileSync(join(spec, 'api.yaml'), 'utf8').replace(
+    'include: [iam, events, sts]',
+    'include: [iam, events]',
+  );
   writeFileSync(join(spec, 'api.yaml'), api);
   const out = join(root, 'no-sts-out');
   const r = await run(

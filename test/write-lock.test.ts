@@ -9,7 +9,7 @@ import pg from 'pg';
 import { test } from 'uvu';
 import * as assert from 'uvu/assert';
 import { newDatabase, onPostgres, stopOwnCluster } from './support/postgres.js';
-import { createOrg, startTestServer } from './support/server.js';
+import { createOrg, startTestServer, type TestServer } from './support/server.js';
 
 // SQLite's: with TEST_ENGINE=postgresql the test servers are on PostgreSQL, which the second test covers.
 const onSqlite = onPostgres() ? test.skip : test;
@@ -108,6 +108,91 @@ test('PostgreSQL: concurrent writes of one hot record and one scope all land, no
     assert.is(listed.body.totalCount, String(writers + 1));
   } finally {
     await s.stop();
+  }
+});
+
+/** A server's db_write_retries_total by outcome, from /metrics. */
+async function retries(s: TestServer): Promise<Record<string, number>> {
+  const text = (await s.call('GET', '/metrics')).body as string;
+  const found = [...text.matchAll(/^db_write_retries_total\{outcome="(\w+)"\} (\d+)$/gm)];
+  assert.ok(found.length > 0, 'db_write_retries_total is exported');
+  return Object.fromEntries(found.map(([, outcome, n]) => [outcome, Number(n)]));
+}
+
+test('PostgreSQL: bindings made and removed while their holders write, through two instances: none ABORTED, no write after its grant went', async () => {
+  const url = await newDatabase();
+  const a = await startTestServer(undefined, { DATABASE_URL: url });
+  const instances = [a, await startTestServer(undefined, { DATABASE_URL: url })];
+  const via = (n: number) => instances[n % 2];
+  try {
+    const org = a.bootstrap.organization;
+    const folder = (await a.call('POST', `/iam/v2/groups/${org}`, { name: 'shared' })).body.uid as string;
+    const roles = (await a.call('GET', '/iam/v2/roles?page_size=200')).body.roles as { name: string; uid: string }[];
+    const editor = roles.find((r) => r.name === 'editor')!.uid;
+    const identity = async (name: string) =>
+      (await a.call('POST', `/iam/v2/identities/${org}`, { name })).body.uid as string;
+    const bind = (n: number, identityUid: string) =>
+      via(n).call('POST', `/iam/v2/roleBindings/${folder}`, { identityUid, roleUid: editor });
+    const holders = await Promise.all([0, 1, 2].map((n) => identity(`holder-${n}`)));
+    const bindings = await Promise.all(holders.map(async (h, n) => (await bind(n, h)).body.uid as string));
+    const others = await Promise.all([0, 1, 2, 3].map((n) => identity(`other-${n}`)));
+    const answers: { what: string; status: number; message?: string }[] = [];
+    // Each holder creates repos through both instances in turn until refused; its binding is removed meanwhile.
+    const holding = holders.map(async (holder, h) => {
+      // A token of each instance's own issuer (each serves at its own URL here).
+      const tokens = await Promise.all(instances.map((s) => s.mint(holder)));
+      const as = (n: number) => ({ authorization: `Bearer ${tokens[n % 2]}` });
+      const writes: { sentAt: number; status: number }[] = [];
+      const revoked = (async () => {
+        while (writes.length < 3 + h) await new Promise((resolve) => setTimeout(resolve, 5));
+        const r = await via(h + 1).call('DELETE', `/iam/v2/roleBindings/${bindings[h]}`);
+        answers.push({ what: `delete binding ${h}`, status: r.status, message: r.body?.message });
+        return performance.now();
+      })();
+      for (let n = 0; n < 100; n++) {
+        const sentAt = performance.now();
+        const r = await via(n + h).call('POST', `/registry/v2/repos/${folder}`, { name: `h${h}-${n}` }, as(n + h));
+        writes.push({ sentAt, status: r.status });
+        if (r.status !== 200)
+          answers.push({ what: `holder ${h} write ${n}`, status: r.status, message: r.body.message });
+        if (r.status === 403) break;
+      }
+      return { writes, revokedAt: await revoked };
+    });
+    // Meanwhile, in the same tenant, the owner binds other identities and removes the bindings again.
+    const churning = others.map(async (other, n) => {
+      for (let round = 0; round < 4; round++) {
+        const made = await bind(n + round, other);
+        answers.push({ what: `bind other ${n}`, status: made.status, message: made.body.message });
+        if (made.status !== 200) continue;
+        const gone = await via(n + round + 1).call('DELETE', `/iam/v2/roleBindings/${made.body.uid}`);
+        answers.push({ what: `unbind other ${n}`, status: gone.status, message: gone.body?.message });
+      }
+    });
+    const held = await Promise.all(holding);
+    await Promise.all(churning);
+    // Only the holders' last writes are refused (403); nothing ABORTED, nothing else refused.
+    assert.equal(
+      answers.filter((x) => !(x.status === 200 || (x.status === 403 && x.what.startsWith('holder')))),
+      [],
+    );
+    for (const [h, { writes, revokedAt }] of held.entries()) {
+      // No write sent after its grant's removal was answered lands.
+      assert.equal(
+        writes.filter((w) => w.sentAt > revokedAt && w.status === 200),
+        [],
+        `holder ${h}: no write committed once its binding was gone`,
+      );
+      assert.is(writes.at(-1)!.status, 403, `holder ${h} is refused in the end`);
+    }
+    // None of these writes runs SERIALIZABLE: none ran again for a serialization failure, none ended ABORTED.
+    for (const s of instances) {
+      const lost = await retries(s);
+      assert.is(lost.serialization, 0, JSON.stringify(lost));
+      assert.is(lost.aborted, 0, JSON.stringify(lost));
+    }
+  } finally {
+    await Promise.all(instances.map((s) => s.stop()));
   }
 });
 

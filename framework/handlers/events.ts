@@ -36,18 +36,15 @@ export const events: EventsHandlers = {
    * quota has room for (the rest stay FAILED, for a later redrive), and at most EVENTS_REDRIVES_PER_HOUR times.
    */
   async redriveDeliveries(request, context) {
-    // The write runs again when it loses a race (PostgreSQL): the redrive, counted in this process's memory, is
-    // taken once per call, not once per run.
-    let taken = false;
+    const organization = organizationOf(request.uid);
+    const quotas = context.eventQuotas;
+    const takeRedrive = quotas.redriveTaking(organization);
     return context.write(async (writes) => {
       if (!(await writes.get('subscriptions', request.uid)))
         throw notFound(context.model.resources.subscriptions.type, request.uid);
-      const organization = organizationOf(request.uid);
-      const quotas = context.eventQuotas;
       const subscriptions = (await writes.find('subscriptions', subscriptionsOf(organization))).map((s) => s.uid);
       const room = quotas.redriveRoom(organization, await writes.count('deliveries', outstandingOf(subscriptions)));
-      if (!taken) quotas.takeRedrive(organization);
-      taken = true;
+      await takeRedrive(writes);
       const failed = await writes.find(
         'deliveries',
         and(equal('parentUid', request.uid), equal('state', 'FAILED')),

@@ -269,11 +269,10 @@ export class Policy {
     capability: Capability,
     uid: string,
     use: RootIdentityUse,
-    sql?: Sql,
   ): Promise<void> {
     if (capability === 'none') return;
     const grants = await this.grantsOf(principal);
-    const places = await rootIdentityPlaces(this.resources, uid, sql);
+    const places = await rootIdentityPlaces(this.resources, uid);
     const holding = (group: string | undefined) => holdsAt(grants, capability, group);
     if (!mayUseRootIdentity(use, uid, places, principal.subject!, holding)) throw refusal(capability, uid);
   }
@@ -304,27 +303,24 @@ export class Policy {
    * invite, an identity provider's default role) needs a caller who holds that role's capabilities where the
    * record applies, whenever it is created or names another role; a role's new capabilities need a caller who
    * holds them in the role's group and wherever the role is already granted; a field that `requires` a
-   * capability (an organization's verified mark) is set or cleared only by a caller who holds it there. Runs in the write's transaction,
-   * so a role cannot be bound between the check and the write.
+   * capability (an organization's verified mark) is set or cleared only by a caller who holds it there. Runs in
+   * the write's transaction on rows it locks until the commit, so none of what it relied on changes before then:
+   * the caller's grants (read as stored, as grantWitness reads them), the custom roles it reads (FOR SHARE: no
+   * widening), the identity's bindings it reads. The rest is locked by the write itself: the record it changes
+   * (FOR UPDATE: a role widened, an identity re-pointed) and the records it names (checkReferences, FOR KEY
+   * SHARE: a binding's role and identity), so a concurrent grant of that role, or binding of that identity,
+   * waits for this write or is seen by it. No write needs SERIALIZABLE for it.
    */
   noEscalation(principal: Principal, r: ResourceModel): WriteGuard | undefined {
     const { grantsRole, grantsCapabilities, scopeField, assumable, identities, gated } = grantFields(r);
     const fields = grantsRole.length + grantsCapabilities.length + assumable.length + identities.length + gated.length;
     if (fields === 0) return undefined;
-    const check: WriteGuard['check'] = async (sql, next, current) => {
+    return async (sql, next, current) => {
+      const grants = await this.lockedGrants(principal, sql);
       // First: a refusal for another tenant's identity is the one for no identity, before any other check tells.
-      for (const name of identities) await this.requireReadableIdentity(principal, sql, name, next, current);
+      for (const name of identities) await this.requireReadableIdentity(principal, grants, sql, name, next, current);
       const group = groupOf(this.model, r, next.uid as string) ?? undefined;
-      for (const { name, capability, protects } of gated) {
-        const changed = (field: string) => valueOf(next[field]) !== valueOf(current?.[field]);
-        // Either way: taking the mark away (a PUT that leaves it out, a mask naming it) needs the capability too.
-        const what = changed(name)
-          ? `changing ${name}`
-          : current && isSet(current[name]) && protects.some(changed)
-            ? `changing ${protects.filter(changed).join(', ')} while ${name} is set`
-            : undefined;
-        if (what) await this.requireCapabilityFor(what, principal, capability, group, sql);
-      }
+      requireGated(grants, gated, group, next, current);
       const appliesAt = this.appliesAt(r, next);
       if (scopeField && group !== undefined && !within(appliesAt!, group)) {
         throw invalidArgument([
@@ -335,15 +331,19 @@ export class Policy {
       for (const name of grantsRole) {
         const roleUid = next[name];
         if (typeof roleUid !== 'string' || (!moved && current![name] === roleUid)) continue;
-        await this.requireRole(principal, sql, roleUid, appliesAt);
+        await this.requireRole(grants, sql, roleUid, appliesAt);
       }
-      for (const name of grantsCapabilities) await this.requireAdded(principal, sql, next, current, name, group);
+      for (const name of grantsCapabilities) await this.requireAdded(grants, sql, next, current, name, group);
       const changed = (name: string) => !!current && JSON.stringify(next[name]) !== JSON.stringify(current[name]);
-      if (assumable.some(changed)) await this.requireIdentityGrants(principal, sql, next.uid as string);
+      if (assumable.some(changed)) await this.requireIdentityGrants(grants, sql, next.uid as string);
     };
-    // A gated field's check locks the grants it relies on (requireCapabilityFor); the others read rows no lock
-    // of the write covers: the roles and grants of others, identities.
-    return { check, spansRows: fields > gated.length };
+  }
+
+  /** The caller's grants as stored, their rows locked until the write's transaction ends (see loadGrants). */
+  private async lockedGrants(principal: Principal, sql: Sql): Promise<Grants> {
+    const { subject } = principal;
+    if (!subject) throw unauthenticated('a bearer token is required (Authorization: Bearer <token>)');
+    return existing(subject, await this.loadGrants(subject, sql));
   }
 
   /**
@@ -353,6 +353,7 @@ export class Policy {
    */
   private async requireReadableIdentity(
     principal: Principal,
+    grants: Grants,
     sql: Sql,
     name: string,
     next: Row,
@@ -361,43 +362,35 @@ export class Policy {
     const { identities } = this.model.resources;
     const uid = next[name];
     if (typeof uid !== 'string' || current?.[name] === uid || !isRootIdentity(this.model, identities, uid)) return;
-    try {
-      await this.requireOnRootIdentity(principal, operationOf(identities, 'list')!.capability, uid, 'read', sql);
-    } catch (e) {
-      if (!(e instanceof ApiError && e.codeName === 'PERMISSION_DENIED')) throw e;
+    const capability = operationOf(identities, 'list')!.capability;
+    if (capability === 'none') return;
+    // Its bindings locked: the places that make it readable stay until the commit.
+    const places = await rootIdentityPlaces(this.resources, uid, sql, 'keyShare');
+    const holding = (group: string | undefined) => holdsAt(grants, capability, group);
+    if (!mayUseRootIdentity('read', uid, places, principal.subject!, holding))
       throw invalidArgument([{ field: name, description: `${name}: no ${identities.type.toLowerCase()} ${uid}` }]);
-    }
   }
 
-  /** requireCapability, its refusal saying what needed the capability. */
-  private async requireCapabilityFor(
-    what: string,
-    principal: Principal,
-    capability: string,
-    scope: string | undefined,
-    sql?: Sql,
-  ): Promise<void> {
-    try {
-      await this.requireCapability(principal, [capability], scope);
-      // In a write: again on the grants as stored, their rows locked until it commits (as grantWitness does).
-      if (sql) await this.grantWitness(principal, [capability], scope)?.(sql);
-    } catch (e) {
-      throw e instanceof ApiError && e.codeName === 'PERMISSION_DENIED'
-        ? permissionDenied(`${what} needs ${capability}`)
-        : e;
-    }
-  }
-
-  /** The caller holds every capability of the role at the scope. */
-  private async requireRole(principal: Principal, sql: Sql, roleUid: string, scope: string | undefined): Promise<void> {
-    const role = await this.resources.table(this.model.resources.roles.type).get(roleUid, sql);
+  /**
+   * The caller holds every capability of the role at the scope. A custom role is read FOR SHARE: it cannot be
+   * widened before this write commits (a widening that went first is read here); built-in roles never change.
+   */
+  private async requireRole(grants: Grants, sql: Sql, roleUid: string, scope: string | undefined): Promise<void> {
+    const builtIn = this.model.roles.some((role) => role.uid === roleUid);
+    const role = await this.resources
+      .table(this.model.resources.roles.type)
+      .get(roleUid, sql, builtIn ? undefined : 'share');
     const caps = (role?.capabilities as string[] | null) ?? [];
-    if (caps.length > 0) await this.requireCapability(principal, caps, scope);
+    if (caps.length > 0) this.holds(grants, caps, scope);
   }
 
-  /** A role's added capabilities are held by the caller in the role's group and wherever the role is granted. */
+  /**
+   * A role's added capabilities are held by the caller in the role's group and wherever the role is granted. The
+   * role's row is this write's, locked FOR UPDATE before this runs: a record granting the role (which locks it
+   * FOR KEY SHARE) committed before is read here, and one made after waits, then checks the widened role.
+   */
   private async requireAdded(
-    principal: Principal,
+    grants: Grants,
     sql: Sql,
     next: Row,
     current: Row | undefined,
@@ -407,20 +400,21 @@ export class Policy {
     const before = new Set((current?.[name] as string[] | null) ?? []);
     const added = ((next[name] as string[] | null) ?? []).filter((c) => !before.has(c));
     if (added.length === 0) return;
-    await this.requireCapability(principal, added, group);
-    for (const g of await this.groupsGranting(sql, next.uid as string))
-      await this.requireCapability(principal, added, g);
+    this.holds(grants, added, group);
+    for (const g of await this.groupsGranting(sql, next.uid as string)) this.holds(grants, added, g);
   }
 
   /**
    * Who may act as an identity (its claimMatch, keys, cloud identity) changes only by a caller who holds what the
-   * identity is granted, wherever it is granted: else pointing it at one's own token would take its grants.
+   * identity is granted, wherever it is granted: else pointing it at one's own token would take its grants. The
+   * identity's row is this write's (FOR UPDATE): a new binding of it (which locks it FOR KEY SHARE) waits or is
+   * read here; its bindings are locked against removal, their custom roles against widening.
    */
-  private async requireIdentityGrants(principal: Principal, sql: Sql, identityUid: string): Promise<void> {
+  private async requireIdentityGrants(grants: Grants, sql: Sql, identityUid: string): Promise<void> {
     const bindings = await this.resources
       .table(this.model.resources.roleBindings.type)
-      .find(equal('identityUid', identityUid), [{ property: 'uid', desc: false }], -1, 0, sql);
-    for (const b of bindings) await this.requireRole(principal, sql, b.roleUid as string, b.parentUid as string);
+      .findLocked(sql, equal('identityUid', identityUid), 'keyShare');
+    for (const b of bindings) await this.requireRole(grants, sql, b.roleUid as string, b.parentUid as string);
   }
 
   /** The group where a record that grants a role grants it: its declared scope field, else its own group. */
@@ -481,6 +475,26 @@ export class Policy {
     // A list already confined below a group where the capability is held needs no condition of ours.
     if (confinedTo && groups.some((g) => within(confinedTo, g))) return { all: true };
     return { all: false, groups, publicRootRecords: r.publicRootRecords };
+  }
+}
+
+/** A field that `requires` a capability is set or cleared only by a caller holding it in the record's group. */
+function requireGated(
+  grants: Grants,
+  gated: GrantFields['gated'],
+  group: string | undefined,
+  next: Row,
+  current: Row | undefined,
+): void {
+  for (const { name, capability, protects } of gated) {
+    const changed = (field: string) => valueOf(next[field]) !== valueOf(current?.[field]);
+    // Either way: taking the mark away (a PUT that leaves it out, a mask naming it) needs the capability too.
+    const what = changed(name)
+      ? `changing ${name}`
+      : current && isSet(current[name]) && protects.some(changed)
+        ? `changing ${protects.filter(changed).join(', ')} while ${name} is set`
+        : undefined;
+    if (what && !holdsAt(grants, [capability], group)) throw permissionDenied(`${what} needs ${capability}`);
   }
 }
 

@@ -11,6 +11,7 @@ import { equal } from '../tables/condition.js';
 import type { ApiModel, ResourceModel } from '../model/api-model.js';
 import type { Resources } from '../resources/standard-methods.js';
 import type { Sql } from '../storage/sql.js';
+import type { RowLock } from '../storage/dialect.js';
 import { isUidPath } from '../model/uid.js';
 
 export type RootIdentityUse = 'read' | 'update' | 'delete';
@@ -20,16 +21,20 @@ export function isRootIdentity(model: ApiModel, r: ResourceModel, uid: string | 
   return r === model.resources.identities && uid !== undefined && isUidPath(uid) && !uid.includes('/');
 }
 
-/** Where a root identity is bound, and who made it (when the API did). */
+/** Where a root identity is bound, and who made it (when the API did); lock: its bindings, in sql's write. */
 export async function rootIdentityPlaces(
   resources: Resources,
   uid: string,
   sql?: Sql,
+  lock?: RowLock,
 ): Promise<{ bound: string[]; creator?: string }> {
   const { identities, roleBindings } = resources.model.resources;
+  const bindingTable = resources.table(roleBindings.type);
   const [identity, bindings] = await Promise.all([
     resources.table(identities.type).get(uid, sql),
-    resources.table(roleBindings.type).find(equal('identityUid', uid), [{ property: 'uid', desc: false }], -1, 0, sql),
+    sql && lock
+      ? bindingTable.findLocked(sql, equal('identityUid', uid), lock)
+      : bindingTable.find(equal('identityUid', uid), [{ property: 'uid', desc: false }], -1, 0, sql),
   ]);
   return {
     bound: [...new Set(bindings.map((b) => b.parentUid as string))],

@@ -11,7 +11,9 @@
 //    never overtakes an earlier one at a sink. A lease that runs out (a crashed worker) frees the delivery again.
 // 3. send and record: the POST, then DELIVERED, PENDING again with a backoff, or FAILED (runtime/events/retry.ts).
 // Every delivery keeps its Ce-Id, so a receiver can drop the duplicates at-least-once allows. Several processes on
-// one database share the work through the leases (a claim is one write transaction).
+// one database share the work through row locks: one dispatches at a time (it holds the oldest event not yet
+// dispatched), and a claim takes deliveries FOR UPDATE SKIP LOCKED, then leases them (a claim is one write
+// transaction); none needs SERIALIZABLE or loses a race.
 import { request as httpRequest, type IncomingMessage } from 'node:http';
 import { request as httpsRequest } from 'node:https';
 import { randomUUID } from 'node:crypto';
@@ -65,13 +67,6 @@ const byNextAttempt = [{ property: 'nextAttemptTime', desc: false }];
 const byUid = [{ property: 'uid', desc: false }];
 /** events one dispatch reads at most */
 const batch = 200;
-/**
- * A dispatch and a claim each read rows (events not yet dispatched, deliveries due) that another instance's may be
- * reading at the same time: SERIALIZABLE on PostgreSQL, so only one of two that read the same rows commits (the other
- * is run again and sees them taken), and an event is fanned out, a delivery leased, once.
- */
-const exclusive = { serializable: true };
-
 /** subscriptions one claim looks at at most */
 const claimWindow = 256;
 
@@ -192,8 +187,14 @@ export class DeliveryWorker {
    * dispatchBatch deliveries (at least one event). PENDING, or FAILED past the organization's outstanding quota.
    */
   async dispatch(): Promise<number> {
-    if ((await this.outbox.find(isNull('dispatchedTime'), bySeq, 1)).length === 0) return 0;
+    const [oldest] = await this.outbox.find(isNull('dispatchedTime'), bySeq, 1);
+    if (!oldest) return 0;
     return this.resources.transaction(async (sql) => {
+      // Instances dispatch one at a time: the one holding the oldest event not dispatched yet fans it and the rest
+      // of the batch out; another finds it held (SKIP LOCKED) or dispatched by then, and looks again at its next
+      // pass. So an event becomes one delivery per subscription once, and batches are written in outbox order.
+      const held = and<OutboxEvent>(equal('seq', oldest.seq!), isNull('dispatchedTime'));
+      if ((await this.outbox.find(held, bySeq, 1, 0, sql, 'claim')).length === 0) return 0;
       const events = await this.outbox.find(isNull('dispatchedTime'), bySeq, batch, 0, sql);
       if (events.length === 0) return 0;
       const scopes = new Set(events.flatMap((e) => (e.groupUid ? [e.groupUid, ...ancestorsOf(e.groupUid)] : [])));
@@ -264,7 +265,7 @@ export class DeliveryWorker {
         lagMs,
       });
       return dispatched.length;
-    }, exclusive);
+    });
   }
 
   private get inFlightKeys(): Set<string> {
@@ -312,16 +313,14 @@ export class DeliveryWorker {
         const free = Math.min(room - taken.length, this.config.perSink - (perOrigin.get(origin) ?? 0));
         if (free <= 0) continue;
         // The longest-waiting first; a subject's own order is kept by waitsForEarlier.
-        const candidates = await this.deliveries.find(
-          and(equal('parentUid', subscription.uid), due),
-          byNextAttempt,
-          free * 4,
-          0,
-          sql,
-        );
-        // The subscription locked before its deliveries are written: a delete of it (which locks it, then
-        // deletes them in its own order) waits for this claim or goes first, and never deadlocks with it.
-        if (candidates.length === 0 || !(await this.subscriptions.get(subscription.uid, sql, 'keyShare'))) continue;
+        const ofSubscription = and<Delivery>(equal('parentUid', subscription.uid), due);
+        if ((await this.deliveries.find(ofSubscription, byNextAttempt, 1, 0, sql)).length === 0) continue;
+        // The subscription locked before its deliveries: a delete of it (which locks it, then deletes them in its
+        // own order) waits for this claim or goes first, and never deadlocks with it.
+        if (!(await this.subscriptions.get(subscription.uid, sql, 'keyShare'))) continue;
+        // Taken FOR UPDATE SKIP LOCKED: deliveries another instance's claim holds are passed by, and once it
+        // commits their lease makes them not due; each delivery has one sender across instances.
+        const candidates = await this.deliveries.find(ofSubscription, byNextAttempt, free * 4, 0, sql, 'claim');
         for (const d of candidates) {
           const key = `${d.parentUid} ${d.subject}`;
           if ((perOrigin.get(origin) ?? 0) >= this.config.perSink || keys.has(key)) continue;
@@ -336,7 +335,7 @@ export class DeliveryWorker {
         if (taken.length >= room) break;
       }
       return taken;
-    }, exclusive);
+    });
   }
 
   /** Whether an earlier delivery of the same subject to the same subscription is still pending. */

@@ -8,6 +8,7 @@ import { ApiError } from '../model/errors.js';
 import type { RecordTypes } from '../model/records.js';
 import { descendantRange } from '../model/uid.js';
 import type { Writes } from '../resources/writes.js';
+import type { ServerState } from '../storage/server-state.js';
 
 type Subscription = RecordTypes['subscriptions'];
 type Delivery = RecordTypes['deliveries'];
@@ -17,7 +18,7 @@ export interface EventLimits {
   subscriptions: number;
   /** EVENTS_MAX_OUTSTANDING: PENDING deliveries of one organization's subscriptions */
   outstanding: number;
-  /** EVENTS_REDRIVES_PER_HOUR: redrive calls for one organization's subscriptions, per hour and process */
+  /** EVENTS_REDRIVES_PER_HOUR: redrive calls for one organization's subscriptions, per hour (every instance's) */
   redrivesPerHour: number;
 }
 
@@ -52,14 +53,26 @@ function exhausted(organization: string, what: string, setting: string, retrySec
 }
 
 export class EventQuotas {
-  /** when each organization's redrives of the last hour were made, oldest first */
+  /** when each organization's redrives of the last hour were made, oldest first (SQLite: one process) */
   private readonly redrives = new Map<string, number[]>();
 
-  constructor(readonly limits: EventLimits = defaultEventLimits) {}
+  /**
+   * shared: on PostgreSQL, the rows every instance shares (runtime/storage/server-state.ts), where redrives are
+   * counted, so N instances behind a balancer allow an organization what one does.
+   */
+  constructor(
+    readonly limits: EventLimits = defaultEventLimits,
+    private readonly shared?: ServerState,
+  ) {}
 
-  /** Refuses a new subscription in group when its organization has as many as allowed (in the create's transaction). */
+  /**
+   * Refuses a new subscription in group when its organization has as many as allowed (in the create's
+   * transaction). The organization's row locked first (FOR NO KEY UPDATE): two creates in one organization take
+   * turns, the second counting the first's, so neither passes the quota together; other writes under it go on.
+   */
   async checkSubscriptionRoom(transaction: Writes, group: string): Promise<void> {
     const organization = organizationOf(group);
+    await transaction.get('groups', organization, 'turn');
     const n = await transaction.count('subscriptions', subscriptionsOf(organization));
     if (n >= this.limits.subscriptions)
       throw exhausted(organization, plural(n, 'subscription'), `EVENTS_MAX_SUBSCRIPTIONS=${this.limits.subscriptions}`);
@@ -86,9 +99,36 @@ export class EventQuotas {
     return room;
   }
 
-  /** Counts one redrive of the organization, or refuses it past EVENTS_REDRIVES_PER_HOUR. */
-  takeRedrive(organization: string, nowMs = Date.now()): void {
-    const recent = (this.redrives.get(organization) ?? []).filter((at) => at > nowMs - hourMs);
+  /**
+   * One redrive call's taking of the organization's EVENTS_REDRIVES_PER_HOUR, run in its write (which may run more
+   * than once): in the database on PostgreSQL, a row per organization locked until the write commits (instances'
+   * redrives of one organization take turns; a run rolled back takes nothing); in this process's memory on SQLite,
+   * once per call.
+   */
+  redriveTaking(organization: string, nowMs = Date.now()): (writes: Writes) => Promise<void> {
+    const { shared } = this;
+    if (shared) {
+      const name = `events.redrives.${organization}`;
+      return async (writes) => {
+        await shared.insert(writes.statements, name, '[]');
+        const take = (stored: string) => JSON.stringify(this.counted(organization, JSON.parse(stored), nowMs));
+        await shared.change(name, take, writes.statements);
+      };
+    }
+    let taken = false;
+    return async () => {
+      if (taken) return;
+      const counted = this.counted(organization, this.redrives.get(organization) ?? [], nowMs);
+      taken = true;
+      this.redrives.delete(organization);
+      this.redrives.set(organization, counted);
+      if (this.redrives.size > maxRemembered) this.redrives.delete(this.redrives.keys().next().value!);
+    };
+  }
+
+  /** The redrives of the last hour with one more now, or the refusal past EVENTS_REDRIVES_PER_HOUR. */
+  private counted(organization: string, times: number[], nowMs: number): number[] {
+    const recent = times.filter((at) => at > nowMs - hourMs);
     if (recent.length >= this.limits.redrivesPerHour) {
       const retry = Math.max(1, Math.ceil((recent[0] + hourMs - nowMs) / 1000));
       throw exhausted(
@@ -98,8 +138,6 @@ export class EventQuotas {
         retry,
       );
     }
-    this.redrives.delete(organization);
-    this.redrives.set(organization, [...recent, nowMs]);
-    if (this.redrives.size > maxRemembered) this.redrives.delete(this.redrives.keys().next().value!);
+    return [...recent, nowMs];
   }
 }

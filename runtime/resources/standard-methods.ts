@@ -39,21 +39,21 @@ import {
 /** The most records a list without paging answers, unless configured (V1_LIST_MAX). */
 export const defaultWholeListMax = 5000;
 
-/** A check run inside a write's transaction, on the record as it will be stored (and as it was, for an update). */
-export interface WriteGuard {
-  check: (sql: Sql, next: Row, current?: Row) => Promise<void>;
-  /**
-   * The check reads rows no row lock of the write covers (who may grant what): its write runs SERIALIZABLE.
-   * Otherwise it locks what it reads, and the write waits its turn for the record's row instead of losing races.
-   */
-  spansRows: boolean;
-}
+/**
+ * A check run inside a write's transaction, on the record as it will be stored (and as it was, for an update). It
+ * locks the rows it reads and relies on (runtime/storage/dialect.ts's RowLock) until the commit: on PostgreSQL the
+ * write runs READ COMMITTED, and waits its turn for those rows instead of losing races.
+ */
+export type WriteGuard = (sql: Sql, next: Row, current?: Row) => Promise<void>;
 
 /** Who writes, and the steps a create or update runs in its transaction. */
 export interface WriteOptions {
   /** the identity making the change, recorded with its event */
   actor?: string;
-  /** a hand-written create step: completes the record; reveal adds fields to the create response only */
+  /**
+   * a hand-written create step: completes the record; reveal adds fields to the create response only. What it
+   * reads and relies on it locks (a quota's count: the row whose lock makes such writes take turns).
+   */
   prepare?: (record: Row, transaction: Writes) => Promise<{ record: Row; reveal?: Row }>;
   /** checks the record as it will be stored (no escalation) */
   guard?: WriteGuard;
@@ -65,14 +65,6 @@ export interface WriteOptions {
   witness?: (sql: Sql) => Promise<void>;
   /** Subresources written whole with the record, by name (v1 writes a repo's readme with the repo). */
   subresources?: Record<string, Row>;
-}
-
-/**
- * A write's checks that span rows no row lock covers (who may grant what, a hand-written step's own reads, a
- * quota) are run SERIALIZABLE; the others lock the rows they read.
- */
-function isolationOf({ guard, prepare }: WriteOptions): TransactionOptions {
-  return { serializable: guard?.spansRows === true || prepare !== undefined };
 }
 
 /**
@@ -211,7 +203,8 @@ export class Resources {
   /** A hand-written write: fn's statements in one transaction, with the declared event; caches told after the commit. */
   async write<T>(declared: DeclaredEvent, fn: (writes: Writes) => Promise<T>): Promise<T> {
     let writes: Writes | undefined;
-    // A hand-written write's checks are its own, over any rows: SERIALIZABLE, so that none is stale at the commit.
+    // A hand-written write's checks are its own, over any rows the runtime cannot know to lock (a handler reads
+    // through Writes, which locks nothing): SERIALIZABLE, so that none is stale at the commit.
     const result = await this.store.transaction((sql) => fn((writes = new Writes(sql, this, declared))), {
       serializable: true,
     });
@@ -381,10 +374,7 @@ export class Resources {
   /** Creates a record; a root record of a resource with a creatorRole binds its creator to that role in it. */
   async create(r: ResourceModel, parent: string | undefined, body: Row, options: WriteOptions = {}): Promise<Row> {
     if (parent !== undefined) checkUid(parent, 'parent');
-    const result = await this.store.transaction(
-      (sql) => this.createIn(sql, r, parent, body, options),
-      isolationOf(options),
-    );
+    const result = await this.store.transaction((sql) => this.createIn(sql, r, parent, body, options));
     // A new organization binds its creator: that is an access change too.
     this.noteWrite(r.creatorRole && parent === undefined ? this.model.resources.roleBindings : r, 'create');
     return result;
@@ -400,7 +390,7 @@ export class Resources {
       const made: Row[] = [];
       for (const body of bodies) made.push(await this.createIn(sql, r, parent, body, options));
       return made;
-    }, isolationOf(options));
+    });
     this.noteWrite(r, 'create');
     return result;
   }
@@ -437,7 +427,7 @@ export class Resources {
     const existing = await this.sameUpsertKey(sql, r, data);
     if (existing) return this.replace(sql, r, existing, data, options);
     if (!this.indexAlone(r, data)) await refuseTakenKey(this, sql, r, data);
-    await guard?.check(sql, data);
+    await guard?.(sql, data);
     return { ...(await this.insertNew(sql, r, data, actor)), ...reveal };
   }
 
@@ -483,7 +473,7 @@ export class Resources {
   ): Promise<Row> {
     const changes: Row = { updateTime: data.createTime };
     for (const name of Object.keys(r.fields)) changes[name] = data[name] ?? null;
-    await guard?.check(sql, { ...existing, ...changes }, existing);
+    await guard?.(sql, { ...existing, ...changes }, existing);
     await this.table(r.type).update(sql, existing.uid as string, changes);
     const replaced = toResource({ ...existing, ...changes }, r);
     await this.event(sql, r, operationOf(r, 'create')?.event, existing.uid as string, replaced, actor);
@@ -554,7 +544,7 @@ export class Resources {
       // A new name (or other part of the natural key) another record has is ALREADY_EXISTS, as at create.
       const renamed = r.naturalKey?.some((k) => k !== 'parent' && k in changes) ? { ...row, ...changes } : undefined;
       if (renamed) await refuseTakenKey(this, sql, r, renamed);
-      await guard?.check(sql, { ...row, ...changes }, row);
+      await guard?.(sql, { ...row, ...changes }, row);
       const updated = toResource({ ...row, ...changes }, r);
       const write = () => this.table(r.type).update(sql, uid, changes);
       await leftToCommit(
@@ -565,7 +555,7 @@ export class Resources {
         ]),
       );
       return updated;
-    }, isolationOf(options));
+    });
     this.noteWrite(r, 'update', changed);
     return result;
   }

@@ -5,6 +5,7 @@ import type { Condition } from '../tables/condition.js';
 import type { ApiModel, ResourceModel } from '../model/api-model.js';
 import type { RecordTypes, Row } from '../model/records.js';
 import type { Sql } from '../storage/sql.js';
+import type { RowLock } from '../storage/dialect.js';
 import type { Order, Table } from '../tables/table.js';
 import { groupOf, type NewEvent } from '../storage/outbox.js';
 import type { WriteKind } from './grant-changes.js';
@@ -45,6 +46,11 @@ export class Writes {
     this.written.push({ r: this.resources.model.resources[collection], kind, fields });
   }
 
+  /** This write's statements, for the runtime's own rows kept with it (a quota counted in the database). */
+  get statements(): Sql {
+    return this.sql;
+  }
+
   /** Reads inside the transaction: they see its own writes. */
   async find<C extends Collection>(
     collection: C,
@@ -58,8 +64,9 @@ export class Writes {
     return this.tableOf(collection).count(where, this.sql);
   }
 
-  async get<C extends Collection>(collection: C, uid: string): Promise<RecordTypes[C] | null> {
-    return this.tableOf(collection).get(uid, this.sql);
+  /** lock: the row locked until the commit (runtime/storage/dialect.ts's RowLock), for what a check relies on. */
+  async get<C extends Collection>(collection: C, uid: string, lock?: RowLock): Promise<RecordTypes[C] | null> {
+    return this.tableOf(collection).get(uid, this.sql, lock);
   }
 
   async insert<C extends Collection>(collection: C, record: RecordTypes[C]): Promise<void> {

@@ -63,12 +63,14 @@ export interface Dialect {
   /**
    * The clause that locks the rows a select reads until the transaction ends, so that what a write depends on
    * cannot change under it: `keyShare` (a parent or a grant: no delete), `share` (no update either), `update`
-   * (the record the write changes). SQLite has one writer at a time: nothing to lock.
+   * (the record the write changes), `turn` (writes of one kind take turns on a row, a quota's organization,
+   * while creates under it, FOR KEY SHARE, go on), `claim` (a row one worker takes, FOR UPDATE SKIP LOCKED: the
+   * others pass it by instead of waiting). SQLite has one writer at a time: nothing to lock.
    */
   lock(kind: RowLock): string;
 }
 
-export type RowLock = 'keyShare' | 'share' | 'update';
+export type RowLock = 'keyShare' | 'share' | 'update' | 'turn' | 'claim';
 
 export const quoteIdentifier = (name: string) => `"${name.replace(/"/g, '""')}"`;
 
@@ -124,6 +126,8 @@ const postgresLocks: Record<RowLock, string> = {
   keyShare: ' for key share',
   share: ' for share',
   update: ' for update',
+  turn: ' for no key update',
+  claim: ' for update skip locked',
 };
 
 export const postgresql: Dialect = {

@@ -128,10 +128,18 @@ export class Table<T = Row> {
 
   /**
    * Rows matching, in order, without their sub-resources (get reads those); in the caller's transaction when
-   * given one, else on the read-only connection.
+   * given one, else on the read-only connection. lock: in a write's transaction, the rows read locked until it
+   * ends (`claim`: those another holds are passed by).
    */
-  async find(where: Condition<T>, order: Order[], limit: number, offset?: number, sql?: Sql): Promise<T[]> {
-    const rows = await this.findValues(where, order, limit, offset, sql);
+  async find(
+    where: Condition<T>,
+    order: Order[],
+    limit: number,
+    offset?: number,
+    sql?: Sql,
+    lock?: RowLock,
+  ): Promise<T[]> {
+    const rows = await this.findValues(where, order, limit, offset, sql, undefined, lock);
     return rows.map((values) => this.toRecord(values, this.findColumns));
   }
 
@@ -156,6 +164,7 @@ export class Table<T = Row> {
     offset?: number,
     sql?: Sql,
     only?: Selection,
+    lock?: RowLock,
   ): Promise<unknown[][]> {
     const compiled = this.conditions.compile(where);
     // Qualified: in ORDER BY a bare name would mean the select list's alias, the text of an int64 column.
@@ -167,7 +176,12 @@ export class Table<T = Row> {
       .join(', ');
     const page = this.dialect.limit(limit, offset ?? 0);
     return (sql ?? this.store.read).values(
-      this.findStatement(only?.list ?? this.findList, compiled.sql, orderBy, page.sql),
+      this.findStatement(
+        only?.list ?? this.findList,
+        compiled.sql,
+        orderBy,
+        page.sql + (lock ? this.dialect.lock(lock) : ''),
+      ),
       [...compiled.params, ...page.params],
     );
   }

@@ -4,13 +4,15 @@
 //                   command (server/token.js: a first token for the owner, as npm run token mints it);
 //   runtime/        the files the bundle reads beside its sources (the read worker);
 //   generated/      what the server reads of generated/ at run time (openapi.json, the .proto files, validators);
-//   node_modules/   the production dependencies (package-lock.json's entries that are not dev-only), copied from
-//                   this install with their native builds (better-sqlite3), so the release runs on the Node that
+//   node_modules/   the server's dependencies (package.json's "dependencies" but the tools that make the server
+//                   from its sources, with what they depend on as package-lock.json pins it), copied from this
+//                   install with their native builds (better-sqlite3), so the release runs on the Node that
 //                   built it (the Dockerfile builds and runs on the same node:20-slim);
-//   package.json    name, version and the dependencies, LICENSE.
+//   package.json    name, version and the server's dependencies, LICENSE.
 // The bundle's source URLs are laid out as in this repository (server/main.js stands for server/main.ts), so the
 // paths code resolves against its own file (generated/, the read worker, redoc's bundle) hold in the release too.
-// Fails, naming it, when the bundle imports a package that package.json does not list in "dependencies".
+// Fails, naming it, when the bundle imports a package that package.json does not list in "dependencies", or one of
+// the tools.
 import { builtinModules } from 'node:module';
 import { cpSync, existsSync, mkdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { dirname, join, relative, resolve } from 'node:path';
@@ -53,13 +55,24 @@ const packageOf = (path) =>
     .slice(0, path.startsWith('@') ? 2 : 1)
     .join('/');
 
-/** The packages the bundle imports, each listed in package.json's "dependencies", or the build fails. */
+/**
+ * What npm start needs on a clone to make the server from its sources, and the release does not: the generator
+ * (ts-morph, the OpenAPI check), the start-up build (esbuild) and the command lines' TypeScript loader (tsx).
+ */
+const buildTools = ['@readme/openapi-parser', 'esbuild', 'ts-morph', 'tsx'];
+const serverDependencies = Object.fromEntries(
+  Object.entries(pkg.dependencies).filter(([name]) => !buildTools.includes(name)),
+);
+
+/** The packages the bundle imports, each one of the server's dependencies, or the build fails. */
 function checkImports(metafile) {
   const builtins = new Set(builtinModules);
   const imported = new Set();
   for (const output of Object.values(metafile.outputs))
     for (const i of output.imports)
       if (i.external && !i.path.startsWith('node:') && !builtins.has(i.path)) imported.add(packageOf(i.path));
+  const tools = [...imported].filter((name) => buildTools.includes(name)).sort();
+  if (tools.length > 0) throw new Error(`the server imports ${tools.join(', ')}, which the release leaves out`);
   const undeclared = [...imported].filter((name) => !(name in pkg.dependencies)).sort();
   if (undeclared.length > 0)
     throw new Error(`the server imports ${undeclared.join(', ')}, not in package.json's "dependencies"`);
@@ -71,12 +84,38 @@ function checkImports(metafile) {
  */
 const unused = /\/(\.bin|build\/Release\/(obj|obj\.target|\.deps)|build\/deps|better-sqlite3\/(deps|src))$|\.a$/;
 
-/** Copies the production dependencies' folders (package-lock.json's entries not marked dev) from node_modules. */
+/**
+ * The lock's entries of the server's dependencies and of all they depend on (peers too), found as Node finds
+ * them: in the dependent's own node_modules/, then in each one above it.
+ */
+function serverPackages(lock) {
+  const entryOf = (from, name) => {
+    for (let base = from; ; base = base.slice(0, Math.max(0, base.lastIndexOf('/node_modules/')))) {
+      const path = `${base === '' ? '' : `${base}/`}node_modules/${name}`;
+      if (lock.packages[path]) return path;
+      if (base === '') return undefined;
+    }
+  };
+  const found = new Set();
+  const pending = Object.keys(serverDependencies).map((name) => entryOf('', name));
+  while (pending.length > 0) {
+    const path = pending.pop();
+    if (path === undefined || found.has(path)) continue;
+    found.add(path);
+    const e = lock.packages[path];
+    const optionalPeers = Object.keys(e.peerDependenciesMeta ?? {}).filter((n) => e.peerDependenciesMeta[n].optional);
+    const peers = Object.keys(e.peerDependencies ?? {}).filter((n) => !optionalPeers.includes(n));
+    for (const name of new Set([...Object.keys({ ...e.dependencies, ...e.optionalDependencies }), ...peers]))
+      pending.push(entryOf(path, name));
+  }
+  return found;
+}
+
+/** Copies the server's dependencies' folders from node_modules. */
 function copyDependencies() {
   const lock = JSON.parse(readFileSync(join(root, 'package-lock.json'), 'utf8'));
-  const entries = Object.entries(lock.packages).filter(([path, e]) => path.startsWith('node_modules/') && !e.dev);
   const copied = [];
-  for (const [path] of entries.sort(([a], [b]) => a.localeCompare(b))) {
+  for (const path of [...serverPackages(lock)].sort()) {
     // A nested package comes with the folder of the package it is nested in.
     if (copied.some((c) => path.startsWith(`${c}/`))) continue;
     // Optional packages of other platforms are in the lock but not installed.
@@ -128,7 +167,7 @@ const release = {
   type: 'module',
   engines: pkg.engines,
   scripts: { start: 'node --enable-source-maps server/main.js', token: 'node server/token.js' },
-  dependencies: pkg.dependencies,
+  dependencies: serverDependencies,
 };
 writeFileSync(join(out, 'package.json'), `${JSON.stringify(release, null, 2)}\n`);
 const seconds = ((performance.now() - started) / 1000).toFixed(1);
