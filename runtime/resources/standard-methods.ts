@@ -27,7 +27,14 @@ import { checkUid, newChildUid, newUid } from '../model/uid.js';
 import type { ListScope } from '../lists/total-count.js';
 import { listConditions, listOrder, readPage, type ListResult } from '../lists/list-query.js';
 import { holdsSecret, type SecretSeal } from '../storage/secret-seal.js';
-import { checkExclusive, checkReferences, deleteWithChildren, refuseTakenKey, refuseTwin } from './integrity.js';
+import {
+  checkExclusive,
+  checkReferences,
+  deleteWithChildren,
+  naturalKeyValues,
+  refuseTakenKey,
+  refuseTwin,
+} from './integrity.js';
 
 /** The most records a list without paging answers, unless configured (V1_LIST_MAX). */
 export const defaultWholeListMax = 5000;
@@ -58,6 +65,15 @@ export interface WriteOptions {
   witness?: (sql: Sql) => Promise<void>;
   /** Subresources written whole with the record, by name (v1 writes a repo's readme with the repo). */
   subresources?: Record<string, Row>;
+}
+
+/**
+ * A write's last statements, whose outcome only the commit needs: left to it where the store sends them with
+ * the commit (PostgreSQL: one round trip fewer), else waited for here.
+ */
+async function leftToCommit(sql: Sql, statements: Promise<unknown>): Promise<void> {
+  if (sql.atCommit) sql.atCommit(statements);
+  else await statements;
 }
 
 /** A new record's uid: its parent's own (one per parent), or one `mint` makes (under its parent, or a root uid). */
@@ -410,7 +426,7 @@ export class Resources {
     await checkReferences(this, sql, r, data);
     const existing = await this.sameUpsertKey(sql, r, data);
     if (existing) return this.replace(sql, r, existing, data, options);
-    await refuseTakenKey(this, sql, r, data);
+    if (!this.indexAlone(r, data)) await refuseTakenKey(this, sql, r, data);
     await guard?.(sql, data);
     return { ...(await this.insertNew(sql, r, data, actor)), ...reveal };
   }
@@ -434,6 +450,18 @@ export class Resources {
       sql,
     );
     return existing;
+  }
+
+  /**
+   * Whether a create's natural key is left to its unique index alone (refuseTwin): on PostgreSQL, where the
+   * insert's unique violation is the same ALREADY_EXISTS, and reading the key first costs a round trip (and in
+   * a SERIALIZABLE transaction would make every concurrent create under the same parent, writing into the same
+   * index page, a serialization failure). Not where a part of the key is null: the index holds nulls as distinct.
+   */
+  private indexAlone(r: ResourceModel, data: Row): boolean {
+    if (this.store.dialect.name !== 'postgresql') return false;
+    const key = naturalKeyValues(r, data);
+    return key !== undefined && Object.values(key).every((v) => v !== null);
   }
 
   private async replace(
@@ -460,21 +488,24 @@ export class Resources {
         : undefined;
     const created = toResource(data, r);
     const uid = data.uid as string;
-    await refuseTwin(r, data, () =>
-      together([
-        this.table(r.type).insert(sql, data),
-        role
-          ? this.table(this.model.resources.roleBindings.type).insert(sql, {
-              uid: newChildUid(uid),
-              parentUid: uid,
-              identityUid: creator,
-              roleUid: role.uid,
-              createTime: data.createTime,
-              updateTime: data.createTime,
-            })
-          : undefined,
-        this.event(sql, r, operationOf(r, 'create')?.event, uid, created, creator),
-      ]),
+    await leftToCommit(
+      sql,
+      refuseTwin(r, data, () =>
+        together([
+          this.table(r.type).insert(sql, data),
+          role
+            ? this.table(this.model.resources.roleBindings.type).insert(sql, {
+                uid: newChildUid(uid),
+                parentUid: uid,
+                identityUid: creator,
+                roleUid: role.uid,
+                createTime: data.createTime,
+                updateTime: data.createTime,
+              })
+            : undefined,
+          this.event(sql, r, operationOf(r, 'create')?.event, uid, created, creator),
+        ]),
+      ),
     );
     return created;
   }
@@ -516,10 +547,13 @@ export class Resources {
       await guard?.(sql, { ...row, ...changes }, row);
       const updated = toResource({ ...row, ...changes }, r);
       const write = () => this.table(r.type).update(sql, uid, changes);
-      await together([
-        renamed ? refuseTwin(r, renamed, write) : write(),
-        this.event(sql, r, operationOf(r, 'update')?.event, uid, updated, actor),
-      ]);
+      await leftToCommit(
+        sql,
+        together([
+          renamed ? refuseTwin(r, renamed, write) : write(),
+          this.event(sql, r, operationOf(r, 'update')?.event, uid, updated, actor),
+        ]),
+      );
       return updated;
     });
     this.noteWrite(r, 'update', changed);

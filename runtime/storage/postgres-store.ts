@@ -14,7 +14,8 @@ import type { Row } from '../model/records.js';
 import { buildCounts, CountChanges } from './scope-counts.js';
 import { migrate, type StoredSchema } from './schema-versions.js';
 import { serverStateEntity } from './server-state.js';
-import type { Sql } from './sql.js';
+import { together, type Sql } from './sql.js';
+import { PipelinedStatements } from './postgres-pipeline.js';
 import { countedTables, storedEntities, type ReadLimits, type Store, type TransactionOptions } from './store.js';
 import { faultOf, isLostRace, isOutage } from './postgres-faults.js';
 
@@ -58,13 +59,16 @@ const queryCanceled = '57014';
 const deadlockDetected = '40P01';
 
 /**
- * Statements on the pool (each on any free connection), or on one transaction's connection, where they run one
- * after the other in the order sent (runtime/storage/sql.ts's together() sends several without waiting). On the pool,
- * reads: past `limits.queue` waiting for a connection one is refused, and one stopped by the statement timeout
- * is DEADLINE_EXCEEDED.
+ * Statements on the pool (each on any free connection), or in one transaction, sent in batches
+ * (runtime/storage/postgres-pipeline.ts). On the pool, reads: past `limits.queue` waiting for a connection one
+ * is refused, and one stopped by the statement timeout is DEADLINE_EXCEEDED.
  */
-function sqlOn(client: pg.Pool | pg.PoolClient, limits?: ReadLimits, counts?: CountChanges): Sql {
-  let last: Promise<unknown> = Promise.resolve();
+function sqlOn(
+  client: pg.Pool | PipelinedStatements,
+  limits?: ReadLimits,
+  counts?: CountChanges,
+  atCommit?: Promise<unknown>[],
+): Sql {
   const read = async <R extends Row | unknown[]>(pool: pg.Pool, config: pg.QueryConfig) => {
     if (limits && pool.waitingCount >= limits.queue)
       throw unavailable(`${pool.waitingCount} reads are already waiting for the database`, 1);
@@ -75,23 +79,34 @@ function sqlOn(client: pg.Pool | pg.PoolClient, limits?: ReadLimits, counts?: Co
       throw faultOf(e);
     }
   };
-  const query = <R extends Row | unknown[]>(text: string, params: unknown[], rowMode?: 'array') => {
+  const query = <R extends Row | unknown[]>(
+    text: string,
+    params: unknown[],
+    rowMode?: 'array',
+  ): Promise<pg.QueryResult<R>> => {
     const numberedSql = numberedText(text);
     const name = nameOf(numberedSql);
-    const config = { text: numberedSql, values: params, ...(name ? { name } : {}), ...(rowMode ? { rowMode } : {}) };
-    if (client instanceof pg.Pool) return read<R>(client, config);
-    const next = last.then(
-      () => client.query<R>(config),
-      () => client.query<R>(config),
-    );
-    last = next.catch(() => undefined);
-    return next;
+    if (client instanceof pg.Pool)
+      return read<R>(client, {
+        text: numberedSql,
+        values: params,
+        ...(name ? { name } : {}),
+        ...(rowMode ? { rowMode } : {}),
+      });
+    return client.query(numberedSql, params, name, rowMode) as Promise<pg.QueryResult<R>>;
   };
   return {
     all: async (text, params = []) => (await query<Row>(text, params)).rows,
     values: async (text, params = []) => (await query<unknown[]>(text, params, 'array')).rows,
     run: async (text, params = []) => (await query(text, params)).rowCount ?? 0,
     ...(counts && { counts }),
+    ...(atCommit && {
+      atCommit: (statements: Promise<unknown>) => {
+        // Waited for at the commit (runtime/storage/postgres-store.ts's finishTransaction), or else seen failed.
+        statements.catch(() => undefined);
+        atCommit.push(statements);
+      },
+    }),
   };
 }
 
@@ -240,19 +255,15 @@ export async function openPostgresStore(
     const slot = await writers.take();
     try {
       client = await pool.connect();
-      await client.query(
-        `begin${serializable ? ' isolation level serializable' : ''}; set local statement_timeout = 0`,
-      );
     } catch (e) {
-      await client?.query('rollback').catch(() => undefined);
-      client?.release(isOutage(e) ? (e as Error) : undefined);
       writers.give(slot);
       throw e;
     } finally {
       waiting--;
     }
     const counts = new CountChanges(postgresql.countShards, firstShard + slot);
-    return finishTransaction(client, fn, counts).finally(() => writers.give(slot));
+    const begin = [`begin${serializable ? ' isolation level serializable' : ''}`, 'set local statement_timeout = 0'];
+    return finishTransaction(client, begin, fn, counts).finally(() => writers.give(slot));
   };
   const lost: LostRaces = { serialization: 0, deadlock: 0, aborted: 0 };
   const transaction = async <T>(fn: (sql: Sql) => Promise<T>, options: TransactionOptions = {}): Promise<T> => {
@@ -306,42 +317,67 @@ export async function openPostgresStore(
 
 /** Statements of the runtime's own on one connection, in a read transaction without the read timeout. */
 async function withoutTimeout<T>(pool: pg.Pool, fn: (sql: Sql) => Promise<T>): Promise<T> {
-  const client = await pool.connect();
-  try {
-    await client.query('begin read only; set local statement_timeout = 0');
-  } catch (e) {
-    await client.query('rollback').catch(() => undefined);
-    client.release();
-    throw e;
-  }
-  return finishTransaction(client, fn);
+  return finishTransaction(await pool.connect(), ['begin read only', 'set local statement_timeout = 0'], fn);
 }
 
 /**
- * The rest of a transaction begun on client: fn, then its count changes (last, in one order: see
- * runtime/storage/scope-counts.ts), then commit, or rollback when anything failed; client released.
+ * A transaction on client: its begin sent with its first statement, then fn, then its count changes (last, in
+ * one order: see runtime/storage/scope-counts.ts) sent with the commit; rollback when anything failed; client
+ * released. A transaction that sent no statement sends nothing.
  */
 async function finishTransaction<T>(
   client: pg.PoolClient,
+  begin: string[],
   fn: (sql: Sql) => Promise<T>,
   counts?: CountChanges,
 ): Promise<T> {
+  const statements = new PipelinedStatements(client);
+  const started = begin.map((text) => statements.query(text, [], nameOf(text), undefined, true));
+  // Their failure is the first statement's too, which fn sees.
+  for (const s of started) s.catch(() => undefined);
+  // Statements left to the commit (Sql.atCommit); one that failed failed first: its error is the transaction's.
+  const left: Promise<unknown>[] = [];
   let failed: Error | undefined;
   try {
-    const sql = sqlOn(client, undefined, counts);
+    const sql = sqlOn(statements, undefined, counts, left);
     const result = await fn(sql);
-    await counts?.write(sql);
-    await client.query('commit');
+    if (counts?.pending() || statements.asked) {
+      // Asked for in this turn: sent in one batch with whatever fn left to the commit.
+      const committed = together([counts?.write(sql), sql.run('commit')]);
+      committed.catch(() => undefined);
+      await together(left);
+      await committed;
+    }
     return result;
   } catch (e) {
-    await client.query('rollback').catch(() => undefined);
+    if (statements.asked) await sql0(statements, 'rollback');
+    const cause = (await firstFailure(left)) ?? e;
     // A connection lost under the transaction is not given back to the pool: the next call connects anew.
-    failed = isOutage(e) ? (e as Error) : undefined;
-    throw e;
+    failed = isOutage(cause) ? (cause as Error) : undefined;
+    throw cause;
   } finally {
     client.release(failed);
   }
 }
+
+/** The error of the first of these that failed (they have all settled), if one did. */
+async function firstFailure(statements: Promise<unknown>[]): Promise<unknown> {
+  for (const s of statements) {
+    const failure = await s.then(
+      () => undefined,
+      (e: unknown) => e ?? new Error('failed'),
+    );
+    if (failure !== undefined) return failure;
+  }
+  return undefined;
+}
+
+/** A statement of the transaction's own whose failure changes nothing (a rollback after a failure). */
+const sql0 = (statements: PipelinedStatements, text: string) =>
+  statements.query(text, [], nameOf(text)).then(
+    () => undefined,
+    () => undefined,
+  );
 
 const accessChannel = 'platform_access_changed';
 

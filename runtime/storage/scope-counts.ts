@@ -11,7 +11,7 @@
 // whole: exact at every read.
 import { EntitySchema, type EntityMetadata } from '@mikro-orm/core';
 import type { Row } from '../model/records.js';
-import type { PendingCounts, Sql } from './sql.js';
+import { together, type PendingCounts, type Sql } from './sql.js';
 import { ancestorsOf } from '../model/uid.js';
 
 export interface ScopeCount {
@@ -99,17 +99,27 @@ export class CountChanges implements PendingCounts {
     return this;
   }
 
+  /** Whether any change is gathered (and not yet written). */
+  pending(): boolean {
+    return this.changes.size > 0;
+  }
+
+  /** The changes written, every statement asked for at once: on PostgreSQL they go in one batch, in order. */
   async write(sql: Sql): Promise<void> {
     // Changes that cancel out (a record made and removed in one transaction) lock no row.
     const rows = [...this.changes].filter(([, [b, c]]) => b !== 0 || c !== 0).sort(byRow);
     this.changes.clear();
+    const statements: Promise<number>[] = [];
     for (let i = 0; i < rows.length; i += 200) {
       const batch = rows.slice(i, i + 200);
-      await sql.run(
-        upsert(batch.length),
-        batch.flatMap(([key, [below, children]]) => [...key.split('\0'), below, children]),
+      statements.push(
+        sql.run(
+          upsert(batch.length),
+          batch.flatMap(([key, [below, children]]) => [...key.split('\0'), below, children]),
+        ),
       );
     }
+    await together(statements);
   }
 }
 

@@ -31,6 +31,12 @@ export interface Sql {
    * runtime/storage/scope-counts.ts); absent where each insert and delete writes its own at once (SQLite).
    */
   counts?: PendingCounts;
+  /**
+   * Statements whose outcome only the commit needs (an insert's, an event's): the store waits for them with the
+   * commit, so that on PostgreSQL they go in the commit's batch (one round trip). Their failure fails the
+   * transaction, and is the error it throws. Absent where a statement costs no round trip (SQLite): wait for them.
+   */
+  atCommit?(statements: Promise<unknown>): void;
 }
 
 /** Count changes gathered in a transaction: a record of a table added (+1) or removed (-1). */

@@ -81,9 +81,10 @@ export function timedSql(sql: Sql, kind: StatementKind, observe: StatementObserv
         observe(kind, (performance.now() - started) / 1000);
       }
     };
-  const { valuesNow, counts } = sql;
+  const { valuesNow, counts, atCommit } = sql;
   return {
     ...(counts && { counts }),
+    ...(atCommit && { atCommit }),
     all: timed((text, params) => sql.all(text, params)),
     values: timed((text, params) => sql.values(text, params)),
     run: timed((text, params) => sql.run(text, params)),

@@ -264,6 +264,15 @@ export class Table<T = Row> {
    */
   async insert(sql: Sql, record: T, counts?: PendingCounts): Promise<void> {
     const props = Object.keys(record as Row);
+    // Counts gathered for the commit are noted before the insert has answered: a caller may leave its outcome
+    // to the commit (Sql.atCommit), and an insert that fails fails the transaction, its counts with it.
+    const gathered = this.counted ? (counts ?? sql.counts) : undefined;
+    gathered?.note(
+      this.counted!,
+      (record as Row).uid as string,
+      ((record as Row).parentUid ?? null) as string | null,
+      1,
+    );
     await sql.run(
       this.statementOf('insert', props, () => {
         const columns = props.map((prop) => quoteIdentifier(this.columnOf(prop).name));
@@ -271,7 +280,7 @@ export class Table<T = Row> {
       }),
       this.parameters(record as Row, props),
     );
-    if (this.counted) await this.countRecord(sql, record as Row, 1, counts);
+    if (this.counted && !gathered) await this.countRecord(sql, record as Row, 1);
   }
 
   /** A record added or removed, in the given counts, the transaction's, or (neither) written now. */

@@ -1,0 +1,76 @@
+// A PostgreSQL transaction's statements sent in batches (runtime/storage/postgres-pipeline.ts), on a real
+// PostgreSQL (test/support/postgres.ts): what is asked for in one turn is one round trip, answered in order; a
+// failure rejects the statements after it with the same error; a name's Parse is remembered only once
+// PostgreSQL has parsed it, so the connection runs every statement again after a failed batch.
+import pg from 'pg';
+import { test } from 'uvu';
+import * as assert from 'uvu/assert';
+import { PipelinedStatements } from '../runtime/storage/postgres-pipeline.js';
+import { newDatabase, stopOwnCluster } from './support/postgres.js';
+
+let client: pg.Client;
+/** ReadyForQuery messages: one per Sync, so one per round trip */
+let roundTrips = 0;
+
+test.before(async () => {
+  client = new pg.Client({ connectionString: await newDatabase() });
+  await client.connect();
+  await client.query('create table pipeline_keys (k text primary key)');
+  (client as unknown as { connection: pg.Connection }).connection.on('readyForQuery', () => roundTrips++);
+});
+
+test.after(async () => {
+  await client.end();
+  await stopOwnCluster();
+});
+
+const settled = (p: Promise<unknown>) =>
+  p.then(
+    (r) => ({ ok: r as pg.QueryResult }),
+    (e: { code?: string }) => ({ error: e }),
+  );
+
+test('statements asked for in one turn, with a held begin, are one round trip, answered in order', async () => {
+  const statements = new PipelinedStatements(client as unknown as pg.PoolClient);
+  void statements.query('begin', [], 'pipeline-begin', undefined, true);
+  const before = roundTrips;
+  const [inserted, read, committed] = await Promise.all([
+    statements.query('insert into pipeline_keys (k) values ($1)', ['a'], 'pipeline-insert'),
+    statements.query('select k, 2 as n from pipeline_keys where k = $1', ['a'], 'pipeline-select', 'array'),
+    statements.query('commit', [], 'pipeline-commit'),
+  ]);
+  assert.is(roundTrips - before, 1);
+  assert.is(inserted.rowCount, 1);
+  assert.equal(read.rows, [['a', 2]]);
+  assert.is(committed.command, 'COMMIT');
+  // Held alone, the begin sends nothing.
+  const idle = new PipelinedStatements(client as unknown as pg.PoolClient);
+  void idle.query('begin', [], 'pipeline-begin', undefined, true);
+  await new Promise((resolve) => setTimeout(resolve, 20));
+  assert.is(roundTrips - before, 1);
+  assert.is(idle.asked, false);
+});
+
+test('a failure rejects the statements after it with its error; names parsed before it run again unparsed', async () => {
+  const statements = new PipelinedStatements(client as unknown as pg.PoolClient);
+  void statements.query('begin', [], 'pipeline-begin', undefined, true).catch(() => undefined);
+  // First seen by this connection: parsed in this batch, and the duplicate fails after its Parse.
+  const [twin, after] = await Promise.all([
+    settled(statements.query('insert into pipeline_keys (k) values ($1) returning k', ['a'], 'pipeline-twin')),
+    settled(statements.query('select 1 as n', [], 'pipeline-after')),
+  ]);
+  assert.is('error' in twin && twin.error.code, '23505');
+  assert.is('error' in after && after.error, 'error' in twin && twin.error);
+  await statements.query('rollback', [], 'pipeline-rollback');
+  // The same names again on the same connection: no "prepared statement already exists", and the statement
+  // that never ran is parsed now.
+  const again = new PipelinedStatements(client as unknown as pg.PoolClient);
+  const [made, one] = await Promise.all([
+    again.query('insert into pipeline_keys (k) values ($1) returning k', ['b'], 'pipeline-twin'),
+    again.query('select 1 as n', [], 'pipeline-after'),
+  ]);
+  assert.equal(made.rows, [{ k: 'b' }]);
+  assert.equal(one.rows, [{ n: 1 }]);
+});
+
+test.run();
