@@ -191,6 +191,12 @@ export class Resources {
     };
   }
 
+  /** The store's change mark over these entities' tables (runtime/storage/store.ts), where it keeps one. */
+  changeMark(entities: string[]): (() => number) | undefined {
+    const { store } = this;
+    return store.changeMark?.(entities.map((e) => store.orm.getMetadata().find(e)!.tableName));
+  }
+
   /** Notes a committed write to r (an update's: of these fields), for caches of access decisions. */
   noteWrite(r: ResourceModel, kind: WriteKind, fields?: Iterable<string>): void {
     if (changesGrants(r, kind, fields)) {

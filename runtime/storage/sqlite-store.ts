@@ -11,6 +11,7 @@ import type { StoredSchema } from './schema-versions.js';
 import { buildCounts } from './scope-counts.js';
 import { openSlowReads } from './slow-reads.js';
 import { GroupCommit } from './group-commit.js';
+import { ChangeMark } from './change-mark.js';
 import { finalizePrepared, openReadConnection, type ConnectionPool } from './sql.js';
 import {
   countedTables,
@@ -70,7 +71,12 @@ export async function openSqliteStore(
   // Slow reads run on other threads: timed from the request to the answer.
   const slowReads = openSlowReads(databaseFile, limits);
   const slowRead = observe ? timedSql(slowReads, 'slow_read', observe) : slowReads;
-  const writes = new GroupCommit(pool, observe && ((seconds) => observe('write', seconds)));
+  const writer = await pool.acquireConnection();
+  await pool.releaseConnection(writer);
+  const mark: ChangeMark = new ChangeMark(writer as ConstructorParameters<typeof ChangeMark>[0], (fn): Promise<void> =>
+    writes.transaction(fn),
+  );
+  const writes: GroupCommit = new GroupCommit(pool, observe && ((seconds) => observe('write', seconds)), mark);
   await writes.transaction((sql) => buildCounts(sql, countedTables(orm)));
   performance.mark('scope counts');
   // SQLite counts every change of the schema, by any connection: a different number means another process's.
@@ -82,6 +88,7 @@ export async function openSqliteStore(
     read,
     slowRead,
     transaction: (fn) => writes.transaction(fn),
+    changeMark: (tables) => mark.over(tables),
     schemaChanged: async () => (await schemaCookie()) !== started,
     writeQueueDepth: () => writes.depth,
     statementsKept: async () => read.statementsKept() + (await slowReads.statementsKept()),
