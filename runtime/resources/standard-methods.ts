@@ -102,7 +102,13 @@ function changedColumns(r: ResourceModel, row: Row, next: Row): Row {
   const changes: Row = { updateTime: now() };
   for (const name of Object.keys(r.fields)) {
     const value = next[name] ?? null;
-    if (JSON.stringify(value) !== JSON.stringify(row[name] ?? null)) changes[name] = value;
+    const before = row[name] ?? null;
+    // Lists and objects compared as their JSON; a plain value as itself, without making text of it.
+    const same =
+      typeof value === 'object' || typeof before === 'object'
+        ? JSON.stringify(value) === JSON.stringify(before)
+        : value === before;
+    if (!same) changes[name] = value;
   }
   return changes;
 }
