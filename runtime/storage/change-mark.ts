@@ -53,13 +53,22 @@ export class ChangeMark implements TransactionHooks {
               `create temp trigger if not exists "${written}_${table}_${event}" after ${event} on main."${table}" ` +
                 `begin select ${written}(); end`,
             );
-      }).then(() => (this.ready = true));
+      }).then(
+        () => (this.ready = true),
+        // Not in place (the file busy past the wait): the mark stays NaN, and grants are read as before.
+        () => undefined,
+      );
     }
     return () => (this.ready && !this.uncommitted ? this.rowsWritten + this.othersCommitted : NaN);
   }
 
   async began(sql: Sql): Promise<void> {
-    const [[version]] = (await sql.values('pragma data_version')) as [[number]];
+    const [[version, triggers]] = (await sql.values(
+      `select data_version, (select count(*) from temp.sqlite_master where type = 'trigger' and name like '${written}%') ` +
+        'from pragma_data_version',
+    )) as [[number, number]];
+    // Triggers gone (the connection replaced): the mark no longer sees this process's writes, so it says nothing.
+    if (this.ready && triggers !== this.watched.size * 3) this.ready = false;
     if (version === this.dataVersion) return;
     this.dataVersion = version;
     this.othersCommitted++;
