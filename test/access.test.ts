@@ -482,6 +482,21 @@ test('a binding removed where no notification tells (another process, a lost one
   }
 });
 
+test("a binding removed by another process is refused at the holder's next write, its grants still cached", async () => {
+  const id = await identity(org, 'writer until revoked');
+  const binding = await s.call('POST', `/iam/v2/roleBindings/${team}`, { identityUid: id, roleUid: roleUid.owner });
+  assert.is(binding.status, 200, JSON.stringify(binding.body));
+  const headers = { authorization: `Bearer ${await s.mint(id)}` };
+  const patch = (description: string) => s.call('PATCH', `/iam/v2/groups/${team}`, { description }, headers);
+  const first = await patch('written while bound');
+  assert.is(first.status, 200, JSON.stringify(first.body));
+  // Behind the server's back: no write of its own, no notification; the cache would hold for 30 s.
+  await query(s, 'delete from role_bindings where uid = ?', [binding.body.uid], true);
+  expectCode(await patch('written once unbound'), 403, 7, 'the write reads the grants it relies on again');
+  const group = await s.call('GET', `/iam/v2/groups/${team}`);
+  assert.is(group.body.description, 'written while bound');
+});
+
 test('PostgreSQL: a lost listening connection comes back and drops the caches, so no change stays unheard', async () => {
   if (!onPostgres()) return;
   const before = await invalidations(s);

@@ -34,6 +34,18 @@ const fields: Record<string, FieldModel> = {
   oidc: { type: 'object', fields: { issuer: { type: 'string' }, clientSecret: { type: 'string', inputOnly: true } } },
 };
 
+test('a field mask applied shares nothing with the record or the body, and keeps a member named __proto__', () => {
+  const current = { name: 'a', oidc: { issuer: 'i', clientSecret: 's' }, tags: ['x'] };
+  const body = JSON.parse('{"description": "d", "oidc": {"issuer": "j", "__proto__": {"polluted": true}}}');
+  const next = applyFieldMask(current, body, parseFieldMask('description,oidc', {}, fields), fields) as any;
+  next.tags.push('y');
+  next.oidc.issuer = 'changed';
+  assert.equal(current, { name: 'a', oidc: { issuer: 'i', clientSecret: 's' }, tags: ['x'] });
+  assert.is(body.oidc.issuer, 'j');
+  assert.ok(Object.hasOwn(next.oidc, '__proto__'), 'a member, as the body has it');
+  assert.is(next.oidc.polluted, undefined, 'not the prototype');
+});
+
 test('field masks: nested paths, clearing, full replacement', () => {
   const current = { name: 'a', description: 'd', oidc: { issuer: 'i', clientSecret: 's' } };
   const masked = applyFieldMask(

@@ -106,17 +106,22 @@ const maxCachedSubjects = 10_000;
 export const defaultGrantsTtlMs = 30_000;
 
 export class Policy {
-  private readonly cache = new Map<string, { grants: Grants | null; until: number }>();
+  /** mark: the store's change mark over the grants' tables when they were read (NaN: none) */
+  private readonly cache = new Map<string, { grants: Grants | null; until: number; mark: number }>();
   private cachedVersion = -1;
   /** The reads of a refusal: at most one per identity every 100 ms, shared by the refusals waiting for it. */
   private readonly rereads = new FreshReads<string, Grants | null>(100);
   private readonly model: ApiModel;
+  /** Where the store keeps one (SQLite): a mark that moves when a row grants are read from may have changed. */
+  private readonly storedMark?: () => number;
 
   constructor(
     private readonly resources: Resources,
     private readonly grantsTtlMs = defaultGrantsTtlMs,
   ) {
     this.model = resources.model;
+    const { identities, roleBindings, roles } = this.model.resources;
+    this.storedMark = resources.changeMark([identities.type, roleBindings.type, roles.type]);
   }
 
   /**
@@ -132,9 +137,11 @@ export class Policy {
     const cached = this.cache.get(subject);
     const time = Date.now();
     if (cached !== undefined && cached.until > time) return cached.grants;
+    const mark = this.storedMark?.() ?? NaN;
     return this.loadGrants(subject).then((grants) => {
       // Only keep what was read at the current version: a write during the read makes it stale.
-      if (this.resources.accessVersion === version) this.cache.set(subject, { grants, until: time + this.grantsTtlMs });
+      if (this.resources.accessVersion === version)
+        this.cache.set(subject, { grants, until: time + this.grantsTtlMs, mark });
       return grants;
     });
   }
@@ -258,7 +265,23 @@ export class Policy {
   ): ((sql: Sql) => Promise<void>) | undefined {
     const { subject } = principal;
     if (capability === 'none' || capability === 'authenticated' || !subject) return undefined;
-    return async (sql) => this.holds(existing(subject, await this.loadGrants(subject, sql)), capability, scope);
+    return async (sql) =>
+      this.holds(
+        existing(subject, this.unchanged(subject) ?? (await this.loadGrants(subject, sql))),
+        capability,
+        scope,
+      );
+  }
+
+  /**
+   * In a write's transaction: the cached grants, when the store's mark says no row they were read from has
+   * changed since (SQLite's one writer holds the write lock, so none changes before the commit either). Reading
+   * them again with their rows locked would read the same rows: most of a small write's cost in reads.
+   */
+  private unchanged(subject: string): Grants | null | undefined {
+    const cached = this.cache.get(subject);
+    if (cached === undefined || this.cachedVersion !== this.resources.accessVersion) return undefined;
+    return cached.mark === this.storedMark?.() ? cached.grants : undefined;
   }
 
   /** Throws unless the grants hold the capability at the scope, as requireCapability says. */

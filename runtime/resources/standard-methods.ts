@@ -103,7 +103,13 @@ function changedColumns(r: ResourceModel, row: Row, next: Row): Row {
   const changes: Row = { updateTime: now() };
   for (const name of Object.keys(r.fields)) {
     const value = next[name] ?? null;
-    if (JSON.stringify(value) !== JSON.stringify(row[name] ?? null)) changes[name] = value;
+    const before = row[name] ?? null;
+    // Lists and objects compared as their JSON; a plain value as itself, without making text of it.
+    const same =
+      typeof value === 'object' || typeof before === 'object'
+        ? JSON.stringify(value) === JSON.stringify(before)
+        : value === before;
+    if (!same) changes[name] = value;
   }
   return changes;
 }
@@ -190,6 +196,12 @@ export class Resources {
         (await this.listAll(r, req, scope)) as ResourceTypes[C][],
       get: async (uid: string) => (await this.get(r, uid)) as ResourceTypes[C],
     };
+  }
+
+  /** The store's change mark over these entities' tables (runtime/storage/store.ts), where it keeps one. */
+  changeMark(entities: string[]): (() => number) | undefined {
+    const { store } = this;
+    return store.changeMark?.(entities.map((e) => store.orm.getMetadata().find(e)!.tableName));
   }
 
   /** Notes a committed write to r (an update's: of these fields), for caches of access decisions. */

@@ -16,6 +16,12 @@ interface Write {
 /** Enough to amortize the commit; few enough that one group does not hold the connection for long. */
 const maxGroup = 64;
 
+/** What the store does at each transaction's start (after BEGIN IMMEDIATE) and end (after COMMIT or ROLLBACK). */
+export interface TransactionHooks {
+  began(sql: Sql): Promise<void>;
+  ended(): void;
+}
+
 export class GroupCommit {
   private queue: Write[] = [];
   private running = false;
@@ -23,6 +29,7 @@ export class GroupCommit {
   constructor(
     private readonly pool: ConnectionPool,
     private readonly timer?: StatementTimer,
+    private readonly hooks?: TransactionHooks,
   ) {}
 
   /** Writes waiting for the connection. */
@@ -80,6 +87,18 @@ export class GroupCommit {
     savepoints: boolean,
   ): Promise<{ outcomes: Outcome[] } | { failed: number; error: unknown }> {
     await begin(sql);
+    try {
+      return await this.writes(sql, group, savepoints);
+    } finally {
+      this.hooks?.ended();
+    }
+  }
+
+  private async writes(
+    sql: Sql,
+    group: Write[],
+    savepoints: boolean,
+  ): Promise<{ outcomes: Outcome[] } | { failed: number; error: unknown }> {
     const outcomes: Outcome[] = [];
     // Savepoints and releases are sent without waiting (the connection keeps their order); they are checked
     // before the commit.
@@ -90,6 +109,7 @@ export class GroupCommit {
       unchecked.push(sent);
     };
     try {
+      await this.hooks?.began(sql);
       for (const [i, w] of group.entries()) {
         if (savepoints) send('savepoint write');
         try {

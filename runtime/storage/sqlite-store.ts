@@ -11,6 +11,8 @@ import type { StoredSchema } from './schema-versions.js';
 import { buildCounts } from './scope-counts.js';
 import { openSlowReads } from './slow-reads.js';
 import { GroupCommit } from './group-commit.js';
+import { ChangeMark } from './change-mark.js';
+import { startWalCheckpoints } from './wal-checkpoints.js';
 import { finalizePrepared, openReadConnection, type ConnectionPool } from './sql.js';
 import {
   countedTables,
@@ -65,12 +67,26 @@ export async function openSqliteStore(
   // Serving, no busy wait on the writing connection: it would hold the event loop. A transaction waits for
   // another process's (an import's) at its BEGIN instead (runtime/storage/group-commit.ts).
   await connection.execute('pragma busy_timeout = 0');
+  // Checkpoints run on a worker thread, not in a commit on the event loop (runtime/storage/wal-checkpoints.ts).
+  await connection.execute('pragma wal_autocheckpoint = 0');
+  const checkpoints = startWalCheckpoints(databaseFile);
   const pool = connection.getKnex().client as ConnectionPool;
   const read = await openReadConnection(databaseFile, observe && ((seconds) => observe('read', seconds)));
   // Slow reads run on other threads: timed from the request to the answer.
   const slowReads = openSlowReads(databaseFile, limits);
   const slowRead = observe ? timedSql(slowReads, 'slow_read', observe) : slowReads;
-  const writes = new GroupCommit(pool, observe && ((seconds) => observe('write', seconds)));
+  const writer = await pool.acquireConnection();
+  await pool.releaseConnection(writer);
+  const mark: ChangeMark = new ChangeMark(writer as ConstructorParameters<typeof ChangeMark>[0], (fn): Promise<void> =>
+    writes.transaction(fn),
+  );
+  const writes: GroupCommit = new GroupCommit(pool, observe && ((seconds) => observe('write', seconds)), {
+    began: (sql) => mark.began(sql),
+    ended: () => {
+      mark.ended();
+      checkpoints.written();
+    },
+  });
   await writes.transaction((sql) => buildCounts(sql, countedTables(orm)));
   performance.mark('scope counts');
   // SQLite counts every change of the schema, by any connection: a different number means another process's.
@@ -82,12 +98,14 @@ export async function openSqliteStore(
     read,
     slowRead,
     transaction: (fn) => writes.transaction(fn),
+    changeMark: (tables) => mark.over(tables),
     schemaChanged: async () => (await schemaCookie()) !== started,
     writeQueueDepth: () => writes.depth,
     statementsKept: async () => read.statementsKept() + (await slowReads.statementsKept()),
     close: async () => {
       await read.close();
       await slowReads.close();
+      await checkpoints.close();
       await finalizePrepared(pool);
       await orm.close();
     },

@@ -29,6 +29,12 @@ export interface Store {
    * do, so every process drops its cached grants (runtime/access/authorization.ts) within moments of the commit.
    */
   accessChanges?: { announce(): void; subscribe(heard: () => void): void };
+  /**
+   * SQLite, whose one writer serializes every write (runtime/storage/change-mark.ts): a mark over these tables
+   * that moves whenever one of their rows may have changed, NaN while uncommitted changes to them are pending.
+   * Taken before a read and unchanged inside a later write's transaction: the rows read are the rows stored.
+   */
+  changeMark?(tables: string[]): () => number;
   /** Whether another process changed the schema since this store brought it to the model (readiness). */
   schemaChanged(): Promise<boolean>;
   /**

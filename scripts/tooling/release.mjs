@@ -46,7 +46,7 @@ const pkg = JSON.parse(readFileSync(join(root, 'package.json'), 'utf8'));
 /** The generated files the server reads at run time (the rest of generated/ is bundled or not served). */
 const generatedFiles = ['openapi.json', 'proto', 'validators'];
 /** Files of ours the bundle reads beside its sources. */
-const runtimeFiles = ['runtime/storage/read-worker.js'];
+const runtimeFiles = ['runtime/storage/read-worker.js', 'runtime/storage/checkpoint-worker.js'];
 
 /** A bare import's package name: `@scope/name/sub` -> `@scope/name`. */
 const packageOf = (path) =>
