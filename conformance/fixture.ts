@@ -2,7 +2,7 @@
 // (distinct records, parents, the shared sets the paging rules walk) and remembers it for clean-up; beside it the
 // small checks every kind of rule reads answers with.
 import { type ConformancePlan, type ResourcePlan, variedValue } from './plan.js';
-import { type ApiClient, expect, expectOk, Skip, statusOf, type Exchange } from './client.js';
+import { type ApiClient, expect, expectError, expectOk, Skip, statusOf, type Exchange } from './client.js';
 
 export class Fixture {
   private counter = 0;
@@ -181,6 +181,22 @@ export function headersOf(x: Exchange): Record<string, string> {
 }
 
 export const isJson = (x: Exchange) => /^application\/json\b/i.test(headersOf(x)['content-type'] ?? '');
+
+/**
+ * INVALID_ARGUMENT with a BadRequest whose violations name the field (as itself, or inside the message that holds
+ * it: repo.name); the error body, for the rule to read further.
+ */
+export function expectFieldViolation(x: Exchange, field: string): any {
+  const b = expectError(x, 3, 'INVALID_ARGUMENT', 'BadRequest');
+  const br = b.details.find((d: any) => d['@type'].endsWith('google.rpc.BadRequest'));
+  expect(
+    (br.fieldViolations ?? []).some((v: any) => v.field === field || v.field?.endsWith(`.${field}`)),
+    `a field violation for ${field}`,
+    br.fieldViolations,
+    x,
+  );
+  return b;
+}
 
 /** Spec 9.3: v2 is generally available; no response of it carries deprecation or sunset headers. */
 export function expectNoDeprecation(x: Exchange): void {

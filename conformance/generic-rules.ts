@@ -6,6 +6,7 @@ import { failingFields, type ResourcePlan } from './plan.js';
 import { expect, expectError, expectOk, Skip, statusOf, type Exchange } from './client.js';
 import {
   type ApiCheck,
+  expectFieldViolation,
   expectNoDeprecation,
   type Fixture,
   forgedToken,
@@ -133,7 +134,6 @@ function filterProbe(
 }
 
 /** Rule implementations by rule name; a trailing * takes the rest of the name as its argument. */
-/** Rule implementations by rule name; a trailing * takes the rest of the name as its argument. */
 export const resourceRules: Record<string, RuleFn> = {
   'create/returns-resource': async (fx, p) => {
     const path = await fx.createPath(p, await fx.sharedParent(p));
@@ -178,14 +178,7 @@ export const resourceRules: Record<string, RuleFn> = {
     delete body[field];
     const x = await fx.client.call('POST', await fx.createPath(p, await fx.sharedParent(p)), body);
     if (x.status === 200 && x.body?.uid) fx.created.push({ base: p.base, uid: x.body.uid });
-    const b = expectError(x, 3, 'INVALID_ARGUMENT', 'BadRequest');
-    const br = b.details.find((d: any) => d['@type'].endsWith('google.rpc.BadRequest'));
-    expect(
-      br.fieldViolations.some((v: any) => v.field === field || v.field.endsWith(`.${field}`)),
-      `a field violation for ${field}`,
-      br.fieldViolations,
-      x,
-    );
+    const b = expectFieldViolation(x, field);
     expect(
       new RegExp(`^Invalid argument: (\\S+\\.)?${field}: \\S`).test(b.message),
       `the message "Invalid argument: ${field}: <description>"`,
@@ -200,14 +193,7 @@ export const resourceRules: Record<string, RuleFn> = {
       [field]: value,
     });
     if (x.status === 200 && x.body?.uid) fx.created.push({ base: p.base, uid: x.body.uid });
-    const b = expectError(x, 3, 'INVALID_ARGUMENT', 'BadRequest');
-    const br = b.details.find((d: any) => d['@type'].endsWith('google.rpc.BadRequest'));
-    expect(
-      br.fieldViolations.some((v: any) => v.field === field),
-      `a field violation for ${field}`,
-      br.fieldViolations,
-      x,
-    );
+    expectFieldViolation(x, field);
   },
   'create/pattern-excludes-*': async (fx, p, field) => {
     // One probe per class of character a pattern may leave out: upper case, punctuation, white space other than a
@@ -230,14 +216,7 @@ export const resourceRules: Record<string, RuleFn> = {
         `HTTP 200 ${JSON.stringify(x.body)}`,
         x,
       );
-      const b = expectError(x, 3, 'INVALID_ARGUMENT', 'BadRequest');
-      const br = b.details.find((d: any) => d['@type'].endsWith('google.rpc.BadRequest'));
-      expect(
-        br.fieldViolations.some((v: any) => v.field === field),
-        `a field violation for ${field}`,
-        br.fieldViolations,
-        x,
-      );
+      expectFieldViolation(x, field);
       sent++;
     }
     if (sent === 0) throw new Skip(`no probe breaks the pattern of ${field}`);
