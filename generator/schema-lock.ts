@@ -2,9 +2,10 @@
 // whether it is required, and the changes old rows go through; the columns the spec no longer reads. The lock
 // decides columns: a new field gets a new column (never a removed field's, whose values it would resurrect), a
 // field whose type changes gets a new column filled from the old one as the spec declares (existingRows), a
-// renamed field (renamedFrom) a new column copied from the old. An enum's values are recorded: one removed over
-// stored rows needs the value they take (renamedValues), given in place. A change of what stored columns mean needs a
-// higher schemaVersion than the lock's: forgetting to raise it is an error that names the version to raise to.
+// renamed field (renamedFrom) a new column copied from the old. An enum's values are recorded (a scalar's, and a
+// list's held in one JSON column): one removed over stored rows needs the value they take (renamedValues), given
+// in place, inside stored lists too. A change of what stored columns mean needs a higher schemaVersion than the
+// lock's: forgetting to raise it is an error that names the version to raise to.
 import { existsSync, readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 // The entity's default column name (generator/emit-typescript.ts): a field whose column is it needs no `column`.
@@ -15,7 +16,7 @@ interface LockedField {
   column: string;
   type: string;
   required?: true;
-  /** a scalar enum's declared values: a stored row may hold any of them */
+  /** an enum's declared values (a scalar's or a list's): a stored row may hold any of them */
   values?: string[];
   changes?: StoredChange[];
 }
@@ -33,8 +34,8 @@ export const lockFile = 'schema.lock.json';
 /** The type a column holds: nested shapes are one JSON column, whatever their fields. */
 const storedType = (f: FieldModel) => (f.repeated ? `${f.type}[]` : f.type);
 
-/** An enum stored as its value's text (a list of values is one JSON column: its values are not followed yet). */
-const scalarEnum = (f: FieldModel) => f.type === 'enum' && !f.repeated && Array.isArray(f.values);
+/** An enum, stored as its value's text or, a list of values, as one JSON column: the values are followed alike. */
+const declaredEnum = (f: FieldModel) => f.type === 'enum' && Array.isArray(f.values);
 
 export function readSchemaLock(specDir: string): SchemaLock | undefined {
   const file = join(specDir, lockFile);
@@ -60,7 +61,7 @@ function lockOf(model: ApiModel): SchemaLock {
         column: f.column ?? snakeCase(name),
         type: storedType(f),
         ...(f.required ? { required: true as const } : {}),
-        ...(scalarEnum(f) ? { values: f.values } : {}),
+        ...(declaredEnum(f) ? { values: f.values } : {}),
         ...(f.changes ? { changes: f.changes } : {}),
       };
     }
