@@ -83,7 +83,7 @@ export function applySchemaLock(
   for (const r of Object.values(model.resources)) {
     const locked = lock?.tables[r.collection];
     // A table the lock does not know is new: every field gets its own name's column.
-    if (locked) followLock(r, locked, model.schemaVersion, lock!.schemaVersion, `${at(r.collection)}/fields`, problems);
+    if (locked) followLock(r, locked, model, lock!.schemaVersion, `${at(r.collection)}/fields`, problems);
   }
 }
 
@@ -104,6 +104,8 @@ interface Following {
   lockedVersion: number;
   taken: Set<string>;
   problems: string[];
+  /** the capability vocabulary: a field of values $capabilities takes its renames from access.yaml */
+  capabilities: string[];
 }
 
 const raise = (x: Following) =>
@@ -112,14 +114,15 @@ const raise = (x: Following) =>
 function followLock(
   r: ResourceModel,
   locked: LockedTable,
-  version: number,
+  model: ApiModel,
   lockedVersion: number,
   at: string,
   problems: string[],
 ): void {
   const retired = { ...locked.retired };
   const taken = new Set([...Object.values(locked.fields).map((f) => f.column), ...Object.keys(retired)]);
-  const x: Following = { version, lockedVersion, taken, problems };
+  const version = model.schemaVersion;
+  const x: Following = { version, lockedVersion, taken, problems, capabilities: Object.keys(model.capabilities) };
   // A field the spec no longer has (removed, or renamed) keeps its column and values; no new field reuses it.
   for (const [name, old] of Object.entries(locked.fields))
     if (!(name in r.fields)) retired[old.column] = { field: name, type: old.type };
@@ -186,11 +189,15 @@ function followValues(f: FieldModel, old: LockedField, changes: StoredChange[], 
   const amended = now >= 0 ? changes.splice(now, 1)[0].renamed! : {};
   const stored = old.values === undefined ? undefined : [...old.values, ...Object.keys(amended)];
   const renamed = renamesOf(f, stored, changes, at, x.problems);
+  const vocabulary = f.values?.length === x.capabilities.length && f.values.every((v, i) => v === x.capabilities[i]);
   for (const value of old.values ?? [])
     if (!f.values?.includes(value) && !(value in renamed))
       x.problems.push(
-        `${where}: its value ${value} is removed over stored rows: declare the value they take, renamedValues: ` +
-          `{ ${value}: <one of ${f.values?.join(', ')}> }${x.version <= x.lockedVersion ? `, and ${raise(x)}` : ''}`,
+        `${where}: its value ${value} is removed over stored rows: declare the value they take, ` +
+          (vocabulary
+            ? `in access.yaml: renamedCapabilities: { ${value}: <a capability> }`
+            : `renamedValues: { ${value}: <one of ${f.values?.join(', ')}> }`) +
+          (x.version <= x.lockedVersion ? `, and ${raise(x)}` : ''),
       );
   if (Object.keys(renamed).length === 0) return;
   if (x.version <= x.lockedVersion && now < 0)
