@@ -28,7 +28,10 @@ export class Skip extends Error {}
 /** What the rules call the target through: HTTP, or gRPC addressed by the same method and path. */
 export interface ApiClient {
   call(method: string, path: string, body?: unknown, headers?: Record<string, string>): Promise<Exchange>;
-  /** a token of an identity without capabilities under the suite's group, for the 403 rules */
+  /**
+   * a token of an identity bound to no role, for the 403 rules (the capability rules' callers come from the token
+   * exchange, where the target has one)
+   */
   readonly lowPrivilegeToken?: string;
   /** gRPC only: an rpc by its :path, for the surfaces no HTTP route mirrors (v2beta1 names, the token service) */
   rpc?(path: string, request: Record<string, unknown>, headers?: Record<string, string>): Promise<Exchange>;

@@ -1,8 +1,10 @@
 // The harness the rules run in: a Fixture makes what a rule needs under the suite's group through the public API
 // (distinct records, parents, the shared sets the paging rules walk) and remembers it for clean-up; beside it the
 // small checks every kind of rule reads answers with.
+import { randomBytes } from 'node:crypto';
+import { exportJWK, generateKeyPair, SignJWT } from 'jose';
 import { type ConformancePlan, type ResourcePlan, variedValue } from './plan.js';
-import { type ApiClient, expect, expectOk, Skip, statusOf, type Exchange } from './client.js';
+import { type ApiClient, expect, expectError, expectOk, Skip, statusOf, type Exchange } from './client.js';
 
 export class Fixture {
   private counter = 0;
@@ -11,6 +13,9 @@ export class Fixture {
   readonly created: { base: string; uid: string }[] = [];
   /** records nothing else refers to or lives under (the page size rules' many), deleted first, several at once */
   readonly leaves: { base: string; uid: string }[] = [];
+
+  /** what the running rule says of how it ran (a weaker check it fell back to), shown with its result */
+  notes: string[] = [];
 
   constructor(
     readonly client: ApiClient,
@@ -149,6 +154,46 @@ export class Fixture {
     this.leaves.splice(0, this.leaves.length, ...kept);
   }
 
+  /**
+   * A token of an identity the suite makes in its group, bound there to a role of its own that holds every
+   * capability the suite may grant but `without`: a caller that a server checking only "holds some role" lets
+   * through. The suite is the identity's issuer (static keys of its own) and exchanges a token it signs at the
+   * target's token exchange; where the target has none, or refuses, the reason instead. Made once per set.
+   */
+  callerWithout(without: string[]): Promise<{ token: string } | { reason: string }> {
+    return this.once(`caller:${[...without].sort().join(',')}`, async () => {
+      const exchange = this.plan.tokenExchange;
+      if (!exchange)
+        return { reason: 'the API serves no token exchange to get a token of an identity the suite makes' };
+      const has = (c: string) => this.plan.resources.some((r) => r.collection === c && r.operations.includes('create'));
+      if (!['identities', 'roles', 'roleBindings'].every(has))
+        return { reason: 'the API has no identities, roles and role bindings to create' };
+      const issuer = await this.once('issuer', ownIssuer);
+      const n = ++this.counter;
+      const subject = `caller-${n}`;
+      const identity = await this.create(this.resource('identities'), this.root, {
+        name: `conformance caller ${n}`,
+        staticKeys: { issuer: issuer.url, subject, issuerKeys: issuer.keys, audiences: [issuer.audience] },
+      });
+      const role = await this.create(this.resource('roles'), this.root, {
+        name: `conformance without ${without.join(' ')}`.toLowerCase(),
+        capabilities: this.plan.grantable.filter((c) => !without.includes(c)),
+      });
+      await this.create(this.resource('roleBindings'), this.root, { identityUid: identity.uid, roleUid: role.uid });
+      const upstream = `Bearer ${await issuer.sign(subject)}`;
+      const x =
+        exchange.rpc && this.client.rpc
+          ? await this.client.rpc(exchange.rpc, { identity: identity.uid }, { authorization: upstream })
+          : await this.client.call('POST', `${exchange.path}?identity=${encodeURIComponent(identity.uid)}`, undefined, {
+              authorization: upstream,
+            });
+      if (x.status === 200 && typeof x.body?.token === 'string') return { token: x.body.token as string };
+      return {
+        reason: `the token exchange refused an identity of static keys (HTTP ${x.status} ${x.body?.message ?? ''})`,
+      };
+    });
+  }
+
   /** Eight records under a parent of their own, for the paging and ordering rules. */
   walkSet(p: ResourcePlan): Promise<{ parent: string | undefined; records: any[] }> {
     return this.once(`walk:${p.collection}`, async () => {
@@ -158,6 +203,30 @@ export class Fixture {
       return { parent, records };
     });
   }
+}
+
+/** The suite as an OIDC issuer of its own: a key pair made for this run, its public key as a JWKS document. */
+async function ownIssuer(): Promise<{
+  url: string;
+  audience: string;
+  keys: string;
+  sign(subject: string): Promise<string>;
+}> {
+  const { privateKey, publicKey } = await generateKeyPair('ES256');
+  const kid = randomBytes(8).toString('hex');
+  const url = `https://conformance.invalid/${kid}`;
+  const audience = 'conformance';
+  const keys = JSON.stringify({ keys: [{ ...(await exportJWK(publicKey)), kid, alg: 'ES256', use: 'sig' }] });
+  const sign = (subject: string) =>
+    new SignJWT({})
+      .setProtectedHeader({ alg: 'ES256', kid })
+      .setIssuer(url)
+      .setSubject(subject)
+      .setAudience(audience)
+      .setIssuedAt()
+      .setExpirationTime('10m')
+      .sign(privateKey);
+  return { url, audience, keys, sign };
 }
 
 export const rfc3339ms = /^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}\.\d{3}Z$/;
@@ -181,6 +250,22 @@ export function headersOf(x: Exchange): Record<string, string> {
 }
 
 export const isJson = (x: Exchange) => /^application\/json\b/i.test(headersOf(x)['content-type'] ?? '');
+
+/**
+ * INVALID_ARGUMENT with a BadRequest whose violations name the field (as itself, or inside the message that holds
+ * it: repo.name); the error body, for the rule to read further.
+ */
+export function expectFieldViolation(x: Exchange, field: string): any {
+  const b = expectError(x, 3, 'INVALID_ARGUMENT', 'BadRequest');
+  const br = b.details.find((d: any) => d['@type'].endsWith('google.rpc.BadRequest'));
+  expect(
+    (br.fieldViolations ?? []).some((v: any) => v.field === field || v.field?.endsWith(`.${field}`)),
+    `a field violation for ${field}`,
+    br.fieldViolations,
+    x,
+  );
+  return b;
+}
 
 /** Spec 9.3: v2 is generally available; no response of it carries deprecation or sunset headers. */
 export function expectNoDeprecation(x: Exchange): void {

@@ -119,6 +119,13 @@ export function failingFields(p: ResourcePlan): string[] {
 
 export interface ConformancePlan {
   version: string;
+  /**
+   * The token exchange, when the API serves one (HTTP path, and the rpc where it has a token service): how the
+   * suite gets tokens for identities it makes, as their issuer (the callers of the capability rules).
+   */
+  tokenExchange?: { path: string; rpc?: string };
+  /** What the creator of a root group holds in it (the groups' creatorRole): what the suite may grant its callers. */
+  grantable: string[];
   resources: ResourcePlan[];
   rules: PlannedRule[];
   /** in the routes' match order; an rpc may serve two routes (a create with and without its parent) */

@@ -1,6 +1,6 @@
 // The report of a run, one set of facts in two forms: the text a person reads and the JSON a tool reads. Each
 // failure names the spec lines its rule checks, the request, what was expected and what came back; each skip says
-// why. A test reads both forms back and compares them.
+// why; a rule that passed by a weaker check than its own says which. A test reads both forms back and compares them.
 import type { RuleResult } from './run.js';
 
 export interface Report {
@@ -37,7 +37,10 @@ function factLines(r: RuleResult): [string, string][] {
   return lines;
 }
 
-/** The text form: failures with their facts, then skips with their reasons, then the summary line last. */
+/**
+ * The text form: failures with their facts, then skips with their reasons, then the notes of rules that passed by a
+ * weaker check, then the summary line last.
+ */
 export function formatReport(report: Report): string {
   const out: string[] = [];
   for (const r of report.results.filter((x) => x.status === 'failed')) {
@@ -45,6 +48,8 @@ export function formatReport(report: Report): string {
     for (const [label, text] of factLines(r)) out.push(`  ${`${label}:`.padEnd(10)}${text}`);
   }
   for (const r of report.results.filter((x) => x.status === 'skipped')) out.push(`SKIP ${r.name}: ${r.reason}`);
+  // A rule that passed by a weaker check than its own (a fallback) says so.
+  for (const r of report.results.filter((x) => x.status === 'passed' && x.note)) out.push(`NOTE ${r.name}: ${r.note}`);
   out.push(`${report.passed} passed, ${report.failed} failed, ${report.skipped} skipped`);
   return out.join('\n');
 }

@@ -11,6 +11,8 @@ export interface RuleResult {
   status: 'passed' | 'failed' | 'skipped';
   /** why it was skipped, or what went wrong where no expectation was reached */
   reason?: string;
+  /** how a rule ran where it fell back to a weaker check (a caller bound to no role) */
+  note?: string;
   /** a failure: the spec lines its rule checks */
   spec?: { id: string; says: string }[];
   /** a failure of a rule that checks a decision of ours beyond the spec: which */
@@ -118,6 +120,8 @@ function checked(rule: string): Pick<RuleResult, 'spec' | 'decision' | 'declared
 const oneLine = (s: string) => s.replace(/\s*\n\s*/g, ' ');
 
 async function runRule(fx: Fixture, r: PlannedRule): Promise<RuleResult> {
+  fx.notes = [];
+  const noted = () => (fx.notes.length > 0 ? { note: oneLine(fx.notes.join('; ')) } : {});
   try {
     if (r.resource) {
       const found = ruleFor(r.rule);
@@ -129,7 +133,7 @@ async function runRule(fx: Fixture, r: PlannedRule): Promise<RuleResult> {
       if (!check) throw new Skip(`this suite has no check for ${r.rule}`);
       await check(fx);
     }
-    return { name: r.name, status: 'passed' };
+    return { name: r.name, status: 'passed', ...noted() };
   } catch (e) {
     if (e instanceof Skip) return { name: r.name, status: 'skipped', reason: oneLine(e.message) };
     if (e instanceof ConformanceFailure)

@@ -337,5 +337,21 @@ export function emitConformancePlan(model: ApiModel, routes: Route[], rpcs: RpcD
   );
   for (const p of resources)
     for (const rule of rulesOf(p)) rules.push({ name: `${p.id}/${rule}`, resource: p.collection, rule });
-  return { version: model.version, resources, rules, rpcs: plannedRpcs(routes, rpcs) };
+  const creatorRole = model.roles.find((r) => r.name === model.resources.groups?.creatorRole);
+  const tokenService = model.proto.tokenService;
+  return {
+    version: model.version,
+    ...(model.tokenExchange === false
+      ? {}
+      : {
+          tokenExchange: {
+            path: '/sts/exchange',
+            ...(tokenService ? { rpc: `/${tokenService}.SecurityTokenService/Exchange` } : {}),
+          },
+        }),
+    grantable: [...(creatorRole?.capabilities ?? [])].sort(),
+    resources,
+    rules,
+    rpcs: plannedRpcs(routes, rpcs),
+  };
 }

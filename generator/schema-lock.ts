@@ -2,9 +2,10 @@
 // whether it is required, and the changes old rows go through; the columns the spec no longer reads. The lock
 // decides columns: a new field gets a new column (never a removed field's, whose values it would resurrect), a
 // field whose type changes gets a new column filled from the old one as the spec declares (existingRows), a
-// renamed field (renamedFrom) a new column copied from the old. An enum's values are recorded: one removed over
-// stored rows needs the value they take (renamedValues), given in place. A change of what stored columns mean needs a
-// higher schemaVersion than the lock's: forgetting to raise it is an error that names the version to raise to.
+// renamed field (renamedFrom) a new column copied from the old. An enum's values are recorded (a scalar's, and a
+// list's held in one JSON column): one removed over stored rows needs the value they take (renamedValues), given
+// in place, inside stored lists too. A change of what stored columns mean needs a higher schemaVersion than the
+// lock's: forgetting to raise it is an error that names the version to raise to.
 import { existsSync, readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 // The entity's default column name (generator/emit-typescript.ts): a field whose column is it needs no `column`.
@@ -15,7 +16,7 @@ interface LockedField {
   column: string;
   type: string;
   required?: true;
-  /** a scalar enum's declared values: a stored row may hold any of them */
+  /** an enum's declared values (a scalar's or a list's): a stored row may hold any of them */
   values?: string[];
   changes?: StoredChange[];
 }
@@ -33,8 +34,8 @@ export const lockFile = 'schema.lock.json';
 /** The type a column holds: nested shapes are one JSON column, whatever their fields. */
 const storedType = (f: FieldModel) => (f.repeated ? `${f.type}[]` : f.type);
 
-/** An enum stored as its value's text (a list of values is one JSON column: its values are not followed yet). */
-const scalarEnum = (f: FieldModel) => f.type === 'enum' && !f.repeated && Array.isArray(f.values);
+/** An enum, stored as its value's text or, a list of values, as one JSON column: the values are followed alike. */
+const declaredEnum = (f: FieldModel) => f.type === 'enum' && Array.isArray(f.values);
 
 export function readSchemaLock(specDir: string): SchemaLock | undefined {
   const file = join(specDir, lockFile);
@@ -60,7 +61,7 @@ function lockOf(model: ApiModel): SchemaLock {
         column: f.column ?? snakeCase(name),
         type: storedType(f),
         ...(f.required ? { required: true as const } : {}),
-        ...(scalarEnum(f) ? { values: f.values } : {}),
+        ...(declaredEnum(f) ? { values: f.values } : {}),
         ...(f.changes ? { changes: f.changes } : {}),
       };
     }
@@ -82,7 +83,7 @@ export function applySchemaLock(
   for (const r of Object.values(model.resources)) {
     const locked = lock?.tables[r.collection];
     // A table the lock does not know is new: every field gets its own name's column.
-    if (locked) followLock(r, locked, model.schemaVersion, lock!.schemaVersion, `${at(r.collection)}/fields`, problems);
+    if (locked) followLock(r, locked, model, lock!.schemaVersion, `${at(r.collection)}/fields`, problems);
   }
 }
 
@@ -103,6 +104,8 @@ interface Following {
   lockedVersion: number;
   taken: Set<string>;
   problems: string[];
+  /** the capability vocabulary: a field of values $capabilities takes its renames from access.yaml */
+  capabilities: string[];
 }
 
 const raise = (x: Following) =>
@@ -111,14 +114,15 @@ const raise = (x: Following) =>
 function followLock(
   r: ResourceModel,
   locked: LockedTable,
-  version: number,
+  model: ApiModel,
   lockedVersion: number,
   at: string,
   problems: string[],
 ): void {
   const retired = { ...locked.retired };
   const taken = new Set([...Object.values(locked.fields).map((f) => f.column), ...Object.keys(retired)]);
-  const x: Following = { version, lockedVersion, taken, problems };
+  const version = model.schemaVersion;
+  const x: Following = { version, lockedVersion, taken, problems, capabilities: Object.keys(model.capabilities) };
   // A field the spec no longer has (removed, or renamed) keeps its column and values; no new field reuses it.
   for (const [name, old] of Object.entries(locked.fields))
     if (!(name in r.fields)) retired[old.column] = { field: name, type: old.type };
@@ -185,11 +189,15 @@ function followValues(f: FieldModel, old: LockedField, changes: StoredChange[], 
   const amended = now >= 0 ? changes.splice(now, 1)[0].renamed! : {};
   const stored = old.values === undefined ? undefined : [...old.values, ...Object.keys(amended)];
   const renamed = renamesOf(f, stored, changes, at, x.problems);
+  const vocabulary = f.values?.length === x.capabilities.length && f.values.every((v, i) => v === x.capabilities[i]);
   for (const value of old.values ?? [])
     if (!f.values?.includes(value) && !(value in renamed))
       x.problems.push(
-        `${where}: its value ${value} is removed over stored rows: declare the value they take, renamedValues: ` +
-          `{ ${value}: <one of ${f.values?.join(', ')}> }${x.version <= x.lockedVersion ? `, and ${raise(x)}` : ''}`,
+        `${where}: its value ${value} is removed over stored rows: declare the value they take, ` +
+          (vocabulary
+            ? `in access.yaml: renamedCapabilities: { ${value}: <a capability> }`
+            : `renamedValues: { ${value}: <one of ${f.values?.join(', ')}> }`) +
+          (x.version <= x.lockedVersion ? `, and ${raise(x)}` : ''),
       );
   if (Object.keys(renamed).length === 0) return;
   if (x.version <= x.lockedVersion && now < 0)

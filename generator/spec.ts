@@ -122,6 +122,8 @@ interface RawAccess {
   capabilities: RawCapabilities;
   roles: { name: string; description: string; capabilities: string[]; bootstrap?: boolean }[];
   proto?: ProtoApiModel['capabilities'];
+  /** removed capability -> the one stored roles take: the renamedValues of each field of values $capabilities */
+  renamedCapabilities?: Record<string, string>;
 }
 
 /**
@@ -259,7 +261,7 @@ export function loadSpec(specDir: string): ApiModel {
   checkIncludes(loading, include, join(specDir, apiFile));
   loading.model.domains.sort();
   // Every file has declared its capabilities now: the vocabulary is complete.
-  resolveVocabulary(loading.model);
+  resolveVocabulary(loading.model, loading.access?.renamedCapabilities ?? {});
   linkResources(loading);
   checkEndpoints(loading);
   addBuiltInRoles(loading);
@@ -549,15 +551,15 @@ function readEndpoints({ model, problems, endpointOrigin }: Loading, raw: RawDom
   }
 }
 
-function resolveVocabulary(model: ApiModel): void {
+function resolveVocabulary(model: ApiModel, renamed: Record<string, string>): void {
   const vocabulary = Object.keys(model.capabilities);
   for (const r of Object.values(model.resources)) {
-    resolveCapabilityValues(r.fields, vocabulary);
-    resolveCapabilityValues(r.presents, vocabulary);
-    for (const sub of r.subresources) resolveCapabilityValues(sub.fields, vocabulary);
+    resolveCapabilityValues(r.fields, vocabulary, renamed);
+    resolveCapabilityValues(r.presents, vocabulary, {});
+    for (const sub of r.subresources) resolveCapabilityValues(sub.fields, vocabulary, {});
   }
   for (const e of model.endpoints)
-    for (const fields of [e.query, e.body, e.response]) resolveCapabilityValues(fields, vocabulary);
+    for (const fields of [e.query, e.body, e.response]) resolveCapabilityValues(fields, vocabulary, {});
 }
 
 /** Parents know their children; parents, references and creator roles name what exists. */
@@ -957,12 +959,23 @@ function batchDeleteOf(r: RawResource, at: string, problems: string[]): Pick<Res
   return { batchDelete: { max: r.batchDelete.max ?? 100 } };
 }
 
-/** `values: $capabilities` becomes the capability vocabulary, so that no list of capabilities is written twice. */
-function resolveCapabilityValues(fields: Record<string, FieldModel> | undefined, vocabulary: string[]): void {
+/**
+ * `values: $capabilities` becomes the capability vocabulary, so that no list of capabilities is written twice; a
+ * stored field of it takes access.yaml's renamedCapabilities as its renamedValues (the schema lock's, for stored
+ * roles holding a removed capability), where the author of the vocabulary declares them.
+ */
+function resolveCapabilityValues(
+  fields: Record<string, FieldModel> | undefined,
+  vocabulary: string[],
+  renamed: Record<string, string>,
+): void {
   for (const f of Object.values(fields ?? {})) {
-    if ((f.values as unknown) === '$capabilities') f.values = vocabulary;
-    resolveCapabilityValues(f.fields, vocabulary);
-    if (f.mapValue) resolveCapabilityValues({ value: f.mapValue }, vocabulary);
+    if ((f.values as unknown) === '$capabilities') {
+      f.values = vocabulary;
+      if (Object.keys(renamed).length > 0) f.renamedValues = { ...renamed, ...f.renamedValues };
+    }
+    resolveCapabilityValues(f.fields, vocabulary, renamed);
+    if (f.mapValue) resolveCapabilityValues({ value: f.mapValue }, vocabulary, renamed);
   }
 }
 

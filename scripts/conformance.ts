@@ -37,7 +37,9 @@ Runs the rules generated from spec/ (generated/conformance/plan.json) against an
   --base-url URL               the server to check (required)
   --token T                    the bearer token to call it with
   --token-command CMD          a command that prints one, e.g. 'npm run -s token'
-  --low-privilege-token T      a token without grants, for the permission rules
+  --low-privilege-token T      a token of an identity bound to no role, for api/low-privilege-permission-denied
+                               (and the capability rules, where the target has no token exchange to get their
+                               callers from)
   --parent GROUP_UID           work under this group (default: a root group it creates and deletes)
   --filter GLOB                only rules whose name matches (repeatable), e.g. 'registry.*'
   --skip-file FILE             known failures: rule names or globs, one a line, # comments

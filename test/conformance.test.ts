@@ -19,6 +19,7 @@ test.after(async () => s.stop());
 
 test('our server passes the whole suite, and the suite leaves no data behind', async () => {
   const before = (await s.call('GET', '/iam/v2/groups')).body.totalCount;
+  const identities = (await s.call('GET', '/iam/v2/identities')).body.totalCount;
   const { body: nobody } = await s.call('POST', `/iam/v2/identities/${s.bootstrap.organization}`, { name: 'nobody' });
   const run = await runSuite(s, s.url, '--low-privilege-token', await s.mint(nobody.uid));
   assert.is(run.status, 0, run.stdout);
@@ -36,6 +37,11 @@ test('our server passes the whole suite, and the suite leaves no data behind', a
   }
   assert.is(run.report.failed, 0);
   assert.ok(run.report.passed > 250, `passed ${run.report.passed}`);
+  assert.equal(
+    run.report.results.filter((r) => r.note),
+    [],
+    'no rule fell back to a weaker check: the capability rules got their callers from the token exchange',
+  );
   assert.match(run.stdout, /^\d+ passed, 0 failed, \d+ skipped$/m);
   const skipped = run.report.results.filter((r) => r.status === 'skipped').map((r) => r.name);
   assert.equal(
@@ -53,6 +59,7 @@ test('our server passes the whole suite, and the suite leaves no data behind', a
   assert.is((await s.call('GET', '/iam/v2/groups')).body.totalCount, before);
   assert.is((await s.call('GET', '/registry/v2/repos')).body.totalCount, '0');
   await s.call('DELETE', `/iam/v2/identities/${nobody.uid}`);
+  assert.is((await s.call('GET', '/iam/v2/identities')).body.totalCount, identities, 'its callers deleted too');
 });
 
 test('--protocol takes http or grpc', async () => {
@@ -70,9 +77,12 @@ test('--filter, --parent and --skip-file narrow the run', async () => {
   assert.ok(run.report.results.every((r) => r.name.startsWith('registry.repos/')));
   assert.equal(
     run.report.results.filter((r) => r.status === 'skipped').map((r) => r.name),
-    // The permission rule waits for --low-privilege-token.
-    ['registry.repos/list/skip', 'registry.repos/access/each-operation-needs-its-capability'],
+    ['registry.repos/list/skip'],
   );
+  // The capability rule needs no --low-privilege-token: its callers come from the token exchange, each bound to a
+  // role holding all but one capability.
+  const access = run.report.results.find((r) => r.name === 'registry.repos/access/each-operation-needs-its-capability');
+  assert.equal(access, { name: 'registry.repos/access/each-operation-needs-its-capability', status: 'passed' });
   assert.match(run.stdout, /^SKIP registry\.repos\/list\/skip: listed in the skip file$/m, 'the reason in the text');
   assert.is(
     (await s.call('GET', `/registry/v2/repos?uidp.descendants_of=${parent.uid}`)).body.totalCount,

@@ -72,6 +72,41 @@ test('an upstream token with the right subject is exchanged for a token that wor
   assert.is(viaGet.status, 200);
 });
 
+test('an identity of static keys: a token its keys signed for its issuer, subject and audience, until they expire', async () => {
+  // No issuer to ask: the keys are the identity's own (a JWKS document), as the reference's StaticKeys.
+  const { privateKey, publicKey } = await generateKeyPair('ES256');
+  const other = await generateKeyPair('ES256');
+  const issuerKeys = JSON.stringify({ keys: [{ ...(await exportJWK(publicKey)), kid: 'k1', alg: 'ES256' }] });
+  const staticKeys = { issuer: 'https://static.example', subject: 'robot', issuerKeys, audiences: ['conformance'] };
+  const id = (await s.call('POST', `/iam/v2/identities/${s.bootstrap.organization}`, { name: 'robot', staticKeys }))
+    .body.uid;
+  await s.call('POST', `/iam/v2/roleBindings/${s.bootstrap.organization}`, { identityUid: id, roleUid: viewerRole });
+  const signed = (claims: Record<string, unknown>, key = privateKey) =>
+    new SignJWT({ iss: staticKeys.issuer, sub: 'robot', aud: 'conformance', ...claims })
+      .setProtectedHeader({ alg: 'ES256', kid: 'k1' })
+      .setIssuedAt()
+      .setExpirationTime('5m')
+      .sign(key);
+  const r = await exchange(await signed({}), `identity=${id}`);
+  assert.is(r.status, 200, JSON.stringify(r.body));
+  const auth = { authorization: `Bearer ${r.body.token}` };
+  assert.is((await s.call('GET', '/registry/v2/repos', undefined, auth)).status, 200, 'the token works, a viewer');
+  assert.type(r.body.refreshToken, 'string');
+  for (const [what, token] of [
+    ['another key', await signed({}, other.privateKey)],
+    ['another subject', await signed({ sub: 'someone' })],
+    ['another issuer', await signed({ iss: 'https://other.example' })],
+    ['another audience', await signed({ aud: s.url })],
+  ] as const)
+    assert.is((await exchange(token, `identity=${id}`)).status, 403, what);
+  // Keys past their expirationTime sign nothing.
+  const expired = { ...staticKeys, expirationTime: '2020-01-01T00:00:00.000Z' };
+  await s.call('PATCH', `/iam/v2/identities/${id}?updateMask=staticKeys`, { staticKeys: expired });
+  assert.is((await exchange(await signed({}), `identity=${id}`)).status, 403, 'expired keys');
+  // What refresh tokens were issued against changed: they end.
+  assert.is((await refreshHttp(r.body.refreshToken)).status, 401, 'the static keys changed');
+});
+
 test('identities:lookupIdentity finds the identity for an issuer and subject (a custom :verb method)', async () => {
   const found = await s.call(
     'GET',

@@ -154,6 +154,40 @@ test('the declarations of capabilities, filters, natural keys and create times a
     assert.match(model.stderr, problem);
 });
 
+test('a capability stored roles may hold is removed only with the one they take, declared in access.yaml', () => {
+  // Roles keep their capabilities as a list of enum values (framework/spec/iam.yaml, values: $capabilities): the
+  // schema lock follows them, and the author of the vocabulary says where a removed one goes.
+  const spec = join(scratch, 'removed-capability');
+  cpSync('spec', spec, { recursive: true });
+  const access = readFileSync(join(spec, 'access.yaml'), 'utf8');
+  const without = access
+    .replace(/^ {2}CAP_TENANT_CLUSTERS_CREATE: .*\n/m, '')
+    .replace(/^ {6}- CAP_TENANT_CLUSTERS_CREATE\n/gm, '');
+  writeFileSync(join(spec, 'access.yaml'), without);
+  const version = Number(/^schemaVersion: (\d+)$/m.exec(readFileSync(join(spec, 'api.yaml'), 'utf8'))![1]);
+  const refused = generate(spec, join(scratch, 'removed-capability-out'));
+  assert.is(refused.status, 1);
+  assert.match(
+    refused.stderr,
+    /framework\/spec\/iam\.yaml: \/resources\/\d+\/fields\/capabilities: its value CAP_TENANT_CLUSTERS_CREATE is removed over stored rows: declare the value they take, in access\.yaml: renamedCapabilities: \{ CAP_TENANT_CLUSTERS_CREATE: <a capability> \}, and raise schemaVersion/,
+  );
+  writeFileSync(
+    join(spec, 'access.yaml'),
+    `renamedCapabilities: { CAP_TENANT_CLUSTERS_CREATE: CAP_TENANT_CLUSTERS_UPDATE }\n${without}`,
+  );
+  const api = readFileSync(join(spec, 'api.yaml'), 'utf8');
+  writeFileSync(join(spec, 'api.yaml'), api.replace(/^schemaVersion: \d+$/m, `schemaVersion: ${version + 1}`));
+  const declared = generate(spec, join(scratch, 'removed-capability-out'));
+  assert.is(declared.status, 0, declared.stderr);
+  const lock = JSON.parse(readFileSync(join(spec, 'schema.lock.json'), 'utf8'));
+  assert.equal(lock.tables.roles.fields.capabilities.changes.at(-1), {
+    since: version + 1,
+    kind: 'values',
+    rows: 'copy',
+    renamed: { CAP_TENANT_CLUSTERS_CREATE: 'CAP_TENANT_CLUSTERS_UPDATE' },
+  });
+});
+
 test('a proto alias must be another package, not that of a domain, and end in its version', () => {
   const spec = join(scratch, 'alias-spec');
   cpSync('spec', spec, { recursive: true });

@@ -8,7 +8,9 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { test } from 'uvu';
 import * as assert from 'uvu/assert';
+import type { RuleResult } from '../conformance/run.js';
 import { readBootstrap } from '../runtime/access/bootstrap.js';
+import { httpDefectProxy } from './support/defect-proxies.js';
 import { grpcClient, type GrpcTestClient } from './support/grpc-client.js';
 import { outcome, type ScriptResult } from './support/process.js';
 
@@ -227,14 +229,65 @@ test('only what the spec declares is served: no Platform domain, the token servi
 });
 
 test('its conformance run passes (npm run conformance in the project, over HTTP)', async () => {
+  const json = join(root, 'report.json');
   const r = await run(
     'npm',
-    ['run', '-s', 'conformance', '--', '--base-url', url, '--token-command', 'npm run -s token'],
+    ['run', '-s', 'conformance', '--', '--base-url', url, '--token-command', 'npm run -s token', '--json', json],
     project,
   );
   assert.is(r.status, 0, `${r.stdout.slice(-3000)}\n${r.stderr}`);
   assert.match(r.stdout, /^\d+ passed, 0 failed, \d+ skipped$/m);
-  assert.match(r.stdout, /catalog\.books\//, 'the rules of its own resources ran');
+  const results: RuleResult[] = JSON.parse(readFileSync(json, 'utf8')).results;
+  const own = results.filter((x) => x.name.startsWith('catalog.books/') && x.status === 'passed');
+  assert.ok(own.length > 10, `the rules of its own resources ran: ${own.length} passed`);
+  // Its capability rules get their callers (all capabilities but one) from its own token exchange (include: sts).
+  for (const rule of [
+    'catalog.books/access/each-operation-needs-its-capability',
+    'catalog.shelves/access/each-operation-needs-its-capability',
+  ])
+    assert.equal(
+      results.find((x) => x.name === rule),
+      { name: rule, status: 'passed' },
+      rule,
+    );
+});
+
+test('its conformance run fails an int64 answered as a JSON number (a double): the planted defect proves the rule', async () => {
+  // The Platform has no int64 a create sets (conformance/defects.ts cannot plant this there): the example's pages is.
+  const plan = JSON.parse(readFileSync(join(project, 'generated', 'conformance', 'plan.json'), 'utf8'));
+  assert.equal(plan.resources.find((p: any) => p.collection === 'books').varied.pages.type, 'int64');
+  const proxy = await httpDefectProxy(url, plan);
+  proxy.plant({
+    name: 'an int64 answered as a JSON number',
+    breaks: 'declared',
+    proves: ['catalog.books/create/returns-resource'],
+    over: ['http'],
+    answer: (a) =>
+      a.status === 200 && typeof a.body?.pages === 'string'
+        ? { ...a, body: { ...a.body, pages: Number(a.body.pages) } }
+        : a,
+  });
+  const json = join(root, 'int64-report.json');
+  try {
+    const r = await run(
+      'npm',
+      ['run', '-s', 'conformance', '--', '--base-url', proxy.url, '--token-command', 'npm run -s token'].concat([
+        '--filter',
+        'catalog.books/create/returns-resource',
+        '--json',
+        json,
+      ]),
+      project,
+    );
+    assert.is(r.status, 1, r.stdout);
+    const [result] = JSON.parse(readFileSync(json, 'utf8')).results as RuleResult[];
+    assert.is(result.status, 'failed');
+    // Sent as a string beyond 2^53, answered as a number that a double rounds.
+    assert.match(result.expected!, /^pages echoed as sent \("\d{16,}"\)$/);
+    assert.match(result.actual!, /^\d{16,}$/);
+  } finally {
+    await proxy.close();
+  }
 });
 
 test('generate refuses a spec without the cores the runtime needs, naming what to include', async () => {
@@ -319,6 +372,8 @@ test('without include sts, the token service is not in the contract (and not ser
   assert.not.ok(openapi.paths['/sts/exchange']);
   assert.ok(openapi.paths['/catalog/v2/shelves']);
   assert.match(readFileSync(join(out, 'model.ts'), 'utf8'), /"tokenExchange": false/);
+  // Its conformance plan has no exchange: the capability rules fall back to --low-privilege-token (and say so).
+  assert.not.ok(JSON.parse(readFileSync(join(out, 'conformance', 'plan.json'), 'utf8')).tokenExchange);
 });
 
 test.run();

@@ -280,4 +280,58 @@ test('an enum value removed over stored rows is refused until the value they tak
   assert.is(later.status, 0, later.out);
 });
 
+test('a list of enum values: a value stored lists may hold is removed only with the value they take, migrated inside them', async () => {
+  const fields7 = [
+    ...fields4,
+    'colour: { type: string, required: true, existingRows: { default: NONE } }',
+    'stock: { type: int64, required: true }',
+    'tier: { type: enum, values: [TIER_UNSPECIFIED, SILVER, PREMIUM] }',
+  ];
+  const grades = (values: string, more = '') => `grades: { type: enum, repeated: true, values: [${values}]${more} }`;
+  write(v + 8, [...fields7, grades('GRADE_UNSPECIFIED, A, B')]);
+  const first = generate(v + 8);
+  assert.is(first.status, 0, first.out);
+  assert.is((await migrate(v + 8)).status, 0);
+  let b = await serve(v + 8);
+  for (const [uid, list] of [
+    [one.uid, ['A', 'B']],
+    [two.uid, ['B']],
+  ] as const) {
+    const r = await b.call('PATCH', `/catalog/v2/products/${uid}?updateMask=grades`, { grades: list });
+    assert.is(r.status, 200, JSON.stringify(r.body));
+  }
+  await b.stop();
+  // A removed as a scalar's value would be: the stored lists holding it would be served, and refused by an update.
+  write(v + 9, [...fields7, grades('GRADE_UNSPECIFIED, B, C')]);
+  const removed = generate(v + 9);
+  assert.is(removed.status, 1);
+  assert.ok(
+    removed.out.includes(
+      'catalog.yaml: /resources/0/fields/grades: its value A is removed over stored rows: declare the value they ' +
+        'take, renamedValues: { A: <one of GRADE_UNSPECIFIED, B, C> }',
+    ),
+    removed.out,
+  );
+  write(v + 9, [...fields7, grades('GRADE_UNSPECIFIED, B, C', ', renamedValues: { A: C }')]);
+  const declared = generate(v + 9);
+  assert.is(declared.status, 0, declared.out);
+  const plan = await migrate(v + 9, ['--dry-run']);
+  assert.match(plan.stdout, /products\.grades \(grades\): values renamed: A -> C/, plan.stdout);
+  assert.is((await migrate(v + 9)).status, 0);
+  b = await serve(v + 9);
+  assert.equal((await get(b, one.uid)).body.grades, ['C', 'B'], 'renamed in place, in its place in the list');
+  assert.equal((await get(b, two.uid)).body.grades, ['B'], 'a list without the value is left as it was');
+  const [row] = await query(b, 'select grades from products where uid = ?', [one.uid]);
+  assert.equal(typeof row.grades === 'string' ? JSON.parse(row.grades) : row.grades, ['C', 'B']);
+  await b.stop();
+  // Merged into a value the list holds already: the list holds it once.
+  write(v + 10, [...fields7, grades('GRADE_UNSPECIFIED, C', ', renamedValues: { B: C }')]);
+  assert.is(generate(v + 10).status, 0);
+  assert.is((await migrate(v + 10)).status, 0);
+  b = await serve(v + 10);
+  assert.equal((await get(b, one.uid)).body.grades, ['C']);
+  assert.equal((await get(b, two.uid)).body.grades, ['C']);
+  await b.stop();
+});
+
 test.run();

@@ -1,10 +1,20 @@
 // Token exchange (POST or GET /sts/exchange?identity=<uid>[&aud=...]): an upstream OIDC token, presented as the
-// bearer token, is exchanged for a token of ours for an identity whose claimMatch it satisfies. Upstream
+// bearer token, is exchanged for a token of ours for an identity whose claimMatch it satisfies, or whose static
+// keys signed it. Upstream
 // keys are found through the issuer's discovery document, under the outbound address policy, and cached; a slow
 // or dead issuer cannot hang us. Every check is here, in exchange(), for both transports (HTTP and gRPC).
 import type { HttpContext } from '../../runtime/http/context.js';
 import { Router } from '../../runtime/http/router.js';
-import { createRemoteJWKSet, customFetch, decodeJwt, errors, jwtVerify, type JWTPayload } from 'jose';
+import {
+  createLocalJWKSet,
+  createRemoteJWKSet,
+  customFetch,
+  decodeJwt,
+  errors,
+  jwtVerify,
+  type JSONWebKeySet,
+  type JWTPayload,
+} from 'jose';
 import { recordedEmail } from '../../runtime/access/email-domain.js';
 import { ApiError, invalidArgument, permissionDenied, unauthenticated } from '../../runtime/model/errors.js';
 import { clockSkewSeconds, type TokenIssuer } from '../../runtime/access/issuer.js';
@@ -20,7 +30,7 @@ import {
 } from '../../runtime/access/outbound.js';
 import { matchesPattern, maxMatchedLength } from '../../runtime/access/safe-pattern.js';
 import type { ExchangeRequest, RefreshRequest, TokenPair } from '../../runtime/grpc/token-service.js';
-import type { RefreshTokens } from '../../runtime/access/refresh-tokens.js';
+import { assumedBy, type RefreshTokens } from '../../runtime/access/refresh-tokens.js';
 
 const fetchTimeoutMs = 5000;
 const discoveryTtlMs = 10 * 60 * 1000;
@@ -31,6 +41,7 @@ export const maxKeySets = 100;
 
 // The runtime's record type (not one API's generated/): a new API's project typechecks with its own.
 type ClaimMatch = NonNullable<RecordTypes['identities']['claimMatch']>;
+type StaticKeys = NonNullable<RecordTypes['identities']['staticKeys']>;
 type KeySet = ReturnType<typeof createRemoteJWKSet>;
 
 function unavailable(message: string): ApiError {
@@ -174,7 +185,45 @@ export class TokenExchange {
   }
 
   /**
-   * Our token for identityUid, for an upstream token that satisfies its claimMatch. What the token alone shows
+   * The claims of a token for an identity of static keys: its issuer and subject exactly, signed by one of its keys
+   * (a JWKS document, no discovery), for one of its audiences (none: our issuer URL), before the keys expire.
+   */
+  private async verifyStatic(upstreamToken: string, iss: string, keys: StaticKeys): Promise<JWTPayload> {
+    if (iss !== keys.issuer) throw refusal();
+    if (keys.expirationTime && keys.expirationTime <= now()) throw refusal();
+    let jwks: JSONWebKeySet;
+    try {
+      jwks = JSON.parse(keys.issuerKeys) as JSONWebKeySet;
+    } catch {
+      throw refusal();
+    }
+    const audience = keys.audiences?.length ? keys.audiences : this.issuer().issuer;
+    try {
+      const checks = { issuer: keys.issuer, subject: keys.subject, audience, requiredClaims: ['exp'] };
+      return (await jwtVerify(upstreamToken, createLocalJWKSet(jwks), { ...checks, clockTolerance: clockSkewSeconds }))
+        .payload;
+    } catch (e) {
+      if (e instanceof errors.JOSEError || e instanceof TypeError) throw refusal();
+      throw e;
+    }
+  }
+
+  /** The claims of the upstream token, checked against the identity's claimMatch: else the one refusal. */
+  private async verifyClaimMatch(upstreamToken: string, iss: string, claimMatch: ClaimMatch): Promise<JWTPayload> {
+    if (!matches(iss, claimMatch.issuer, claimMatch.issuerPattern)) throw refusal();
+    let payload: JWTPayload;
+    try {
+      payload = await this.verifyUpstream(upstreamToken, iss);
+    } catch (e) {
+      if (e instanceof Mismatch) throw refusal();
+      throw e;
+    }
+    if (!claimsMatch(payload, claimMatch, this.issuer().issuer)) throw refusal();
+    return payload;
+  }
+
+  /**
+   * Our token for identityUid, for an upstream token that satisfies its claimMatch, or is signed by its static keys. What the token alone shows
    * (not a JWT, no exp, expired, issued in the future) is said; anything that depends on the identity is the one
    * refusal. The issuer is compared before its keys are fetched (no identity, no fetch); the rest is compared
    * only once the signature verifies.
@@ -200,16 +249,10 @@ export class TokenExchange {
     if (typeof iss !== 'string' || iss.length > maxMatchedLength)
       throw unauthenticated('the presented token has no usable issuer (iss)');
     const identity = isUidPath(identityUid) ? await this.resources.tableOf('identities').get(identityUid) : null;
-    const claimMatch = identity?.claimMatch;
-    if (!claimMatch || !matches(iss, claimMatch.issuer, claimMatch.issuerPattern)) throw refusal();
     let payload: JWTPayload;
-    try {
-      payload = await this.verifyUpstream(upstreamToken, iss);
-    } catch (e) {
-      if (e instanceof Mismatch) throw refusal();
-      throw e;
-    }
-    if (!claimsMatch(payload, claimMatch, this.issuer().issuer)) throw refusal();
+    if (identity?.claimMatch) payload = await this.verifyClaimMatch(upstreamToken, iss, identity.claimMatch);
+    else if (identity?.staticKeys) payload = await this.verifyStatic(upstreamToken, iss, identity.staticKeys);
+    else throw refusal();
     // The email the upstream token carries is kept with the issuer that vouched for it
     // (runtime/access/email-domain.ts).
     const email = recordedEmail(payload, iss);
@@ -218,7 +261,7 @@ export class TokenExchange {
     );
     const minted = await this.issuer().mint(identityUid, undefined, aud);
     // RawToken.refresh_token: a new family for this exchange (runtime/access/refresh-tokens.ts), unless turned off.
-    const refresh = await this.refreshTokens.issue(identityUid, claimMatch, aud);
+    const refresh = await this.refreshTokens.issue(identityUid, assumedBy(identity!), aud);
     return refresh ? { ...minted, refreshToken: refresh.token } : minted;
   }
 

@@ -3,7 +3,8 @@
 // token), stored only as their SHA-256, single use and rotated on use. Every token of one exchange belongs to one
 // family, which ends when the exchange's lifetime does (rotation never extends it); a token presented twice means
 // that two parties hold the family (OAuth 2.0 Security BCP §4.14): the family dies. A family dies too when its
-// identity is deleted or its claimMatch changes (what the upstream token was checked against is no longer true).
+// identity is deleted or its claimMatch (or static keys) changes (what the upstream token was checked against is
+// no longer true).
 import { createHash, randomBytes } from 'node:crypto';
 import { and, equal, isNull, oneOf, range } from '../tables/condition.js';
 import { unauthenticated } from '../model/errors.js';
@@ -35,6 +36,13 @@ function canonical(value: unknown): string {
 
 /** What an identity's tokens were checked against, as one comparable value. */
 export const claimMatchDigest = (claimMatch: unknown) => digest(canonical(claimMatch ?? null));
+
+/**
+ * What an exchange checked the upstream token against: the identity's claimMatch, or its static keys (kept as
+ * { staticKeys }, so that neither is taken for the other). A change of it ends the identity's families.
+ */
+export const assumedBy = (identity: { claimMatch?: unknown; staticKeys?: unknown }): unknown =>
+  identity.claimMatch ?? (identity.staticKeys ? { staticKeys: identity.staticKeys } : undefined);
 
 /** A refresh token's one refusal: the caller learns not which of unknown, used, expired or dead it was. */
 const refusal = () => unauthenticated('the refresh token is not valid; exchange an upstream token again');
@@ -111,7 +119,7 @@ export class RefreshTokens {
       const kill = () => this.table.deleteWhere(sql, equal('family', row.family)).then(() => undefined);
       if (row.usedTime !== null || row.expireTime <= now()) return kill();
       const identity = await this.resources.tableOf('identities').get(row.identityUid, sql);
-      if (!identity || claimMatchDigest(identity.claimMatch) !== row.claimMatch) return kill();
+      if (!identity || claimMatchDigest(assumedBy(identity)) !== row.claimMatch) return kill();
       await this.table.update(sql, uid, { usedTime: now() });
       const { family, identityUid, claimMatch, audience, expireTime } = row;
       const refreshToken = await this.insert(sql, { family, identityUid, claimMatch, audience, expireTime });

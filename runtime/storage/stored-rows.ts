@@ -15,7 +15,7 @@ export interface RowStep {
   column: string;
   from?: { column: string; type: string };
   rows: ExistingRows | 'copy';
-  /** an enum's removed values: rows holding one take its new value, in place */
+  /** an enum's removed values: rows holding one (or a list holding one) take its new value, in place */
   renamed?: Record<string, string>;
   /** convert: each row's new value, by uid */
   values?: [string, unknown][];
@@ -94,7 +94,8 @@ export async function convertRows(execute: Execute, steps: RowStep[]): Promise<s
 export async function applyRowSteps(execute: Execute, steps: RowStep[]): Promise<void> {
   for (const step of steps) {
     const [table, column] = [q(step.table), q(step.column)];
-    if (step.renamed)
+    if (step.renamed && step.f.repeated) await renameInLists(execute, step.table, step.column, step.renamed);
+    else if (step.renamed)
       for (const [from, to] of Object.entries(step.renamed))
         await execute(`update ${table} set ${column} = ? where ${column} = ?`, [to, from]);
     else if (step.rows === 'copy' && step.from) await execute(`update ${table} set ${column} = ${q(step.from.column)}`);
@@ -106,6 +107,22 @@ export async function applyRowSteps(execute: Execute, steps: RowStep[]): Promise
       // A retyped or renamed field's new column: every old row; a field made required: old rows without it.
       await execute(`update ${table} set ${column} = ?${step.from ? '' : ` where ${column} is null`}`, [value]);
     }
+  }
+}
+
+/**
+ * An enum list's removed values renamed inside each stored list (one JSON column, text on SQLite, jsonb on
+ * PostgreSQL: read and written back whole); a value a list then holds twice is kept once, where it first stood.
+ */
+async function renameInLists(execute: Execute, table: string, column: string, renamed: Record<string, string>) {
+  const rows = await execute(
+    `select ${q('uid')} as uid, ${q(column)} as v from ${q(table)} where ${q(column)} is not null`,
+  );
+  for (const row of rows) {
+    const list: unknown = typeof row.v === 'string' ? JSON.parse(row.v) : row.v;
+    if (!Array.isArray(list) || !list.some((v) => typeof v === 'string' && Object.hasOwn(renamed, v))) continue;
+    const values = [...new Set(list.map((v) => (typeof v === 'string' && Object.hasOwn(renamed, v) ? renamed[v] : v)))];
+    await execute(`update ${q(table)} set ${q(column)} = ? where ${q('uid')} = ?`, [JSON.stringify(values), row.uid]);
   }
 }
 

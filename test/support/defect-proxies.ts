@@ -1,7 +1,7 @@
 // Proxies in front of a server that plant one defect of the catalogue (conformance/defects.ts) at a time, switched
 // between runs without a restart: HTTP forwards requests, gRPC forwards every rpc of the generated protos. Each
-// shows the defect the call and the answer as the same JSON on either protocol; with no defect planted, or one
-// that leaves a call alone, the bytes pass through as they came.
+// shows the defect the call and the answer as the same JSON on either protocol (a defect may change the call, its
+// token too); with no defect planted, or one that leaves a call alone, the bytes pass through as they came.
 import { createServer } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import * as grpc from '@grpc/grpc-js';
@@ -75,7 +75,7 @@ export async function httpDefectProxy(target: string, plan: ConformancePlan): Pr
       method: req.method,
       headers: {
         'content-type': req.headers['content-type'] ?? 'application/json',
-        ...(req.headers.authorization ? { authorization: req.headers.authorization } : {}),
+        ...(call.authorization ? { authorization: call.authorization } : {}),
       },
       body: text === '' ? undefined : text,
     });
@@ -155,11 +155,13 @@ export async function grpcDefectProxy(target: string, plan: ConformancePlan): Pr
         const d = defect;
         let seen = grpcCall(path, decodeRequest(requestType, call.request), body, call.metadata);
         let bytes = call.request;
+        const metadata = call.metadata.clone();
         if (d?.request) {
           seen = d.request(seen);
           bytes = encodeResponse(requestType, body ? { ...seen.params, [body]: seen.resource } : seen.params);
+          if (seen.authorization) metadata.set('authorization', seen.authorization);
         }
-        channel.makeUnaryRequest(path, passThrough, passThrough, bytes, call.metadata, (error, answer) => {
+        channel.makeUnaryRequest(path, passThrough, passThrough, bytes, metadata, (error, answer) => {
           if (!d?.answer) return callback(error, answer);
           const a = d.answer(grpcAnswer(error, answer, responseType), seen);
           if (a.status === 200) return callback(null, encodeResponse(responseType, a.body));
