@@ -2,9 +2,10 @@
 // whether it is required, and the changes old rows go through; the columns the spec no longer reads. The lock
 // decides columns: a new field gets a new column (never a removed field's, whose values it would resurrect), a
 // field whose type changes gets a new column filled from the old one as the spec declares (existingRows), a
-// renamed field (renamedFrom) a new column copied from the old. An enum's values are recorded (a scalar's, and a
-// list's held in one JSON column): one removed over stored rows needs the value they take (renamedValues), given
-// in place, inside stored lists too. A change of what stored columns mean needs a higher schemaVersion than the
+// renamed field (renamedFrom) a new column copied from the old. An enum's values are recorded (a scalar's, a
+// list's held in one JSON column, and, by dotted path, those inside a JSON column's objects, lists of objects and
+// maps): one removed over stored rows needs the value they take (renamedValues), given in place, inside the
+// stored JSON too. A change of what stored columns mean needs a higher schemaVersion than the
 // lock's: forgetting to raise it is an error that names the version to raise to.
 import { existsSync, readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
@@ -18,6 +19,8 @@ interface LockedField {
   required?: true;
   /** an enum's declared values (a scalar's or a list's): a stored row may hold any of them */
   values?: string[];
+  /** the values of each enum inside the JSON column, by dotted path ("oidc.correlationRule"; a map's value: *) */
+  nestedValues?: Record<string, string[]>;
   changes?: StoredChange[];
 }
 interface LockedTable {
@@ -36,6 +39,22 @@ const storedType = (f: FieldModel) => (f.repeated ? `${f.type}[]` : f.type);
 
 /** An enum, stored as its value's text or, a list of values, as one JSON column: the values are followed alike. */
 const declaredEnum = (f: FieldModel) => f.type === 'enum' && Array.isArray(f.values);
+
+/** An enum a stored value holds: the field's own (path: its name), or one inside its JSON, and where it is declared. */
+interface StoredEnum {
+  f: FieldModel;
+  path: string;
+  where: string;
+}
+
+/** The enums of a field's stored value, by dotted path: through nested objects (lists alike) and map values (*). */
+function storedEnums(f: FieldModel, path: string, where: string): StoredEnum[] {
+  const inner = Object.entries(f.fields ?? {}).flatMap(([name, g]) =>
+    storedEnums(g, `${path}.${name}`, `${where}/fields/${name}`),
+  );
+  const mapped = f.mapValue ? storedEnums(f.mapValue, `${path}.*`, `${where}/mapValue`) : [];
+  return [...(declaredEnum(f) ? [{ f, path, where }] : []), ...inner, ...mapped];
+}
 
 export function readSchemaLock(specDir: string): SchemaLock | undefined {
   const file = join(specDir, lockFile);
@@ -57,11 +76,13 @@ function lockOf(model: ApiModel): SchemaLock {
     const fields: Record<string, LockedField> = {};
     for (const name of Object.keys(r.fields).sort()) {
       const f = r.fields[name];
+      const nested = storedEnums(f, name, '').filter((e) => e.path !== name);
       fields[name] = {
         column: f.column ?? snakeCase(name),
         type: storedType(f),
         ...(f.required ? { required: true as const } : {}),
         ...(declaredEnum(f) ? { values: f.values } : {}),
+        ...(nested.length > 0 ? { nestedValues: Object.fromEntries(nested.map((e) => [e.path, e.f.values!])) } : {}),
         ...(f.changes ? { changes: f.changes } : {}),
       };
     }
@@ -79,11 +100,13 @@ export function applySchemaLock(
   lock: SchemaLock | undefined,
   at: (collection: string) => string,
   problems: string[],
+  vocabularyAt: string,
 ): void {
   for (const r of Object.values(model.resources)) {
     const locked = lock?.tables[r.collection];
+    const where = `${at(r.collection)}/fields`;
     // A table the lock does not know is new: every field gets its own name's column.
-    if (locked) followLock(r, locked, model, lock!.schemaVersion, `${at(r.collection)}/fields`, problems);
+    if (locked) followLock(r, locked, model, lock!.schemaVersion, { where, vocabularyAt }, problems);
   }
 }
 
@@ -106,6 +129,8 @@ interface Following {
   problems: string[];
   /** the capability vocabulary: a field of values $capabilities takes its renames from access.yaml */
   capabilities: string[];
+  /** where access.yaml declares them ("file: /renamedCapabilities") */
+  vocabularyAt: string;
 }
 
 const raise = (x: Following) =>
@@ -116,13 +141,14 @@ function followLock(
   locked: LockedTable,
   model: ApiModel,
   lockedVersion: number,
-  at: string,
+  { where: at, vocabularyAt }: { where: string; vocabularyAt: string },
   problems: string[],
 ): void {
   const retired = { ...locked.retired };
   const taken = new Set([...Object.values(locked.fields).map((f) => f.column), ...Object.keys(retired)]);
   const version = model.schemaVersion;
-  const x: Following = { version, lockedVersion, taken, problems, capabilities: Object.keys(model.capabilities) };
+  const capabilities = Object.keys(model.capabilities);
+  const x: Following = { version, lockedVersion, taken, problems, capabilities, vocabularyAt };
   // A field the spec no longer has (removed, or renamed) keeps its column and values; no new field reuses it.
   for (const [name, old] of Object.entries(locked.fields))
     if (!(name in r.fields)) retired[old.column] = { field: name, type: old.type };
@@ -174,35 +200,64 @@ function followField(
       );
     else changes.push({ since: x.version, kind: 'required', rows: f.existingRows });
   } else if (required && f.existingRows && f.existingRows !== 'convert') required.rows = f.existingRows;
-  if (old.type === storedType(f)) followValues(f, old, changes, where, x);
+  if (old.type === storedType(f)) followEnums(f, name, old, changes, where, x);
   if (changes.length > 0) f.changes = changes;
 }
 
+/** The enums of a field's stored value: its own (no path), and those inside its JSON (by dotted path). */
+function followEnums(
+  f: FieldModel,
+  name: string,
+  old: LockedField,
+  changes: StoredChange[],
+  where: string,
+  x: Following,
+) {
+  for (const e of storedEnums(f, name, where)) followValues(e, e.path === name ? undefined : e.path, old, changes, x);
+}
+
 /**
- * An enum's values the lock records: a removed one over stored rows needs the value its rows take
- * (renamedValues, old: new), migrated in place; adding values needs nothing. Updates `changes`.
+ * An enum's values the lock records (a field's own, or at `path` inside its JSON): a removed one over stored
+ * rows needs the value its rows take (renamedValues, old: new), migrated in place; adding values needs nothing.
+ * Updates `changes`.
  */
-function followValues(f: FieldModel, old: LockedField, changes: StoredChange[], where: string, x: Following): void {
-  const at = `${where}/renamedValues`;
-  // This version's mapping is the spec's to amend; earlier ones are history (their old values gone from the lock).
-  const now = changes.findIndex((c) => c.kind === 'values' && c.since === x.version);
-  const amended = now >= 0 ? changes.splice(now, 1)[0].renamed! : {};
-  const stored = old.values === undefined ? undefined : [...old.values, ...Object.keys(amended)];
-  const renamed = renamesOf(f, stored, changes, at, x.problems);
+function followValues(
+  e: StoredEnum,
+  path: string | undefined,
+  old: LockedField,
+  changes: StoredChange[],
+  x: Following,
+) {
+  const { f } = e;
   const vocabulary = f.values?.length === x.capabilities.length && f.values.every((v, i) => v === x.capabilities[i]);
-  for (const value of old.values ?? [])
+  // A capability's rename is declared in access.yaml (renamedCapabilities), whatever field holds the vocabulary.
+  const at = vocabulary ? x.vocabularyAt : `${e.where}/renamedValues`;
+  const where = path ? `${e.where} (${path})` : e.where;
+  // This version's mapping is the spec's to amend; earlier ones are history (their old values gone from the lock).
+  const now = changes.findIndex((c) => c.kind === 'values' && c.since === x.version && c.path === path);
+  const amended = now >= 0 ? changes.splice(now, 1)[0].renamed! : {};
+  const oldValues = path ? old.nestedValues?.[path] : old.values;
+  const stored = oldValues === undefined ? undefined : [...oldValues, ...Object.keys(amended)];
+  const renamed = renamesOf(
+    f,
+    stored,
+    changes.filter((c) => c.path === path),
+    at,
+    x.problems,
+  );
+  const declare = vocabulary
+    ? (value: string) => `in access.yaml: renamedCapabilities: { ${value}: <a capability> }`
+    : (value: string) => `renamedValues: { ${value}: <one of ${f.values?.join(', ')}> }${path ? ' on this field' : ''}`;
+  for (const value of oldValues ?? [])
     if (!f.values?.includes(value) && !(value in renamed))
       x.problems.push(
-        `${where}: its value ${value} is removed over stored rows: declare the value they take, ` +
-          (vocabulary
-            ? `in access.yaml: renamedCapabilities: { ${value}: <a capability> }`
-            : `renamedValues: { ${value}: <one of ${f.values?.join(', ')}> }`) +
+        `${where}: its value ${value} is removed over stored rows: declare the value they take, ${declare(value)}` +
           (x.version <= x.lockedVersion ? `, and ${raise(x)}` : ''),
       );
   if (Object.keys(renamed).length === 0) return;
   if (x.version <= x.lockedVersion && now < 0)
     x.problems.push(`${at}: renaming stored values changes what rows hold: ${raise(x)}`);
-  else changes.push({ since: x.version, kind: 'values', rows: 'copy', renamed });
+  else changes.push({ since: x.version, kind: 'values', ...(path ? { path } : {}), rows: 'copy', renamed });
 }
 
 /** A field declared renamedFrom another: a new column, copied from the old field's (or converted as declared). */

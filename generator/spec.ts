@@ -276,7 +276,9 @@ export function loadSpec(specDir: string): ApiModel {
   const origins = originsOf(loading);
   declared.set(loading.model, origins);
   checkProto(loading.model, problems, origins);
-  applySchemaLock(loading.model, readSchemaLock(specDir), (c) => loading.origin.get(c)!, problems);
+  const lock = readSchemaLock(specDir);
+  const vocabularyAt = `${loading.accessFile}: /renamedCapabilities`;
+  applySchemaLock(loading.model, lock, (c) => loading.origin.get(c)!, problems, vocabularyAt);
   if (problems.length > 0) throw new SpecError(problems);
   return loading.model;
 }

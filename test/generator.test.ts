@@ -188,6 +188,62 @@ test('a capability stored roles may hold is removed only with the one they take,
   });
 });
 
+test('an enum value inside a stored object is removed only with the one stored rows take, declared on that field', () => {
+  // An identity provider's oidc is one JSON column: the lock follows the enum inside it by its dotted path.
+  const spec = join(scratch, 'removed-nested-value');
+  cpSync('spec', spec, { recursive: true });
+  const iam = readFileSync(join(spec, 'iam.yaml'), 'utf8');
+  const without = iam.replace(', CORRELATION_RULE_OID_EQUALS_EXTERNAL_ID]', ']');
+  assert.ok(without !== iam);
+  writeFileSync(join(spec, 'iam.yaml'), without);
+  const version = Number(/^schemaVersion: (\d+)$/m.exec(readFileSync(join(spec, 'api.yaml'), 'utf8'))![1]);
+  const refused = generate(spec, join(scratch, 'removed-nested-value-out'));
+  assert.is(refused.status, 1);
+  assert.match(
+    refused.stderr,
+    /iam\.yaml: \/resources\/\d+\/fields\/oidc\/fields\/correlationRule \(oidc\.correlationRule\): its value CORRELATION_RULE_OID_EQUALS_EXTERNAL_ID is removed over stored rows: declare the value they take, renamedValues: \{ CORRELATION_RULE_OID_EQUALS_EXTERNAL_ID: <one of CORRELATION_RULE_UNSPECIFIED, CORRELATION_RULE_SUB_EQUALS_EXTERNAL_ID> \} on this field, and raise schemaVersion in api\.yaml to \d+/,
+  );
+  const renamed = without.replace(
+    'CORRELATION_RULE_SUB_EQUALS_EXTERNAL_ID]',
+    'CORRELATION_RULE_SUB_EQUALS_EXTERNAL_ID]\n            renamedValues: { CORRELATION_RULE_OID_EQUALS_EXTERNAL_ID: CORRELATION_RULE_UNSPECIFIED }',
+  );
+  writeFileSync(join(spec, 'iam.yaml'), renamed);
+  const api = readFileSync(join(spec, 'api.yaml'), 'utf8');
+  writeFileSync(join(spec, 'api.yaml'), api.replace(/^schemaVersion: \d+$/m, `schemaVersion: ${version + 1}`));
+  const declared = generate(spec, join(scratch, 'removed-nested-value-out'));
+  assert.is(declared.status, 0, declared.stderr);
+  const lock = JSON.parse(readFileSync(join(spec, 'schema.lock.json'), 'utf8'));
+  const oidc = lock.tables.identityProviders.fields.oidc;
+  assert.equal(oidc.nestedValues['oidc.correlationRule'], [
+    'CORRELATION_RULE_UNSPECIFIED',
+    'CORRELATION_RULE_SUB_EQUALS_EXTERNAL_ID',
+  ]);
+  assert.equal(oidc.changes.at(-1), {
+    since: version + 1,
+    kind: 'values',
+    path: 'oidc.correlationRule',
+    rows: 'copy',
+    renamed: { CORRELATION_RULE_OID_EQUALS_EXTERNAL_ID: 'CORRELATION_RULE_UNSPECIFIED' },
+  });
+});
+
+test('a capability rename stored roles cannot take is named where it is declared, in access.yaml', () => {
+  const spec = join(scratch, 'renamed-capability');
+  cpSync('spec', spec, { recursive: true });
+  const access = readFileSync(join(spec, 'access.yaml'), 'utf8');
+  writeFileSync(
+    join(spec, 'access.yaml'),
+    `renamedCapabilities: { CAP_NEVER_STORED: CAP_TENANT_CLUSTERS_UPDATE }\n${access}`,
+  );
+  const refused = generate(spec, join(scratch, 'renamed-capability-out'));
+  assert.is(refused.status, 1);
+  assert.match(
+    refused.stderr,
+    /\/access\.yaml: \/renamedCapabilities\/CAP_NEVER_STORED: the stored field has no value CAP_NEVER_STORED/,
+  );
+  assert.not.match(refused.stderr, /renamedValues/);
+});
+
 test('a proto alias must be another package, not that of a domain, and end in its version', () => {
   const spec = join(scratch, 'alias-spec');
   cpSync('spec', spec, { recursive: true });

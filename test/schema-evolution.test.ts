@@ -280,14 +280,15 @@ test('an enum value removed over stored rows is refused until the value they tak
   assert.is(later.status, 0, later.out);
 });
 
+const fields7 = [
+  ...fields4,
+  'colour: { type: string, required: true, existingRows: { default: NONE } }',
+  'stock: { type: int64, required: true }',
+  'tier: { type: enum, values: [TIER_UNSPECIFIED, SILVER, PREMIUM] }',
+];
+const grades = (values: string, more = '') => `grades: { type: enum, repeated: true, values: [${values}]${more} }`;
+
 test('a list of enum values: a value stored lists may hold is removed only with the value they take, migrated inside them', async () => {
-  const fields7 = [
-    ...fields4,
-    'colour: { type: string, required: true, existingRows: { default: NONE } }',
-    'stock: { type: int64, required: true }',
-    'tier: { type: enum, values: [TIER_UNSPECIFIED, SILVER, PREMIUM] }',
-  ];
-  const grades = (values: string, more = '') => `grades: { type: enum, repeated: true, values: [${values}]${more} }`;
   write(v + 8, [...fields7, grades('GRADE_UNSPECIFIED, A, B')]);
   const first = generate(v + 8);
   assert.is(first.status, 0, first.out);
@@ -331,6 +332,76 @@ test('a list of enum values: a value stored lists may hold is removed only with 
   b = await serve(v + 10);
   assert.equal((await get(b, one.uid)).body.grades, ['C']);
   assert.equal((await get(b, two.uid)).body.grades, ['C']);
+  await b.stop();
+});
+
+test('an enum inside an object, a list of objects or a map: a removed value is declared where it is, migrated inside the stored JSON', async () => {
+  const fields10 = [...fields7, grades('GRADE_UNSPECIFIED, C', ', renamedValues: { B: C }')];
+  const kinds = (values: string, more = '') => `{ type: enum, values: [${values}]${more} }`;
+  // The map's enum is in the product's proto scope, beside grades: values of its own.
+  const rating = (values: string) =>
+    values.replace(/\bA\b/g, 'LOW').replace(/\bB\b/g, 'MID').replace(/\bC\b/g, 'TOP').replace(/KIND/, 'RATING');
+  const nested = (values: string, more = '') => [
+    `spec: { type: object, fields: { size: { type: int32 }, kind: ${kinds(values, more)} } }`,
+    `parts: { type: object, repeated: true, fields: { name: { type: string }, kind: ${kinds(values, more)} } }`,
+    `ratings: { type: map, mapValue: ${kinds(rating(values), rating(more))} }`,
+  ];
+  write(v + 11, [...fields10, ...nested('KIND_UNSPECIFIED, A, B')]);
+  const first = generate(v + 11);
+  assert.is(first.status, 0, first.out);
+  assert.is((await migrate(v + 11)).status, 0);
+  let b = await serve(v + 11);
+  const stored = {
+    spec: { size: 2, kind: 'A' },
+    parts: [
+      { name: 'x', kind: 'A' },
+      { name: 'y', kind: 'B' },
+    ],
+    ratings: { x: 'LOW', y: 'MID' },
+  };
+  let r = await b.call('PATCH', `/catalog/v2/products/${one.uid}?updateMask=spec,parts,ratings`, stored);
+  assert.is(r.status, 200, JSON.stringify(r.body));
+  r = await b.call('PATCH', `/catalog/v2/products/${two.uid}?updateMask=spec`, { spec: { kind: 'B' } });
+  assert.is(r.status, 200, JSON.stringify(r.body));
+  await b.stop();
+  // Removed with nothing declared: each place it may be stored is named, with what to declare there.
+  write(v + 12, [...fields10, ...nested('KIND_UNSPECIFIED, B, C')]);
+  const removed = generate(v + 12);
+  assert.is(removed.status, 1);
+  for (const [at, path, declare] of [
+    ['spec/fields/kind', 'spec.kind', 'A: <one of KIND_UNSPECIFIED, B, C>'],
+    ['parts/fields/kind', 'parts.kind', 'A: <one of KIND_UNSPECIFIED, B, C>'],
+    ['ratings/mapValue', 'ratings.*', 'LOW: <one of RATING_UNSPECIFIED, MID, TOP>'],
+  ])
+    assert.ok(
+      removed.out.includes(
+        `catalog.yaml: /resources/0/fields/${at} (${path}): its value ${declare.split(':')[0]} is removed over ` +
+          `stored rows: declare the value they take, renamedValues: { ${declare} } on this field`,
+      ),
+      removed.out,
+    );
+  write(v + 12, [...fields10, ...nested('KIND_UNSPECIFIED, B, C', ', renamedValues: { A: C }')]);
+  const declared = generate(v + 12);
+  assert.is(declared.status, 0, declared.out);
+  const plan = await migrate(v + 12, ['--dry-run']);
+  for (const line of [
+    'products.spec (spec.kind): values renamed: A -> C',
+    'products.parts (parts.kind): values renamed: A -> C',
+    'products.ratings (ratings.*): values renamed: LOW -> TOP',
+  ])
+    assert.ok(plan.stdout.includes(`-- ${line}`), plan.stdout);
+  assert.is((await migrate(v + 12)).status, 0);
+  b = await serve(v + 12);
+  const served = (await get(b, one.uid)).body;
+  assert.equal(served.spec, { size: 2, kind: 'C' }, 'renamed in place, the object kept');
+  assert.equal(served.parts, [
+    { name: 'x', kind: 'C' },
+    { name: 'y', kind: 'B' },
+  ]);
+  assert.equal(served.ratings, { x: 'TOP', y: 'MID' });
+  assert.equal((await get(b, two.uid)).body.spec, { kind: 'B' }, 'a value without it is left as it was');
+  const [row] = await query(b, 'select spec from products where uid = ?', [one.uid]);
+  assert.equal(typeof row.spec === 'string' ? JSON.parse(row.spec) : row.spec, { size: 2, kind: 'C' });
   await b.stop();
 });
 

@@ -22,6 +22,8 @@ export interface StoredChange {
   rows: ExistingRows | 'copy';
   /** values: old value -> the value rows holding it take */
   renamed?: Record<string, string>;
+  /** values of an enum inside the field's JSON: its dotted path from the field ("oidc.correlationRule"; map values *) */
+  path?: string;
 }
 
 export interface FieldModel {

@@ -17,6 +17,8 @@ export interface RowStep {
   rows: ExistingRows | 'copy';
   /** an enum's removed values: rows holding one (or a list holding one) take its new value, in place */
   renamed?: Record<string, string>;
+  /** renamed: the enum's place inside the column's JSON, below the field (its dotted path without the field) */
+  path?: string[];
   /** convert: each row's new value, by uid */
   values?: [string, unknown][];
 }
@@ -50,8 +52,10 @@ export function rowSteps(
       const required = pending.filter((c): c is StoredChange => c.kind === 'required').at(-1);
       if (required && typeof required.rows === 'object') steps.push({ table, field, f, column, rows: required.rows });
       // Oldest first, so that a value renamed twice ends as the last one names it.
-      for (const c of pending.filter((c) => c.kind === 'values'))
-        steps.push({ table, field, f, column, rows: 'copy', renamed: c.renamed });
+      for (const c of pending.filter((c) => c.kind === 'values')) {
+        const inside = c.path ? { field: c.path, path: c.path.split('.').slice(1) } : { field };
+        steps.push({ table, ...inside, f, column, rows: 'copy', renamed: c.renamed });
+      }
     }
   }
   return steps;
@@ -94,7 +98,8 @@ export async function convertRows(execute: Execute, steps: RowStep[]): Promise<s
 export async function applyRowSteps(execute: Execute, steps: RowStep[]): Promise<void> {
   for (const step of steps) {
     const [table, column] = [q(step.table), q(step.column)];
-    if (step.renamed && step.f.repeated) await renameInLists(execute, step.table, step.column, step.renamed);
+    if (step.renamed && (step.f.repeated || step.path))
+      await renameInJson(execute, step.table, step.column, step.path ?? [], step.renamed);
     else if (step.renamed)
       for (const [from, to] of Object.entries(step.renamed))
         await execute(`update ${table} set ${column} = ? where ${column} = ?`, [to, from]);
@@ -110,20 +115,58 @@ export async function applyRowSteps(execute: Execute, steps: RowStep[]): Promise
   }
 }
 
+const batchRows = 500;
+
 /**
- * An enum list's removed values renamed inside each stored list (one JSON column, text on SQLite, jsonb on
- * PostgreSQL: read and written back whole); a value a list then holds twice is kept once, where it first stood.
+ * An enum's removed values renamed inside each stored JSON value (a list of values, or at `path` inside objects,
+ * lists of objects and maps; text on SQLite, jsonb on PostgreSQL): read in batches by uid and the rows that
+ * change written back whole, in the migration's transaction.
  */
-async function renameInLists(execute: Execute, table: string, column: string, renamed: Record<string, string>) {
-  const rows = await execute(
-    `select ${q('uid')} as uid, ${q(column)} as v from ${q(table)} where ${q(column)} is not null`,
-  );
-  for (const row of rows) {
-    const list: unknown = typeof row.v === 'string' ? JSON.parse(row.v) : row.v;
-    if (!Array.isArray(list) || !list.some((v) => typeof v === 'string' && Object.hasOwn(renamed, v))) continue;
-    const values = [...new Set(list.map((v) => (typeof v === 'string' && Object.hasOwn(renamed, v) ? renamed[v] : v)))];
-    await execute(`update ${q(table)} set ${q(column)} = ? where ${q('uid')} = ?`, [JSON.stringify(values), row.uid]);
+async function renameInJson(
+  execute: Execute,
+  table: string,
+  column: string,
+  path: string[],
+  renamed: Record<string, string>,
+) {
+  const [uid, t, c] = [q('uid'), q(table), q(column)];
+  for (let after = ''; ;) {
+    const rows = await execute(
+      `select ${uid} as uid, ${c} as v from ${t} where ${c} is not null and ${uid} > ? order by ${uid} limit ${batchRows}`,
+      [after],
+    );
+    for (const row of rows) {
+      const stored: unknown = typeof row.v === 'string' ? JSON.parse(row.v) : row.v;
+      const value = renamedInside(stored, path, renamed);
+      if (value !== stored)
+        await execute(`update ${t} set ${c} = ? where ${uid} = ?`, [JSON.stringify(value), row.uid]);
+    }
+    if (rows.length < batchRows) return;
+    after = String(rows.at(-1)!.uid);
   }
+}
+
+/**
+ * `v` with the enum values at `path` renamed (* is each value of a map; a list, of values or of objects, is
+ * gone through item by item): `v` itself when nothing changes. A list of values that then holds one twice keeps
+ * it once, where it first stood.
+ */
+function renamedInside(v: unknown, path: string[], renamed: Record<string, string>): unknown {
+  if (Array.isArray(v)) {
+    const items = v.map((item) => renamedInside(item, path, renamed));
+    if (items.every((item, i) => item === v[i])) return v;
+    return path.length === 0 ? [...new Set(items)] : items;
+  }
+  if (path.length === 0) return typeof v === 'string' && Object.hasOwn(renamed, v) ? renamed[v] : v;
+  if (typeof v !== 'object' || v === null) return v;
+  const [head, ...rest] = path;
+  const object = v as Record<string, unknown>;
+  let changed: Record<string, unknown> | undefined;
+  for (const key of head === '*' ? Object.keys(object) : Object.hasOwn(object, head) ? [head] : []) {
+    const inner = renamedInside(object[key], rest, renamed);
+    if (inner !== object[key]) (changed ??= { ...object })[key] = inner;
+  }
+  return changed ?? v;
 }
 
 /** Describes what the steps do, for --dry-run and the record in schema_migrations. */
