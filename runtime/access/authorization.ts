@@ -11,6 +11,7 @@ import type { Sql } from '../storage/sql.js';
 import { within } from '../model/uid.js';
 import { visibleWhere, type Visible } from '../lists/visibility.js';
 import { FreshReads } from './fresh-reads.js';
+import { LockedGrants, type GrantRows } from './locked-grants.js';
 
 export interface Principal {
   /** Identity uid from a verified token of an identity that exists; absent for an anonymous caller. */
@@ -148,48 +149,19 @@ export class Policy {
 
   /**
    * The subject's grants as stored; with `locked`, read in that write's transaction with the rows that grant
-   * them locked until it ends: the identity and its bindings cannot be deleted, nor its roles changed, before the
-   * write commits (the built-in roles, never changed, are not locked: every write would share their rows).
+   * them locked until it ends, in one statement (runtime/access/locked-grants.ts): the identity and its bindings
+   * cannot be deleted, nor its custom roles changed, before the write commits.
    */
   private async loadGrants(subject: string, locked?: Sql): Promise<Grants | null> {
-    const { identities, roleBindings, roles } = this.model.resources;
-    const identity = await this.resources.table(identities.type).get(subject, locked, locked && 'keyShare');
-    if (!identity) return null;
-    const scope = (identity.parentUid as string | null) ?? undefined;
-    const bindingTable = this.resources.table(roleBindings.type);
-    const bindings = locked
-      ? await bindingTable.findLocked(locked, equal('identityUid', subject), 'keyShare')
-      : await bindingTable.find(equal('identityUid', subject), [{ property: 'uid', desc: false }], -1);
-    const roleUids = [...new Set(bindings.map((b) => b.roleUid as string))];
-    const roleTable = this.resources.table(roles.type);
-    const builtIn = new Set(this.model.roles.map((r) => r.uid));
-    const custom = roleUids.filter((uid) => !builtIn.has(uid));
-    const byUid = [{ property: 'uid', desc: false }];
-    const roleRows =
-      roleUids.length === 0
-        ? []
-        : locked
-          ? [
-              ...(await roleTable.find(
-                oneOf(
-                  'uid',
-                  roleUids.filter((uid) => builtIn.has(uid)),
-                ),
-                byUid,
-                -1,
-                0,
-                locked,
-              )),
-              ...(custom.length ? await roleTable.findLocked(locked, oneOf('uid', custom), 'share') : []),
-            ]
-          : await roleTable.find(oneOf('uid', roleUids), byUid, -1);
-    const capsOf = new Map(roleRows.map((r) => [r.uid as string, (r.capabilities as string[] | null) ?? []]));
+    const rows = locked ? await this.lockedRows().read(locked, subject) : await this.grantRows(subject);
+    if (!rows) return null;
+    const scope = rows.confinedTo ?? undefined;
     const byGroup = new Map<string, Set<string>>();
-    for (const b of bindings) {
-      const g = effectiveGroup(b.parentUid as string, scope);
+    for (const b of rows.bindings) {
+      const g = effectiveGroup(b.parentUid, scope);
       if (g === undefined) continue;
       const set = byGroup.get(g) ?? byGroup.set(g, new Set()).get(g)!;
-      for (const c of capsOf.get(b.roleUid as string) ?? []) set.add(c);
+      for (const c of rows.capabilities.get(b.roleUid) ?? []) set.add(c);
     }
     // Asked once per list of capabilities: the operations' lists are the model's own, asked on every request.
     const holding = new WeakMap<string[], string[]>();
@@ -204,6 +176,37 @@ export class Policy {
         return groups;
       },
     };
+  }
+
+  /** The subject's grant rows as stored, outside a transaction (to be cached); null when it does not exist. */
+  private async grantRows(subject: string): Promise<GrantRows | null> {
+    const { identities, roleBindings, roles } = this.model.resources;
+    const identity = await this.resources.table(identities.type).get(subject);
+    if (!identity) return null;
+    const byUid = [{ property: 'uid', desc: false }];
+    const bound = await this.resources.table(roleBindings.type).find(equal('identityUid', subject), byUid, -1);
+    const bindings = bound.map((b) => ({ parentUid: b.parentUid as string, roleUid: b.roleUid as string }));
+    const roleUids = [...new Set(bindings.map((b) => b.roleUid))];
+    const roleRows = roleUids.length
+      ? await this.resources.table(roles.type).find(oneOf('uid', roleUids), byUid, -1)
+      : [];
+    return {
+      confinedTo: (identity.parentUid as string | null) ?? null,
+      bindings,
+      capabilities: new Map(roleRows.map((r) => [r.uid as string, (r.capabilities as string[] | null) ?? []])),
+    };
+  }
+
+  private locked?: LockedGrants;
+  private lockedRows(): LockedGrants {
+    const { identities, roleBindings, roles } = this.model.resources;
+    const table = (type: string) => this.resources.table(type);
+    return (this.locked ??= new LockedGrants(
+      table(identities.type),
+      table(roleBindings.type),
+      table(roles.type),
+      this.model.roles.map((r) => r.uid),
+    ));
   }
 
   /**
