@@ -11,6 +11,7 @@ import type { Sql } from '../storage/sql.js';
 import { within } from '../model/uid.js';
 import { visibleWhere, type Visible } from '../lists/visibility.js';
 import { FreshReads } from './fresh-reads.js';
+import { LockedGrants, type GrantRows } from './locked-grants.js';
 
 export interface Principal {
   /** Identity uid from a verified token of an identity that exists; absent for an anonymous caller. */
@@ -148,48 +149,19 @@ export class Policy {
 
   /**
    * The subject's grants as stored; with `locked`, read in that write's transaction with the rows that grant
-   * them locked until it ends: the identity and its bindings cannot be deleted, nor its roles changed, before the
-   * write commits (the built-in roles, never changed, are not locked: every write would share their rows).
+   * them locked until it ends, in one statement (runtime/access/locked-grants.ts): the identity and its bindings
+   * cannot be deleted, nor its custom roles changed, before the write commits.
    */
   private async loadGrants(subject: string, locked?: Sql): Promise<Grants | null> {
-    const { identities, roleBindings, roles } = this.model.resources;
-    const identity = await this.resources.table(identities.type).get(subject, locked, locked && 'keyShare');
-    if (!identity) return null;
-    const scope = (identity.parentUid as string | null) ?? undefined;
-    const bindingTable = this.resources.table(roleBindings.type);
-    const bindings = locked
-      ? await bindingTable.findLocked(locked, equal('identityUid', subject), 'keyShare')
-      : await bindingTable.find(equal('identityUid', subject), [{ property: 'uid', desc: false }], -1);
-    const roleUids = [...new Set(bindings.map((b) => b.roleUid as string))];
-    const roleTable = this.resources.table(roles.type);
-    const builtIn = new Set(this.model.roles.map((r) => r.uid));
-    const custom = roleUids.filter((uid) => !builtIn.has(uid));
-    const byUid = [{ property: 'uid', desc: false }];
-    const roleRows =
-      roleUids.length === 0
-        ? []
-        : locked
-          ? [
-              ...(await roleTable.find(
-                oneOf(
-                  'uid',
-                  roleUids.filter((uid) => builtIn.has(uid)),
-                ),
-                byUid,
-                -1,
-                0,
-                locked,
-              )),
-              ...(custom.length ? await roleTable.findLocked(locked, oneOf('uid', custom), 'share') : []),
-            ]
-          : await roleTable.find(oneOf('uid', roleUids), byUid, -1);
-    const capsOf = new Map(roleRows.map((r) => [r.uid as string, (r.capabilities as string[] | null) ?? []]));
+    const rows = locked ? await this.lockedRows().read(locked, subject) : await this.grantRows(subject);
+    if (!rows) return null;
+    const scope = rows.confinedTo ?? undefined;
     const byGroup = new Map<string, Set<string>>();
-    for (const b of bindings) {
-      const g = effectiveGroup(b.parentUid as string, scope);
+    for (const b of rows.bindings) {
+      const g = effectiveGroup(b.parentUid, scope);
       if (g === undefined) continue;
       const set = byGroup.get(g) ?? byGroup.set(g, new Set()).get(g)!;
-      for (const c of capsOf.get(b.roleUid as string) ?? []) set.add(c);
+      for (const c of rows.capabilities.get(b.roleUid) ?? []) set.add(c);
     }
     // Asked once per list of capabilities: the operations' lists are the model's own, asked on every request.
     const holding = new WeakMap<string[], string[]>();
@@ -204,6 +176,37 @@ export class Policy {
         return groups;
       },
     };
+  }
+
+  /** The subject's grant rows as stored, outside a transaction (to be cached); null when it does not exist. */
+  private async grantRows(subject: string): Promise<GrantRows | null> {
+    const { identities, roleBindings, roles } = this.model.resources;
+    const identity = await this.resources.table(identities.type).get(subject);
+    if (!identity) return null;
+    const byUid = [{ property: 'uid', desc: false }];
+    const bound = await this.resources.table(roleBindings.type).find(equal('identityUid', subject), byUid, -1);
+    const bindings = bound.map((b) => ({ parentUid: b.parentUid as string, roleUid: b.roleUid as string }));
+    const roleUids = [...new Set(bindings.map((b) => b.roleUid))];
+    const roleRows = roleUids.length
+      ? await this.resources.table(roles.type).find(oneOf('uid', roleUids), byUid, -1)
+      : [];
+    return {
+      confinedTo: (identity.parentUid as string | null) ?? null,
+      bindings,
+      capabilities: new Map(roleRows.map((r) => [r.uid as string, (r.capabilities as string[] | null) ?? []])),
+    };
+  }
+
+  private locked?: LockedGrants;
+  private lockedRows(): LockedGrants {
+    const { identities, roleBindings, roles } = this.model.resources;
+    const table = (type: string) => this.resources.table(type);
+    return (this.locked ??= new LockedGrants(
+      table(identities.type),
+      table(roleBindings.type),
+      table(roles.type),
+      this.model.roles.map((r) => r.uid),
+    ));
   }
 
   /**
@@ -334,8 +337,8 @@ export class Policy {
    * holds them in the role's group and wherever the role is already granted; a field that `requires` a
    * capability (an organization's verified mark) is set or cleared only by a caller who holds it there. Runs in
    * the write's transaction on rows it locks until the commit, so none of what it relied on changes before then:
-   * the caller's grants (read as stored, as grantWitness reads them), the custom roles it reads (FOR SHARE: no
-   * widening), the identity's bindings it reads. The rest is locked by the write itself: the record it changes
+   * the caller's grants (read as stored, as grantWitness reads them, when a check needs them), the custom roles
+   * it reads (FOR SHARE: no widening), the identity's bindings it reads. The rest is locked by the write itself: the record it changes
    * (FOR UPDATE: a role widened, an identity re-pointed) and the records it names (checkReferences, FOR KEY
    * SHARE: a binding's role and identity), so a concurrent grant of that role, or binding of that identity,
    * waits for this write or is seen by it. No write needs SERIALIZABLE for it.
@@ -345,11 +348,14 @@ export class Policy {
     const fields = grantsRole.length + grantsCapabilities.length + assumable.length + identities.length + gated.length;
     if (fields === 0) return undefined;
     return async (sql, next, current) => {
-      const grants = await this.lockedGrants(principal, sql);
+      if (!principal.subject) throw unauthenticated('a bearer token is required (Authorization: Bearer <token>)');
+      // Read when a check needs them, once: a write that sets no such field (a repo's create) reads none here.
+      let read: Promise<Grants> | undefined;
+      const grants = () => (read ??= this.lockedGrants(principal, sql));
       // First: a refusal for another tenant's identity is the one for no identity, before any other check tells.
       for (const name of identities) await this.requireReadableIdentity(principal, grants, sql, name, next, current);
       const group = groupOf(this.model, r, next.uid as string) ?? undefined;
-      requireGated(grants, gated, group, next, current);
+      await requireGated(grants, gated, group, next, current);
       const appliesAt = this.appliesAt(r, next);
       if (scopeField && group !== undefined && !within(appliesAt!, group)) {
         throw invalidArgument([
@@ -360,11 +366,11 @@ export class Policy {
       for (const name of grantsRole) {
         const roleUid = next[name];
         if (typeof roleUid !== 'string' || (!moved && current![name] === roleUid)) continue;
-        await this.requireRole(grants, sql, roleUid, appliesAt);
+        await this.requireRole(await grants(), sql, roleUid, appliesAt);
       }
       for (const name of grantsCapabilities) await this.requireAdded(grants, sql, next, current, name, group);
       const changed = (name: string) => !!current && JSON.stringify(next[name]) !== JSON.stringify(current[name]);
-      if (assumable.some(changed)) await this.requireIdentityGrants(grants, sql, next.uid as string);
+      if (assumable.some(changed)) await this.requireIdentityGrants(await grants(), sql, next.uid as string);
     };
   }
 
@@ -382,7 +388,7 @@ export class Policy {
    */
   private async requireReadableIdentity(
     principal: Principal,
-    grants: Grants,
+    grants: () => Promise<Grants>,
     sql: Sql,
     name: string,
     next: Row,
@@ -393,9 +399,10 @@ export class Policy {
     if (typeof uid !== 'string' || current?.[name] === uid || !isRootIdentity(this.model, identities, uid)) return;
     const capability = operationOf(identities, 'list')!.capability;
     if (capability === 'none') return;
+    const held = await grants();
     // Its bindings locked: the places that make it readable stay until the commit.
     const places = await rootIdentityPlaces(this.resources, uid, sql, 'keyShare');
-    const holding = (group: string | undefined) => holdsAt(grants, capability, group);
+    const holding = (group: string | undefined) => holdsAt(held, capability, group);
     if (!mayUseRootIdentity('read', uid, places, principal.subject!, holding))
       throw invalidArgument([{ field: name, description: `${name}: no ${identities.type.toLowerCase()} ${uid}` }]);
   }
@@ -419,7 +426,7 @@ export class Policy {
    * FOR KEY SHARE) committed before is read here, and one made after waits, then checks the widened role.
    */
   private async requireAdded(
-    grants: Grants,
+    grants: () => Promise<Grants>,
     sql: Sql,
     next: Row,
     current: Row | undefined,
@@ -429,8 +436,9 @@ export class Policy {
     const before = new Set((current?.[name] as string[] | null) ?? []);
     const added = ((next[name] as string[] | null) ?? []).filter((c) => !before.has(c));
     if (added.length === 0) return;
-    this.holds(grants, added, group);
-    for (const g of await this.groupsGranting(sql, next.uid as string)) this.holds(grants, added, g);
+    const held = await grants();
+    this.holds(held, added, group);
+    for (const g of await this.groupsGranting(sql, next.uid as string)) this.holds(held, added, g);
   }
 
   /**
@@ -508,13 +516,13 @@ export class Policy {
 }
 
 /** A field that `requires` a capability is set or cleared only by a caller holding it in the record's group. */
-function requireGated(
-  grants: Grants,
+async function requireGated(
+  grants: () => Promise<Grants>,
   gated: GrantFields['gated'],
   group: string | undefined,
   next: Row,
   current: Row | undefined,
-): void {
+): Promise<void> {
   for (const { name, capability, protects } of gated) {
     const changed = (field: string) => valueOf(next[field]) !== valueOf(current?.[field]);
     // Either way: taking the mark away (a PUT that leaves it out, a mask naming it) needs the capability too.
@@ -523,7 +531,7 @@ function requireGated(
       : current && isSet(current[name]) && protects.some(changed)
         ? `changing ${protects.filter(changed).join(', ')} while ${name} is set`
         : undefined;
-    if (what && !holdsAt(grants, [capability], group)) throw permissionDenied(`${what} needs ${capability}`);
+    if (what && !holdsAt(await grants(), [capability], group)) throw permissionDenied(`${what} needs ${capability}`);
   }
 }
 

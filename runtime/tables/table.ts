@@ -35,7 +35,7 @@ export class Table<T = Row> {
   private readonly everyColumn: [string, Column][];
   private readonly findColumns: [string, Column][];
   private readonly counts = new CountCache();
-  private readonly dialect: Dialect;
+  readonly dialect: Dialect;
   private readonly conditions: ConditionCompiler;
   /** the name its per-scope counts are kept under (runtime/storage/scope-counts.ts), when they are */
   readonly counted?: string;
@@ -323,6 +323,16 @@ export class Table<T = Row> {
   /** `"column" = ?, ...` for these properties. */
   private assignments(props: string[]): string {
     return props.map((prop) => `${quoteIdentifier(this.columnOf(prop).name)} = ?`).join(', ');
+  }
+
+  /** The table's name as SQL text, for a statement over several tables (runtime/access/stored-grants.ts). */
+  get sqlName(): string {
+    return this.table;
+  }
+
+  /** A property's column name as SQL text, for a statement over several tables. */
+  sqlColumn(prop: string): string {
+    return quoteIdentifier(this.columnOf(prop).name);
   }
 
   private columnOf(prop: string): Column {
