@@ -3,7 +3,10 @@
 // time and at most `queue` wait behind it (past that: UNAVAILABLE, retry after a second). A read that runs past
 // its time is answered DEADLINE_EXCEEDED at once and its worker replaced by a new one: SQLite cannot be
 // interrupted through its driver (terminate() takes effect only when the statement returns), so the abandoned
-// thread ends with its statement, and while `maxAbandoned` of them still run no new read starts.
+// thread ends with its statement, and while `maxAbandoned` of them still run no new read starts. A worker that
+// fails (its database file gone or unreadable) is replaced when a read needs one, not at once, and not again before a
+// delay that doubles with each failure in a row (up to 30 s): reads meanwhile are UNAVAILABLE. Replaced at once, a
+// worker that cannot open its file failed again and again, a thread made and lost in a tight loop.
 import { Worker } from 'node:worker_threads';
 import { deadlineExceeded, unavailable } from '../model/errors.js';
 import type { Row } from '../model/records.js';
@@ -12,6 +15,8 @@ import type { ReadLimits } from './store.js';
 
 /** Abandoned statements still running on their own threads before new reads wait for one to end. */
 const maxAbandoned = 2;
+/** The longest wait before a failed worker is replaced. */
+const maxReplaceDelayMs = 30_000;
 
 interface Answer {
   id: number;
@@ -39,25 +44,33 @@ export function openSlowReads(file: string, limits: ReadLimits): SlowReads {
   let abandoned = 0;
   let closed = false;
   let next = 0;
+  /** failures of workers in a row, and when the next may be made */
+  let failures = 0;
+  let replaceAt = 0;
+  const cannotRead = () =>
+    unavailable('the database file cannot be read', Math.max(1, Math.ceil((replaceAt - Date.now()) / 1000)));
 
   const start = (): Worker => {
     const w = new Worker(new URL('./read-worker.js', import.meta.url), { workerData: { file } });
     w.on('message', ({ id, rows, error }: Answer) => {
+      failures = 0;
       if (w !== worker || running?.id !== id) return;
       const job = finish();
       if (error !== undefined) job.reject(new Error(error));
       else job.resolve(rows ?? []);
     });
-    w.on('error', (e) => {
+    w.on('error', () => {
       if (w !== worker) return;
-      worker = start();
-      if (running) finish().reject(e);
+      worker = undefined;
+      failures++;
+      replaceAt = Date.now() + Math.min(maxReplaceDelayMs, 100 * 2 ** failures);
+      if (running) finish().reject(cannotRead());
     });
     // An idle worker does not keep the process alive; one with a read in flight does.
     w.unref();
     return w;
   };
-  let worker = start();
+  let worker: Worker | undefined = start();
 
   /** The running job, done with: the next one starts. */
   const finish = (): Job => {
@@ -69,7 +82,7 @@ export function openSlowReads(file: string, limits: ReadLimits): SlowReads {
   };
 
   const expire = () => {
-    const old = worker;
+    const old = worker!;
     abandoned++;
     old.unref();
     void old.terminate().finally(() => {
@@ -82,9 +95,16 @@ export function openSlowReads(file: string, limits: ReadLimits): SlowReads {
 
   function pump(): void {
     if (running || closed || abandoned >= maxAbandoned) return;
+    if (!worker && waiting.length > 0) {
+      if (Date.now() < replaceAt) {
+        for (const job of waiting.splice(0)) job.reject(cannotRead());
+        return;
+      }
+      worker = start();
+    }
     const job = waiting.shift();
-    if (!job) {
-      worker.unref();
+    if (!job || !worker) {
+      worker?.unref();
       return;
     }
     running = job;
@@ -115,7 +135,7 @@ export function openSlowReads(file: string, limits: ReadLimits): SlowReads {
     close: async () => {
       closed = true;
       for (const job of waiting.splice(0)) job.reject(new Error('slow reads are closed'));
-      await worker.terminate();
+      await worker?.terminate();
     },
   };
 }

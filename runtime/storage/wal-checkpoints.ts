@@ -20,20 +20,26 @@ export function startWalCheckpoints(file: string): WalCheckpoints {
     const w = new Worker(new URL('./checkpoint-worker.js', import.meta.url), {
       workerData: { file, intervalMs, written: written.buffer },
     });
-    // A worker that failed (its connection lost) is replaced: without one the WAL would grow without end.
+    // A worker that failed (its connection lost) is replaced, without one the WAL would grow without end, after a
+    // delay of a second that doubles with each failure (up to 30 s): one that cannot open its file fails again at once.
     w.on('error', () => {
-      if (!closed) worker = start();
+      failures++;
+      retry = setTimeout(() => (closed ? undefined : (worker = start())), Math.min(30_000, 1000 * 2 ** (failures - 1)));
+      retry.unref();
     });
     // It does not keep the process alive.
     w.unref();
     return w;
   };
   let closed = false;
+  let failures = 0;
+  let retry: NodeJS.Timeout | undefined;
   let worker = start();
   return {
     written: () => Atomics.store(written, 0, 1),
     close: async () => {
       closed = true;
+      clearTimeout(retry);
       await worker.terminate();
     },
   };
