@@ -142,7 +142,7 @@ export class DeliveryWorker {
   private async tick(): Promise<void> {
     let busy = false;
     try {
-      busy = (await this.dispatch()) > 0;
+      busy = await this.dispatch();
       busy = (await this.sendDue()) > 0 || this.lookOn || busy;
       if (Date.now() - this.prunedAt > 60_000) await this.prune();
       this.passSucceeded();
@@ -185,18 +185,20 @@ export class DeliveryWorker {
   /**
    * Step 1: one delivery per subscription at or above each new event's group, for as many whole events as fit in
    * dispatchBatch deliveries (at least one event). PENDING, or FAILED past the organization's outstanding quota.
+   * True when more events were waiting than this pass took: the next pass goes at once. Otherwise the next waits
+   * pollMs, so events written meanwhile are dispatched together (a pass per write would cost more than the write).
    */
-  async dispatch(): Promise<number> {
+  async dispatch(): Promise<boolean> {
     const [oldest] = await this.outbox.find(isNull('dispatchedTime'), bySeq, 1);
-    if (!oldest) return 0;
+    if (!oldest) return false;
     return this.resources.transaction(async (sql) => {
       // Instances dispatch one at a time: the one holding the oldest event not dispatched yet fans it and the rest
       // of the batch out; another finds it held (SKIP LOCKED) or dispatched by then, and looks again at its next
       // pass. So an event becomes one delivery per subscription once, and batches are written in outbox order.
       const held = and<OutboxEvent>(equal('seq', oldest.seq!), isNull('dispatchedTime'));
-      if ((await this.outbox.find(held, bySeq, 1, 0, sql, 'claim')).length === 0) return 0;
+      if ((await this.outbox.find(held, bySeq, 1, 0, sql, 'claim')).length === 0) return false;
       const events = await this.outbox.find(isNull('dispatchedTime'), bySeq, batch, 0, sql);
-      if (events.length === 0) return 0;
+      if (events.length === 0) return false;
       const scopes = new Set(events.flatMap((e) => (e.groupUid ? [e.groupUid, ...ancestorsOf(e.groupUid)] : [])));
       const subscriptions =
         scopes.size > 0 ? await this.subscriptions.find(oneOf('parentUid', [...scopes]), byUid, -1, 0, sql) : [];
@@ -264,7 +266,7 @@ export class DeliveryWorker {
         ...(refused > 0 ? { notQueued: refused } : {}),
         lagMs,
       });
-      return dispatched.length;
+      return dispatched.length < events.length || events.length === batch;
     });
   }
 

@@ -76,6 +76,19 @@ async function leftToCommit(sql: Sql, statements: Promise<unknown>): Promise<voi
   else await statements;
 }
 
+/**
+ * A write's first reads: the witness's grants (locked first) and the record the write locks, asked for together,
+ * one round trip on PostgreSQL. Both are waited for, so a rollback cannot overtake either; a refusal of the witness
+ * comes before what the read found, so a caller refused learns nothing of the record.
+ */
+async function witnessed<T>(sql: Sql, witness: WriteOptions['witness'], read: () => Promise<T>): Promise<T> {
+  const proving = witness?.(sql);
+  const [proved, found] = await Promise.allSettled([proving, read()]);
+  if (proved.status === 'rejected') throw proved.reason;
+  if (found.status === 'rejected') throw found.reason;
+  return found.value;
+}
+
 /** A new record's uid: its parent's own (one per parent), or one `mint` makes (under its parent, or a root uid). */
 export function uidFor(r: ResourceModel, parent: string | undefined, mint = newUid): string {
   return r.uid === 'parent' ? parent! : mint(parent);
@@ -416,11 +429,12 @@ export class Resources {
     options: WriteOptions,
   ): Promise<Row> {
     const { actor, prepare, guard } = options;
-    await options.witness?.(sql);
     // The parent locked until the commit: a delete of it waits for this create, or this create finds it gone.
     // An upsert locks it for update: two creates of the same key under one parent take turns.
-    if (parent !== undefined && r.parent)
-      await this.find(this.model.resources[r.parent], parent, sql, false, r.upsertOn ? 'update' : 'keyShare');
+    await witnessed(sql, options.witness, async () => {
+      if (parent !== undefined && r.parent)
+        await this.find(this.model.resources[r.parent], parent, sql, false, r.upsertOn ? 'update' : 'keyShare');
+    });
     const uid = await this.newUid(sql, r, parent);
     const time = now();
     let data: Row = {
@@ -536,8 +550,7 @@ export class Resources {
     const { actor, guard } = options;
     let changed: string[] = [];
     const result = await this.store.transaction(async (sql) => {
-      await options.witness?.(sql);
-      const row = await this.find(r, uid, sql, false, 'update');
+      const row = await witnessed(sql, options.witness, () => this.find(r, uid, sql, false, 'update'));
       this.refuseManaged(r, uid);
       const given = typeof body === 'function' ? body(toResource(row, r)) : body;
       const mask = parseFieldMask(rawMask, given, r.fields);
@@ -574,9 +587,8 @@ export class Resources {
 
   async delete(r: ResourceModel, uid: string, actor?: string, witness?: WriteOptions['witness']): Promise<void> {
     await this.store.transaction(async (sql) => {
-      await witness?.(sql);
       // Locked for update: creates under it that locked it first commit before, and are counted as children.
-      await this.find(r, uid, sql, false, 'update');
+      await witnessed(sql, witness, () => this.find(r, uid, sql, false, 'update'));
       this.refuseManaged(r, uid);
       await this.deleteIn(sql, r, uid, actor);
     });
