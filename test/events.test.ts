@@ -630,4 +630,49 @@ test('a fan-out is written in bounded batches, outside the changes, and /healthz
   }
 });
 
+// Issue 29: under a steady stream of writes the worker dispatches what a poll interval gathered, not a pass per
+// write (each pass is a transaction of several statements: more than the write itself cost). On PostgreSQL,
+// where writes and passes run side by side, looking again at once after every pass made 44 passes here.
+test('events written one after another are dispatched together, about one pass per EVENTS_POLL_MS', async () => {
+  const quiet = await startTestServer(undefined, { EVENTS: 'off' });
+  const root = quiet.bootstrap.organization;
+  const pollMs = 200;
+  const worker = await spawnServer({ ...quiet.env, LOG: 'on', EVENTS_POLL_MS: String(pollMs) });
+  try {
+    const dispatched = () =>
+      worker
+        .output()
+        .split('\n')
+        .filter((line) => line.includes('"dispatched"'))
+        .map((line) => (JSON.parse(line) as { dispatched: number }).dispatched);
+    const started = Date.now();
+    let made = 0;
+    // Written through the first server (its worker off), by four writers at once, dispatched by the second's.
+    const write = async (writer: number) => {
+      for (let i = 0; Date.now() - started < 1500; i++) {
+        const r = await quiet.call('POST', `/registry/v2/repos/${root}`, { name: `stream-${writer}-${i}` });
+        assert.is(r.status, 200, JSON.stringify(r.body));
+        made++;
+      }
+    };
+    await Promise.all([0, 1, 2, 3].map(write));
+    const tookMs = Date.now() - started;
+    const deadline = Date.now() + 5000;
+    while (dispatched().reduce((n, d) => n + d, 0) < made && Date.now() < deadline)
+      await new Promise((resolve) => setTimeout(resolve, 50));
+    const passes = dispatched();
+    assert.is(
+      passes.reduce((n, d) => n + d, 0),
+      made,
+    );
+    // A pass per poll interval while the writes ran, and one more for the last of them (and a little slack).
+    assert.ok(made > 30, `only ${made} creates in ${tookMs} ms`);
+    assert.ok(passes.length <= Math.ceil(tookMs / pollMs) + 3, `${passes.length} passes for ${made} events`);
+  } finally {
+    worker.child.kill('SIGTERM');
+    await exitOf(worker.child);
+    await quiet.stop();
+  }
+});
+
 test.run();
