@@ -1,12 +1,15 @@
 // A PostgreSQL transaction's statements sent in batches (runtime/storage/postgres-pipeline.ts), on a real
 // PostgreSQL (test/support/postgres.ts): what is asked for in one turn is one round trip, answered in order; a
 // failure rejects the statements after it with the same error; a name's Parse is remembered only once
-// PostgreSQL has parsed it, so the connection runs every statement again after a failed batch.
+// PostgreSQL has parsed it, so the connection runs every statement again after a failed batch. And through a
+// running server, counted on the wire: a repo's create and patch are two round trips each.
 import pg from 'pg';
 import { test } from 'uvu';
 import * as assert from 'uvu/assert';
 import { PipelinedStatements } from '../runtime/storage/postgres-pipeline.js';
 import { newDatabase, stopOwnCluster } from './support/postgres.js';
+import { countRoundTrips } from './support/round-trip-counter.js';
+import { startTestServer } from './support/server.js';
 
 let client: pg.Client;
 /** ReadyForQuery messages: one per Sync, so one per round trip */
@@ -71,6 +74,42 @@ test('a failure rejects the statements after it with its error; names parsed bef
   ]);
   assert.equal(made.rows, [{ k: 'b' }]);
   assert.equal(one.rows, [{ n: 1 }]);
+});
+
+// Issue 29, item 4: the witness's grants go with the lock of the parent (create) or the record (patch), and the
+// write's statements with the commit. Before: three round trips each (eight before the batches).
+test('through a server: a create and a patch are two round trips each, counted on the wire', async () => {
+  const counter = await countRoundTrips(await newDatabase());
+  const s = await startTestServer(undefined, { DATABASE_URL: counter.url, EVENTS: 'off' });
+  try {
+    const root = s.bootstrap.organization;
+    const first = await s.call('POST', `/registry/v2/repos/${root}`, { name: 'warm' });
+    assert.is(first.status, 200, JSON.stringify(first.body));
+    const writes = 40;
+    const before = counter.roundTrips();
+    for (let i = 0; i < writes; i++) {
+      const r = await s.call('POST', `/registry/v2/repos/${root}`, { name: `counted-${i}` });
+      assert.is(r.status, 200, JSON.stringify(r.body));
+    }
+    const creates = counter.roundTrips() - before;
+    const patched = counter.roundTrips();
+    for (let i = 0; i < writes; i++) {
+      const r = await s.call('PATCH', `/registry/v2/repos/${first.body.uid}`, { description: `patch ${i}` });
+      assert.is(r.status, 200, JSON.stringify(r.body));
+    }
+    const patches = counter.roundTrips() - patched;
+    // The server's own loops (keys, grants, counts) may add a few while the writes run.
+    for (const [what, n] of [
+      ['creates', creates],
+      ['patches', patches],
+    ] as const) {
+      assert.ok(n >= 2 * writes, `${what}: ${n} round trips for ${writes}`);
+      assert.ok(n <= 2 * writes + 6, `${what}: ${n} round trips for ${writes}`);
+    }
+  } finally {
+    await s.stop();
+    await counter.close();
+  }
 });
 
 test.run();
