@@ -704,31 +704,45 @@ async function engines(): Promise<void> {
     say(`${setup.name}: loaded in ${loadSeconds.toFixed(1)} s (${Math.round(size / loadSeconds)} repos/s)`);
     const list = `/registry/v2/repos?uidp.descendants_of=${organization}&page_size=50`;
     const target = (await call(url, 'GET', `${list}&skip=${Math.floor(size / 3)}`)).repos[0].uid as string;
-    const deep = (await call(url, 'GET', `${list}&skip=${Math.floor(size / 2)}`)).nextPageToken as string;
-    const scenarios = scenariosOf(list, deep, target, folder);
-    const variants = [setup];
+    const deepSkip = Math.floor(size / 2);
+    // Each server's own page token: another's means nothing to it (the peer's is the uid, ours is sealed).
+    const scenariosAt = async (at: string) =>
+      scenariosOf(list, (await call(at, 'GET', `${list}&skip=${deepSkip}`)).nextPageToken as string, target, folder);
+    // Each setup started when its turn comes: an idle second instance would take work of the first's (its
+    // delivery worker dispatches the first's events) without its CPU being counted.
+    const variants: (() => Promise<Setup>)[] = [async () => setup];
     if (setup.name === 'PostgreSQL') {
-      const second = await start('ours', pgEnv);
-      variants.push({
-        ...setup,
-        name: 'PostgreSQL, 2 instances',
-        urls: [url, second.url],
-        children: [setup.children[0], second.child],
-      });
       const peerEnv = { DATABASE_URL: databaseUrl, ISSUER_URL: issuerUrl, JWKS_URL: `${url}/.well-known/jwks.json` };
-      const peers = [await start('bench/pg-peer.ts', peerEnv), await start('bench/pg-peer.ts', peerEnv)];
-      await checkPeerAnswers(call, url, peers[0].url, list, target);
       variants.push(
-        { name: 'pg peer', urls: [peers[0].url], children: [peers[0].child], env: peerEnv },
-        {
+        async () => {
+          const second = await start('ours', pgEnv);
+          return {
+            ...setup,
+            name: 'PostgreSQL, 2 instances',
+            urls: [url, second.url],
+            children: [setup.children[0], second.child],
+          };
+        },
+        async () => {
+          const peer = await start('bench/pg-peer.ts', peerEnv);
+          await checkPeerAnswers(call, url, peer.url, list, target, deepSkip);
+          return { name: 'pg peer', urls: [peer.url], children: [peer.child], env: peerEnv };
+        },
+      );
+      variants.push(async () => {
+        const peers = [await start('bench/pg-peer.ts', peerEnv), await start('bench/pg-peer.ts', peerEnv)];
+        return {
           name: 'pg peer, 2 instances',
           urls: peers.map((p) => p.url),
           children: peers.map((p) => p.child),
           env: peerEnv,
-        },
-      );
+        };
+      });
     }
-    for (const variant of variants) table.push(...(await runSetup(variant, scenarios, list, auth)));
+    for (const startVariant of variants) {
+      const variant = await startVariant();
+      table.push(...(await runSetup(variant, await scenariosAt(variant.urls[0]), list, auth)));
+    }
   }
   for (const child of running) await stop(child);
   await cluster.stop();
@@ -745,6 +759,7 @@ async function checkPeerAnswers(
   peer: string,
   list: string,
   target: string,
+  deepSkip: number,
 ): Promise<void> {
   // A page token is each server's own: the list is compared by its repos and totalCount.
   const shown = (a: any) => JSON.stringify(a.repos ? { repos: a.repos, totalCount: a.totalCount } : a);
@@ -753,7 +768,16 @@ async function checkPeerAnswers(
     if (want !== got)
       throw new Error(`the PostgreSQL peer answers ${path} differently from ours ${firstDifference(want, got)}`);
   }
-  say('the PostgreSQL peer answers get and list page 1 with the same JSON as ours');
+  // The page after a skip, each through its own token.
+  const skipped = `${list}&skip=${deepSkip}`;
+  const [mine, its] = await Promise.all([call(ours, 'GET', skipped), call(peer, 'GET', skipped)]);
+  const [want, got] = await Promise.all([
+    call(ours, 'GET', `${list}&page_token=${mine.nextPageToken}`).then(shown),
+    call(peer, 'GET', `${list}&page_token=${its.nextPageToken}`).then(shown),
+  ]);
+  if (want !== got)
+    throw new Error(`the PostgreSQL peer answers a deep page differently from ours ${firstDifference(want, got)}`);
+  say('the PostgreSQL peer answers get, list page 1 and a deep page with the same JSON as ours');
 }
 
 /** The table of every setup and scenario, and ours against the peer on PostgreSQL. */
