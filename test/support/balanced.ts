@@ -9,7 +9,7 @@ import { createServer } from 'node:net';
 import { join } from 'node:path';
 // @ts-expect-error a plain ESM script without types: ensureHaproxy() returns the binary's path or throws why not
 import { ensureHaproxy } from '../../scripts/tooling/haproxy.mjs';
-import { exitOf, spawnServer, type ServerProcess } from './process.js';
+import { endWithTests, exitOf, spawnServer, type ServerProcess } from './process.js';
 
 /** Whether this run's test servers are three instances behind HAProxy. */
 export const balanced = () => process.env.TEST_TOPOLOGY === 'haproxy';
@@ -68,9 +68,11 @@ export async function startBalancer(first: string, lbPort: number, env: Record<s
   try {
     others.push(...(await Promise.all([spawnServer({ ...env, PORT: '0' }), spawnServer({ ...env, PORT: '0' })])));
     const [api1, api2, api3] = [first, ...others.map((o) => o.url)].map((u) => new URL(u).host);
-    haproxy = spawn(binary, ['-db', '-f', threeInstanceConfig(env.DATA_DIR)], {
-      env: { PATH: process.env.PATH, LISTEN_PORT: String(lbPort), API1: api1, API2: api2, API3: api3 },
-    });
+    haproxy = endWithTests(
+      spawn(binary, ['-db', '-f', threeInstanceConfig(env.DATA_DIR)], {
+        env: { PATH: process.env.PATH, LISTEN_PORT: String(lbPort), API1: api1, API2: api2, API3: api3 },
+      }),
+    );
     haproxy.stdout!.on('data', (d) => (output += d));
     haproxy.stderr!.on('data', (d) => (output += d));
     const lb = `http://127.0.0.1:${lbPort}`;

@@ -1,6 +1,26 @@
 // Runs the project's real commands (server, import) as child processes.
 import { spawn, type ChildProcess, type ChildProcessWithoutNullStreams } from 'node:child_process';
 
+/**
+ * Servers and proxies the tests started and that have not exited: killed when this process exits, so a test file
+ * that ends early (a hook throwing, uvu exiting) leaves none of them serving.
+ */
+const running = new Set<ChildProcess>();
+let killsAtExit = false;
+
+/** Kills the child when this process exits, if it is still running then. */
+export function endWithTests<C extends ChildProcess>(child: C): C {
+  if (!killsAtExit) {
+    killsAtExit = true;
+    process.once('exit', () => {
+      for (const c of running) c.kill('SIGKILL');
+    });
+  }
+  running.add(child);
+  child.once('exit', () => running.delete(child));
+  return child;
+}
+
 export interface ScriptResult {
   status: number | null;
   stdout: string;
@@ -39,10 +59,11 @@ export interface ServerProcess {
  */
 export function spawnServer(env: Record<string, string>, fdLimit?: number): Promise<ServerProcess> {
   const options = { env: { ...process.env, LOG: 'off', OUTBOUND_ALLOW_LOOPBACK: 'on', DRAIN_SECONDS: '0', ...env } };
-  const child =
+  const child = endWithTests(
     fdLimit === undefined
       ? spawn(process.execPath, ['scripts/start.mjs'], options)
-      : spawn('bash', ['-c', `ulimit -n ${fdLimit} && exec "$0" scripts/start.mjs`, process.execPath], options);
+      : spawn('bash', ['-c', `ulimit -n ${fdLimit} && exec "$0" scripts/start.mjs`, process.execPath], options),
+  );
   let out = '';
   return new Promise((resolve, reject) => {
     const timer = setTimeout(() => reject(new Error(`the server did not start: ${out}`)), 20000);
