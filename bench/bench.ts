@@ -7,6 +7,7 @@ import { join } from 'node:path';
 import Database from 'better-sqlite3';
 import { readBootstrap } from '../runtime/access/bootstrap.js';
 import { TokenIssuer } from '../runtime/access/issuer.js';
+import { maxSkip } from '../runtime/lists/list-request.js';
 import { ancestorsOf } from '../runtime/model/uid.js';
 import { parseCommandLine } from '../scripts/cli-args.js';
 import { coldStarts, startCommand, type ColdStarts } from './cold-start.js';
@@ -129,6 +130,23 @@ async function stop(child: ChildProcess): Promise<void> {
     child.kill('SIGTERM');
   });
 }
+
+/** A request with these headers, answered by its JSON body; an answer that is not 2xx stops the benchmark. */
+function caller(auth: Record<string, string>) {
+  return async (url: string, method: string, path: string, body?: unknown): Promise<any> => {
+    const res = await fetch(url + path, {
+      method,
+      headers: { ...auth, 'content-type': 'application/json' },
+      body: body === undefined ? undefined : JSON.stringify(body),
+    });
+    const answer = await res.json();
+    if (!res.ok) throw new Error(`${method} ${path} answered ${res.status}: ${JSON.stringify(answer)}`);
+    return answer;
+  };
+}
+
+/** A skip to that row, or to the API's largest skip (maxSkip) when it is further: 1,000,000 repos are past it. */
+const skipTo = (row: number) => Math.min(Math.floor(row), maxSkip);
 
 /**
  * The n-th repo of the benchmark. One in four has every optional field of a repo set, so the answers the
@@ -479,14 +497,7 @@ async function main(): Promise<void> {
   const { organization, owner } = readBootstrap(dataDir)!;
   const issuer = await TokenIssuer.open(dataDir, issuerUrl, issuerUrl);
   const auth = { authorization: `Bearer ${(await issuer.mint(owner)).token}` };
-  const call = async (url: string, method: string, path: string, body?: unknown) => {
-    const res = await fetch(url + path, {
-      method,
-      headers: { ...auth, 'content-type': 'application/json' },
-      body: body === undefined ? undefined : JSON.stringify(body),
-    });
-    return res.json() as Promise<any>;
-  };
+  const call = caller(auth);
   const folder = (await call(ours.url, 'POST', `/iam/v2/groups/${organization}`, { name: 'folder' })).uid;
   const leaf = (await call(ours.url, 'POST', `/iam/v2/groups/${folder}`, { name: 'leaf' })).uid;
   const databaseFile = { DATABASE_FILE: join(dataDir, 'platform.sqlite') };
@@ -518,10 +529,10 @@ async function main(): Promise<void> {
     }
     const list = `/registry/v2/repos?uidp.descendants_of=${organization}&page_size=50`;
     const deepToken = async (url: string) =>
-      (await call(url, 'GET', `${list}&skip=${Math.floor(size / 2)}`)).nextPageToken as string;
+      (await call(url, 'GET', `${list}&skip=${skipTo(size / 2)}`)).nextPageToken as string;
     // A repo with every optional field set: the get answer then holds every column a repo answer reads.
     const third: { uid: string; sync_config?: unknown }[] = (
-      await call(ours.url, 'GET', `${list}&skip=${Math.floor(size / 3)}`)
+      await call(ours.url, 'GET', `${list}&skip=${skipTo(size / 3)}`)
     ).repos;
     const target = (third.find((r) => r.sync_config !== undefined) ?? third[0]).uid;
     const run: Run = { list, target, folder, auth, size, servers, warnings };
@@ -689,22 +700,15 @@ async function engines(): Promise<void> {
     const { organization } = readBootstrap(dir)!;
     const auth = { authorization: `Bearer ${ownerToken(setup.env)}` };
     const url = setup.urls[0];
-    const call = async (at: string, method: string, path: string, body?: unknown) =>
-      (await (
-        await fetch(at + path, {
-          method,
-          headers: { ...auth, 'content-type': 'application/json' },
-          body: body === undefined ? undefined : JSON.stringify(body),
-        })
-      ).json()) as any;
+    const call = caller(auth);
     const folder = (await call(url, 'POST', `/iam/v2/groups/${organization}`, { name: 'folder' })).uid as string;
     const leaf = (await call(url, 'POST', `/iam/v2/groups/${folder}`, { name: 'leaf' })).uid as string;
     say(`${setup.name}: loading ${size} repos through npm run import`);
     const loadSeconds = await importRepos(leaf, 0, size, setup.env);
     say(`${setup.name}: loaded in ${loadSeconds.toFixed(1)} s (${Math.round(size / loadSeconds)} repos/s)`);
     const list = `/registry/v2/repos?uidp.descendants_of=${organization}&page_size=50`;
-    const target = (await call(url, 'GET', `${list}&skip=${Math.floor(size / 3)}`)).repos[0].uid as string;
-    const deepSkip = Math.floor(size / 2);
+    const target = (await call(url, 'GET', `${list}&skip=${skipTo(size / 3)}`)).repos[0].uid as string;
+    const deepSkip = skipTo(size / 2);
     // Each server's own page token: another's means nothing to it (the peer's is the uid, ours is sealed).
     const scenariosAt = async (at: string) =>
       scenariosOf(list, (await call(at, 'GET', `${list}&skip=${deepSkip}`)).nextPageToken as string, target, folder);
