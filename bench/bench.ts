@@ -139,9 +139,9 @@ function caller(auth: Record<string, string>) {
       headers: { ...auth, 'content-type': 'application/json' },
       body: body === undefined ? undefined : JSON.stringify(body),
     });
-    const answer = await res.json();
-    if (!res.ok) throw new Error(`${method} ${path} answered ${res.status}: ${JSON.stringify(answer)}`);
-    return answer;
+    const text = await res.text();
+    if (!res.ok) throw new Error(`${method} ${path} answered ${res.status}: ${text}`);
+    return JSON.parse(text);
   };
 }
 

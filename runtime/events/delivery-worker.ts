@@ -90,6 +90,12 @@ export class DeliveryWorker {
   private cursor = '';
   /** the last claim stopped before the end of the ring, with deliveries due: the next one looks on at once */
   private lookOn = false;
+  /** when the outbox was last looked at, and whether more events waited than that pass took */
+  private dispatchedAt = 0;
+  private moreToDispatch = false;
+  /** a pass is under way; a delivery finished meanwhile, so the next one goes at once */
+  private passing = false;
+  private finishedMeanwhile = false;
   readonly counts: DeliveryCounts = { delivered: 0, retried: 0, failed: 0 };
 
   constructor(
@@ -139,18 +145,41 @@ export class DeliveryWorker {
     this.timer = setTimeout(() => (this.ticking = this.tick()), ms);
   }
 
+  /**
+   * A delivery has finished, so its sink has room again: the next pass goes now rather than after pollMs (or right
+   * after the pass under way). Deliveries to a sink then go as fast as it answers, not perSink per pollMs.
+   */
+  private wake(): void {
+    if (this.stopped || this.failedPasses > 0) return;
+    if (this.passing) {
+      this.finishedMeanwhile = true;
+      return;
+    }
+    clearTimeout(this.timer);
+    this.schedule(0);
+  }
+
   private async tick(): Promise<void> {
     let busy = false;
+    this.passing = true;
+    this.finishedMeanwhile = false;
     try {
-      busy = await this.dispatch();
-      busy = (await this.sendDue()) > 0 || this.lookOn || busy;
+      // The outbox is looked at every pollMs, or at once while more waited than a pass took: not at every pass
+      // that sends deliveries (under a stream of writes that was a dispatch transaction every few writes, more
+      // than the writes cost). No event waits longer than pollMs and a pass to be dispatched.
+      if (this.moreToDispatch || Date.now() - this.dispatchedAt >= this.config.pollMs) {
+        this.dispatchedAt = Date.now();
+        this.moreToDispatch = await this.dispatch();
+      }
+      busy = (await this.sendDue()) > 0 || this.lookOn || this.moreToDispatch;
       if (Date.now() - this.prunedAt > 60_000) await this.prune();
       this.passSucceeded();
     } catch (e) {
       this.passFailed(e);
     }
     this.passedAt = Date.now();
-    this.schedule(this.failedPasses > 0 ? this.backoffMs() : busy ? 0 : this.config.pollMs);
+    this.passing = false;
+    this.schedule(this.failedPasses > 0 ? this.backoffMs() : busy || this.finishedMeanwhile ? 0 : this.config.pollMs);
   }
 
   /**
@@ -185,10 +214,9 @@ export class DeliveryWorker {
   /**
    * Step 1: one delivery per subscription at or above each new event's group, for as many whole events as fit in
    * dispatchBatch deliveries (at least one event). PENDING, or FAILED past the organization's outstanding quota.
-   * True when more events were waiting than this pass took: the next pass goes at once. Otherwise the next waits
-   * pollMs, so events written meanwhile are dispatched together (a pass per write would cost more than the write).
+   * True when more events were waiting than this pass took: the next pass goes at once.
    */
-  async dispatch(): Promise<boolean> {
+  private async dispatch(): Promise<boolean> {
     const [oldest] = await this.outbox.find(isNull('dispatchedTime'), bySeq, 1);
     if (!oldest) return false;
     return this.resources.transaction(async (sql) => {
@@ -369,7 +397,10 @@ export class DeliveryWorker {
       // A failed step is logged, and its lease lets the delivery go again later.
       const done = this.send(d, subscription)
         .catch((e: unknown) => this.failedStep(e))
-        .finally(() => this.inFlight.delete(d.uid));
+        .finally(() => {
+          this.inFlight.delete(d.uid);
+          this.wake();
+        });
       this.inFlight.set(d.uid, { key: `${d.parentUid} ${d.subject}`, origin, done });
     }
     return claimed.length;

@@ -77,13 +77,20 @@ async function leftToCommit(sql: Sql, statements: Promise<unknown>): Promise<voi
 }
 
 /**
- * A write's first reads: the witness's grants (locked first) and the record the write locks, asked for together,
- * one round trip on PostgreSQL. Both are waited for, so a rollback cannot overtake either; a refusal of the witness
+ * A write's first reads: the witness's grants and the record the write locks, asked for together, one round trip
+ * on PostgreSQL. The witness asks for its statement before it awaits anything, so the grants are locked first, as
+ * they were when it ran alone. Both are waited for, so a rollback cannot overtake either; a refusal of the witness
  * comes before what the read found, so a caller refused learns nothing of the record.
  */
 async function witnessed<T>(sql: Sql, witness: WriteOptions['witness'], read: () => Promise<T>): Promise<T> {
   const proving = witness?.(sql);
-  const [proved, found] = await Promise.allSettled([proving, read()]);
+  let reading: Promise<T>;
+  try {
+    reading = read();
+  } catch (e) {
+    reading = Promise.reject(e);
+  }
+  const [proved, found] = await Promise.allSettled([proving, reading]);
   if (proved.status === 'rejected') throw proved.reason;
   if (found.status === 'rejected') throw found.reason;
   return found.value;

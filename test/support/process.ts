@@ -2,8 +2,8 @@
 import { spawn, type ChildProcess, type ChildProcessWithoutNullStreams } from 'node:child_process';
 
 /**
- * Servers and proxies the tests started and that have not exited: killed when this process exits, so a test file
- * that ends early (a hook throwing, uvu exiting) leaves none of them serving.
+ * Servers and proxies the tests started and that have not exited: killed when this process exits or is stopped by
+ * SIGINT or SIGTERM, so a test file that ends early (a hook throwing, uvu exiting) leaves none of them serving.
  */
 const running = new Set<ChildProcess>();
 let killsAtExit = false;
@@ -12,9 +12,17 @@ let killsAtExit = false;
 export function endWithTests<C extends ChildProcess>(child: C): C {
   if (!killsAtExit) {
     killsAtExit = true;
-    process.once('exit', () => {
+    const killAll = () => {
       for (const c of running) c.kill('SIGKILL');
-    });
+    };
+    process.once('exit', killAll);
+    // A test process stopped by a signal runs no 'exit' handler: these kill the children, then stop it as the
+    // signal would have.
+    for (const signal of ['SIGINT', 'SIGTERM'] as const)
+      process.once(signal, () => {
+        killAll();
+        process.kill(process.pid, signal);
+      });
   }
   running.add(child);
   child.once('exit', () => running.delete(child));
