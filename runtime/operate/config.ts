@@ -137,7 +137,7 @@ export const settings: readonly Setting[] = [
   { name: 'EVENTS_RETRY_MAX_MS', default: '600000', meaning: 'the longest wait between retries' },
   { name: 'EVENTS_CONCURRENCY', default: '16', meaning: 'deliveries in flight in all' },
   { name: 'EVENTS_PER_SINK', default: '4', meaning: 'deliveries in flight to one sink' },
-  { name: 'EVENTS_POLL_MS', default: '200', meaning: 'how often an idle delivery worker looks for events' },
+  { name: 'EVENTS_POLL_MS', default: '200', meaning: 'how often the delivery worker looks for new events' },
   { name: 'EVENTS_DISPATCH_BATCH', default: '500', meaning: 'deliveries one dispatch transaction writes at most' },
   { name: 'EVENTS_RETENTION_HOURS', default: '168', meaning: 'delivered and failed deliveries are kept this long' },
   { name: 'EVENTS_MAX_SUBSCRIPTIONS', default: '100', meaning: 'subscriptions per organization' },
