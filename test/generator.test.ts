@@ -154,6 +154,17 @@ test('the declarations of capabilities, filters, natural keys and create times a
     assert.match(model.stderr, problem);
 });
 
+/** The spec copy's schemaVersion (api.yaml). */
+function schemaVersionOf(spec: string): number {
+  return Number(/^schemaVersion: (\d+)$/m.exec(readFileSync(join(spec, 'api.yaml'), 'utf8'))![1]);
+}
+
+/** Sets the spec copy's schemaVersion, as a spec author raises it with a declared change. */
+function raiseSchemaVersion(spec: string, to: number): void {
+  const api = readFileSync(join(spec, 'api.yaml'), 'utf8');
+  writeFileSync(join(spec, 'api.yaml'), api.replace(/^schemaVersion: \d+$/m, `schemaVersion: ${to}`));
+}
+
 test('a capability stored roles may hold is removed only with the one they take, declared in access.yaml', () => {
   // Roles keep their capabilities as a list of enum values (framework/spec/iam.yaml, values: $capabilities): the
   // schema lock follows them, and the author of the vocabulary says where a removed one goes.
@@ -164,7 +175,7 @@ test('a capability stored roles may hold is removed only with the one they take,
     .replace(/^ {2}CAP_TENANT_CLUSTERS_CREATE: .*\n/m, '')
     .replace(/^ {6}- CAP_TENANT_CLUSTERS_CREATE\n/gm, '');
   writeFileSync(join(spec, 'access.yaml'), without);
-  const version = Number(/^schemaVersion: (\d+)$/m.exec(readFileSync(join(spec, 'api.yaml'), 'utf8'))![1]);
+  const version = schemaVersionOf(spec);
   const refused = generate(spec, join(scratch, 'removed-capability-out'));
   assert.is(refused.status, 1);
   assert.match(
@@ -175,8 +186,7 @@ test('a capability stored roles may hold is removed only with the one they take,
     join(spec, 'access.yaml'),
     `renamedCapabilities: { CAP_TENANT_CLUSTERS_CREATE: CAP_TENANT_CLUSTERS_UPDATE }\n${without}`,
   );
-  const api = readFileSync(join(spec, 'api.yaml'), 'utf8');
-  writeFileSync(join(spec, 'api.yaml'), api.replace(/^schemaVersion: \d+$/m, `schemaVersion: ${version + 1}`));
+  raiseSchemaVersion(spec, version + 1);
   const declared = generate(spec, join(scratch, 'removed-capability-out'));
   assert.is(declared.status, 0, declared.stderr);
   const lock = JSON.parse(readFileSync(join(spec, 'schema.lock.json'), 'utf8'));
@@ -196,7 +206,7 @@ test('an enum value inside a stored object is removed only with the one stored r
   const without = iam.replace(', CORRELATION_RULE_OID_EQUALS_EXTERNAL_ID]', ']');
   assert.ok(without !== iam);
   writeFileSync(join(spec, 'iam.yaml'), without);
-  const version = Number(/^schemaVersion: (\d+)$/m.exec(readFileSync(join(spec, 'api.yaml'), 'utf8'))![1]);
+  const version = schemaVersionOf(spec);
   const refused = generate(spec, join(scratch, 'removed-nested-value-out'));
   assert.is(refused.status, 1);
   assert.match(
@@ -208,8 +218,7 @@ test('an enum value inside a stored object is removed only with the one stored r
     'CORRELATION_RULE_SUB_EQUALS_EXTERNAL_ID]\n            renamedValues: { CORRELATION_RULE_OID_EQUALS_EXTERNAL_ID: CORRELATION_RULE_UNSPECIFIED }',
   );
   writeFileSync(join(spec, 'iam.yaml'), renamed);
-  const api = readFileSync(join(spec, 'api.yaml'), 'utf8');
-  writeFileSync(join(spec, 'api.yaml'), api.replace(/^schemaVersion: \d+$/m, `schemaVersion: ${version + 1}`));
+  raiseSchemaVersion(spec, version + 1);
   const declared = generate(spec, join(scratch, 'removed-nested-value-out'));
   assert.is(declared.status, 0, declared.stderr);
   const lock = JSON.parse(readFileSync(join(spec, 'schema.lock.json'), 'utf8'));
