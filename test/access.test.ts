@@ -495,6 +495,17 @@ test("a binding removed by another process is refused at the holder's next write
   expectCode(await patch('written once unbound'), 403, 7, 'the write reads the grants it relies on again');
   const group = await s.call('GET', `/iam/v2/groups/${team}`);
   assert.is(group.body.description, 'written while bound');
+  // A record that does not exist, written by a caller whose grant went the same way: refused, not NOT_FOUND (the
+  // grants and the record are read together in the write; the refusal comes first and tells nothing of the record).
+  const other = await identity(org, 'writer of a missing group');
+  const bound = await s.call('POST', `/iam/v2/roleBindings/${team}`, { identityUid: other, roleUid: roleUid.owner });
+  assert.is(bound.status, 200, JSON.stringify(bound.body));
+  const its = { authorization: `Bearer ${await s.mint(other)}` };
+  const warm = await s.call('PATCH', `/iam/v2/groups/${team}`, { description: 'written while bound' }, its);
+  assert.is(warm.status, 200, JSON.stringify(warm.body));
+  await query(s, 'delete from role_bindings where uid = ?', [bound.body.uid], true);
+  const missing = `/iam/v2/groups/${team}/0123456789abcdef`;
+  expectCode(await s.call('PATCH', missing, { description: 'x' }, its), 403, 7, 'a missing group, the grant gone');
 });
 
 test('PostgreSQL: a lost listening connection comes back and drops the caches, so no change stays unheard', async () => {
