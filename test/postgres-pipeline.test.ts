@@ -2,11 +2,13 @@
 // PostgreSQL (test/support/postgres.ts): what is asked for in one turn is one round trip, answered in order; a
 // failure rejects the statements after it with the same error; a name's Parse is remembered only once
 // PostgreSQL has parsed it, so the connection runs every statement again after a failed batch. And through a
-// running server, counted on the wire: a repo's create and patch are two round trips each.
+// running server, counted on the wire: a repo's create and patch are two round trips each. Reads on the pool:
+// those asked in one turn are one round trip, each answered or failed on its own; a statement a connection has
+// run before is not described again.
 import pg from 'pg';
 import { test } from 'uvu';
 import * as assert from 'uvu/assert';
-import { PipelinedStatements } from '../runtime/storage/postgres-pipeline.js';
+import { PipelinedReads, PipelinedStatements } from '../runtime/storage/postgres-pipeline.js';
 import { newDatabase, stopOwnCluster } from './support/postgres.js';
 import { countRoundTrips } from './support/round-trip-counter.js';
 import { startTestServer } from './support/server.js';
@@ -74,6 +76,38 @@ test('a failure rejects the statements after it with its error; names parsed bef
   ]);
   assert.equal(made.rows, [{ k: 'b' }]);
   assert.equal(one.rows, [{ n: 1 }]);
+});
+
+test('reads asked for in one turn are one round trip on one connection; a failed one fails alone', async () => {
+  const counter = await countRoundTrips(await newDatabase());
+  // One connection: every batch below goes on it, so it must be given back after each, failed or not.
+  const pool = new pg.Pool({ connectionString: counter.url, max: 1 });
+  const reads = new PipelinedReads(pool, () => false);
+  try {
+    const read = (n: number) =>
+      reads.query('select 10 / $1::int as q, $2::jsonb as j', [n, { n }], 'pipeline-read', undefined);
+    await read(1);
+    const [trips, describes] = [counter.roundTrips(), counter.messages('D')];
+    const answers = await Promise.all([1, 2, 0, 5, 10].map((n) => settled(read(n))));
+    // The third fails (division by zero); the database skips the two after it, sent again: two round trips.
+    assert.is(counter.roundTrips() - trips, 2);
+    assert.equal(
+      answers.map((a) => ('ok' in a ? a.ok.rows : a.error.code)),
+      [[{ q: 10, j: { n: 1 } }], [{ q: 5, j: { n: 2 } }], '22012', [{ q: 2, j: { n: 5 } }], [{ q: 1, j: { n: 10 } }]],
+    );
+    // Described once, the first time the connection ran it: since then its rows are read with that description.
+    assert.is(counter.messages('D') - describes, 0);
+    // The connection went back to the pool: another read gets it.
+    assert.equal((await read(10)).rows, [{ q: 1, j: { n: 10 } }]);
+    // A burst goes in batches of at most maxBatch, each on a connection of its own as the pool has them.
+    const before = counter.roundTrips();
+    const burst = await Promise.all(Array.from({ length: 2 * PipelinedReads.maxBatch + 1 }, (_, n) => read(n + 1)));
+    assert.equal(burst.at(-1)!.rows, [{ q: 0, j: { n: 2 * PipelinedReads.maxBatch + 1 } }]);
+    assert.is(counter.roundTrips() - before, 3);
+  } finally {
+    await pool.end();
+    await counter.close();
+  }
 });
 
 // Issue 29, item 4: the witness's grants go with the lock of the parent (create) or the record (patch), and the

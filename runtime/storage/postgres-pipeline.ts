@@ -5,6 +5,8 @@
 // its first statement, the inserts that do not depend on each other go together, and the counts go with
 // the commit. The database runs a batch's statements in order; after one fails it skips the rest up to the
 // Sync, and each of those is rejected with the same error (the transaction is aborted then anyway).
+// Reads outside a transaction go the same way: those asked in the same turn share a batch on one pooled
+// connection, and one that fails fails alone (the ones after it are sent again).
 import pg from 'pg';
 
 /** pg's Result as its own Query fills it (not in its published types). */
@@ -42,8 +44,16 @@ interface Connection {
 }
 
 interface Message {
-  fields: never;
+  fields: unknown;
 }
+
+/**
+ * The columns each named statement answers, as PostgreSQL described them the first time a connection ran it:
+ * afterwards the statement is bound and run without a Describe, and its rows read with these. A prepared
+ * statement's result type never changes (runtime/storage/postgres-store.ts names every column it reads), so
+ * neither does its description.
+ */
+const descriptions = new WeakMap<Connection, Map<string, unknown>>();
 
 /**
  * One batch, handed to pg's client as a Submittable: pg sends it when the connection is ready and routes each
@@ -59,7 +69,10 @@ class Batch {
 
   constructor(
     private readonly statements: Statement[],
-    private readonly done: () => void,
+    /** called once every statement has answered or failed; `unsent`: those a failure before them kept from running */
+    private readonly done: (unsent: Statement[]) => void,
+    /** statements that do not depend on each other: a failure fails its own statement only, and `done` gets the rest */
+    private readonly independent = false,
   ) {}
 
   // A name is marked parsed only once PostgreSQL has parsed it: a batch that fails before may leave it unparsed.
@@ -72,6 +85,8 @@ class Batch {
     this.connection = connection;
     connection.on('parseComplete', this.parsed);
     const { parsedStatements } = connection;
+    const described = descriptions.get(connection) ?? new Map<string, unknown>();
+    descriptions.set(connection, described);
     connection.stream.cork?.();
     try {
       for (const s of this.statements) {
@@ -84,7 +99,10 @@ class Batch {
           if (s.name !== undefined) this.parsing.push(s);
         }
         connection.bind({ statement: s.name ?? '', values: s.values });
-        connection.describe({ type: 'P', name: '' });
+        const fields =
+          s.name === undefined || parsedStatements[s.name] === undefined ? undefined : described.get(s.name);
+        if (fields) s.result.addFields(fields);
+        else connection.describe({ type: 'P', name: '' });
         connection.execute({ portal: '' });
       }
       connection.sync();
@@ -95,7 +113,10 @@ class Batch {
   }
 
   handleRowDescription(msg: Message): void {
-    this.statements[this.at]?.result.addFields(msg.fields);
+    const s = this.statements[this.at];
+    if (!s) return;
+    s.result.addFields(msg.fields);
+    if (s.name !== undefined && this.connection) descriptions.get(this.connection)?.set(s.name, msg.fields);
   }
 
   handleDataRow(msg: Message): void {
@@ -121,8 +142,11 @@ class Batch {
   }
 
   handleError(error: unknown): void {
-    for (const s of this.statements.slice(this.at)) s.reject(error);
-    this.at = this.statements.length;
+    // The database skips what follows a failure up to the Sync; a lost connection ends them all.
+    const alone = this.independent && error instanceof pg.DatabaseError;
+    const failed = this.statements.slice(this.at, alone ? this.at + 1 : undefined);
+    for (const s of failed) s.reject(error);
+    this.at += failed.length;
     this.finish();
   }
 
@@ -138,7 +162,7 @@ class Batch {
 
   private finish(): void {
     this.connection?.off('parseComplete', this.parsed);
-    this.done();
+    this.done(this.parseFailure ? [] : this.statements.slice(this.at));
   }
 }
 
@@ -194,5 +218,69 @@ export class PipelinedStatements {
     this.queued = [];
     this.out = true;
     void this.client.query(batch as unknown as pg.QueryConfig);
+  }
+}
+
+/**
+ * Reads outside a transaction, on the pool: the reads asked for in the same turn of the event loop (the gets of
+ * requests that arrived together) go in one batch on one connection, one write and one answer for them all
+ * rather than one round trip each. Each is answered on its own: one that fails (a statement timeout) fails alone,
+ * and the reads after it, which the database skipped, are sent again on the same connection.
+ */
+export class PipelinedReads {
+  /** reads in one batch at most: a burst takes several connections rather than queueing behind one */
+  static readonly maxBatch = 16;
+  private queued: Statement[] = [];
+
+  constructor(
+    private readonly pool: pg.Pool,
+    /** whether a connection that failed so is broken (not given back to the pool) */
+    private readonly broken: (error: unknown) => boolean,
+  ) {}
+
+  query(text: string, params: unknown[], name?: string, rowMode?: 'array'): Promise<pg.QueryResult> {
+    let values: unknown[];
+    try {
+      values = params.map((p) => prepareValue(p));
+    } catch (e) {
+      return Promise.reject(e);
+    }
+    return new Promise((resolve, reject) => {
+      const first = this.queued.length === 0;
+      const result = new Answer(rowMode);
+      this.queued.push({ text, name, values, result, resolve: resolve as (r: Answer) => void, reject });
+      if (this.queued.length === PipelinedReads.maxBatch) this.send();
+      else if (first) setImmediate(() => this.send());
+    });
+  }
+
+  private send(): void {
+    const statements = this.queued;
+    if (statements.length === 0) return;
+    this.queued = [];
+    this.pool.connect().then(
+      (client) => this.run(client, statements),
+      (e: unknown) => statements.forEach((s) => s.reject(e)),
+    );
+  }
+
+  private run(client: pg.PoolClient, statements: Statement[]): void {
+    let failure: unknown;
+    const watched = statements.map((s) => ({
+      ...s,
+      reject: (e: unknown) => {
+        if (this.broken(e)) failure = e;
+        s.reject(e);
+      },
+    }));
+    const batch = new Batch(
+      watched,
+      (unsent) => {
+        if (unsent.length > 0 && failure === undefined) this.run(client, unsent);
+        else client.release(failure as Error | undefined);
+      },
+      true,
+    );
+    void client.query(batch as unknown as pg.QueryConfig);
   }
 }

@@ -15,7 +15,7 @@ import { buildCounts, CountChanges } from './scope-counts.js';
 import { migrate, type StoredSchema } from './schema-versions.js';
 import { serverStateEntity } from './server-state.js';
 import { together, type Sql } from './sql.js';
-import { PipelinedStatements } from './postgres-pipeline.js';
+import { PipelinedReads, PipelinedStatements } from './postgres-pipeline.js';
 import { countedTables, storedEntities, type ReadLimits, type Store, type TransactionOptions } from './store.js';
 import { faultOf, isLostRace, isOutage } from './postgres-faults.js';
 
@@ -64,16 +64,16 @@ const deadlockDetected = '40P01';
  * is refused, and one stopped by the statement timeout is DEADLINE_EXCEEDED.
  */
 function sqlOn(
-  client: pg.Pool | PipelinedStatements,
-  limits?: ReadLimits,
+  client: PipelinedReads | PipelinedStatements,
+  limits?: ReadLimits & { waiting: () => number },
   counts?: CountChanges,
   atCommit?: Promise<unknown>[],
 ): Sql {
-  const read = async <R extends Row | unknown[]>(pool: pg.Pool, config: pg.QueryConfig) => {
-    if (limits && pool.waitingCount >= limits.queue)
-      throw unavailable(`${pool.waitingCount} reads are already waiting for the database`, 1);
+  const read = async <R extends Row | unknown[]>(query: () => Promise<pg.QueryResult<R>>) => {
+    if (limits && limits.waiting() >= limits.queue)
+      throw unavailable(`${limits.waiting()} reads are already waiting for the database`, 1);
     try {
-      return await pool.query<R>(config);
+      return await query();
     } catch (e) {
       if ((e as { code?: string }).code === queryCanceled && limits) throw deadlineExceeded(limits.timeoutMs / 1000);
       throw faultOf(e);
@@ -85,15 +85,8 @@ function sqlOn(
     rowMode?: 'array',
   ): Promise<pg.QueryResult<R>> => {
     const numberedSql = numberedText(text);
-    const name = nameOf(numberedSql);
-    if (client instanceof pg.Pool)
-      return read<R>(client, {
-        text: numberedSql,
-        values: params,
-        ...(name ? { name } : {}),
-        ...(rowMode ? { rowMode } : {}),
-      });
-    return client.query(numberedSql, params, name, rowMode) as Promise<pg.QueryResult<R>>;
+    const run = () => client.query(numberedSql, params, nameOf(numberedSql), rowMode) as Promise<pg.QueryResult<R>>;
+    return client instanceof PipelinedReads ? read<R>(run) : run();
   };
   return {
     all: async (text, params = []) => (await query<Row>(text, params)).rows,
@@ -243,7 +236,7 @@ export async function openPostgresStore(
     await pool.end();
     throw e;
   }
-  const read = sqlOn(pool, limits);
+  const read = sqlOn(new PipelinedReads(pool, isOutage), { ...limits, waiting: () => pool.waitingCount });
   // Write transactions of this process waiting for a connection (the metrics' queue depth).
   let waiting = 0;
   const writers = new WriterSlots(maxWriters);

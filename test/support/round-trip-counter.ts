@@ -7,12 +7,15 @@ export interface RoundTripCounter {
   /** the database URL through the proxy */
   url: string;
   roundTrips(): number;
+  /** the client's messages of this type byte so far ('D': Describe, 'P': Parse, ...) */
+  messages(type: string): number;
   close(): Promise<void>;
 }
 
 export async function countRoundTrips(databaseUrl: string): Promise<RoundTripCounter> {
   const target = new URL(databaseUrl);
   let roundTrips = 0;
+  const byType = new Map<number, number>();
   const sockets = new Set<Socket>();
   const listener = createServer((client) => {
     const server = connect(Number(target.port || 5432), target.hostname);
@@ -32,6 +35,7 @@ export async function countRoundTrips(databaseUrl: string): Promise<RoundTripCou
         const length = started ? pending.readInt32BE(1) + 1 : pending.readInt32BE(0);
         if (pending.length < length) break;
         if (started && (pending[0] === 0x53 || pending[0] === 0x51)) roundTrips++;
+        if (started) byType.set(pending[0], (byType.get(pending[0]) ?? 0) + 1);
         started = true;
         pending = pending.subarray(length);
       }
@@ -49,6 +53,7 @@ export async function countRoundTrips(databaseUrl: string): Promise<RoundTripCou
   return {
     url: url.toString(),
     roundTrips: () => roundTrips,
+    messages: (type) => byType.get(type.charCodeAt(0)) ?? 0,
     close: () =>
       new Promise((r) => {
         for (const s of sockets) s.destroy();
