@@ -100,6 +100,31 @@ function grantFields(r: ResourceModel): GrantFields {
   return fields;
 }
 
+/** Where the rows grant each capability: a binding's role's capabilities in its group, within the identity's scope. */
+function grantsFrom(rows: GrantRows): Grants {
+  const scope = rows.confinedTo ?? undefined;
+  const byGroup = new Map<string, Set<string>>();
+  for (const b of rows.bindings) {
+    const g = effectiveGroup(b.parentUid, scope);
+    if (g === undefined) continue;
+    const set = byGroup.get(g) ?? byGroup.set(g, new Set()).get(g)!;
+    for (const c of rows.capabilities.get(b.roleUid) ?? []) set.add(c);
+  }
+  // Asked once per list of capabilities: the operations' lists are the model's own, asked on every request.
+  const holding = new WeakMap<string[], string[]>();
+  return {
+    confinedTo: scope,
+    groupsHolding: (capabilities) => {
+      let groups = holding.get(capabilities);
+      if (groups === undefined) {
+        groups = [...byGroup.entries()].filter(([, caps]) => capabilities.every((c) => caps.has(c))).map(([g]) => g);
+        holding.set(capabilities, groups);
+      }
+      return groups;
+    },
+  };
+}
+
 /** Cached grants are dropped when accessVersion moves (a grant changed here, or another process said so). */
 const maxCachedSubjects = 10_000;
 
@@ -115,12 +140,17 @@ export class Policy {
   private readonly model: ApiModel;
   /** Where the store keeps one (SQLite): a mark that moves when a row grants are read from may have changed. */
   private readonly storedMark?: () => number;
+  /** The built-in roles' capabilities, by uid: the spec's, never changed through the API (so never read). */
+  private readonly builtIn: ReadonlyMap<string, string[]>;
+  /** Grants by the rows they are made of: a write reads its caller's rows again, and the same rows make the same grants. */
+  private readonly grantsOfRows = new Map<string, Grants>();
 
   constructor(
     private readonly resources: Resources,
     private readonly grantsTtlMs = defaultGrantsTtlMs,
   ) {
     this.model = resources.model;
+    this.builtIn = new Map(this.model.roles.map((r) => [r.uid, r.capabilities]));
     const { identities, roleBindings, roles } = this.model.resources;
     this.storedMark = resources.changeMark([identities.type, roleBindings.type, roles.type]);
   }
@@ -154,28 +184,27 @@ export class Policy {
    */
   private async loadGrants(subject: string, locked?: Sql): Promise<Grants | null> {
     const rows = locked ? await this.lockedRows().read(locked, subject) : await this.grantRows(subject);
-    if (!rows) return null;
-    const scope = rows.confinedTo ?? undefined;
-    const byGroup = new Map<string, Set<string>>();
-    for (const b of rows.bindings) {
-      const g = effectiveGroup(b.parentUid, scope);
-      if (g === undefined) continue;
-      const set = byGroup.get(g) ?? byGroup.set(g, new Set()).get(g)!;
-      for (const c of rows.capabilities.get(b.roleUid) ?? []) set.add(c);
+    return rows && this.grantsMadeOf(rows);
+  }
+
+  /** The grants the rows make, made once for the same rows (a built-in role's capabilities go by its uid). */
+  private grantsMadeOf(rows: GrantRows): Grants {
+    const key = [
+      rows.confinedTo ?? '',
+      ...rows.bindings
+        .map(
+          (b) =>
+            `${b.parentUid} ${b.roleUid}${this.builtIn.has(b.roleUid) ? '' : ` ${JSON.stringify(rows.capabilities.get(b.roleUid))}`}`,
+        )
+        .sort(),
+    ].join('\n');
+    let grants = this.grantsOfRows.get(key);
+    if (grants === undefined) {
+      if (this.grantsOfRows.size >= maxCachedSubjects) this.grantsOfRows.clear();
+      grants = grantsFrom(rows);
+      this.grantsOfRows.set(key, grants);
     }
-    // Asked once per list of capabilities: the operations' lists are the model's own, asked on every request.
-    const holding = new WeakMap<string[], string[]>();
-    return {
-      confinedTo: scope,
-      groupsHolding: (capabilities) => {
-        let groups = holding.get(capabilities);
-        if (groups === undefined) {
-          groups = [...byGroup.entries()].filter(([, caps]) => capabilities.every((c) => caps.has(c))).map(([g]) => g);
-          holding.set(capabilities, groups);
-        }
-        return groups;
-      },
-    };
+    return grants;
   }
 
   /** The subject's grant rows as stored, outside a transaction (to be cached); null when it does not exist. */
@@ -186,15 +215,16 @@ export class Policy {
     const byUid = [{ property: 'uid', desc: false }];
     const bound = await this.resources.table(roleBindings.type).find(equal('identityUid', subject), byUid, -1);
     const bindings = bound.map((b) => ({ parentUid: b.parentUid as string, roleUid: b.roleUid as string }));
-    const roleUids = [...new Set(bindings.map((b) => b.roleUid))];
-    const roleRows = roleUids.length
-      ? await this.resources.table(roles.type).find(oneOf('uid', roleUids), byUid, -1)
-      : [];
-    return {
-      confinedTo: (identity.parentUid as string | null) ?? null,
-      bindings,
-      capabilities: new Map(roleRows.map((r) => [r.uid as string, (r.capabilities as string[] | null) ?? []])),
-    };
+    const capabilities = new Map<string, string[]>();
+    const custom: string[] = [];
+    for (const { roleUid } of bindings) {
+      const builtIn = this.builtIn.get(roleUid);
+      if (builtIn) capabilities.set(roleUid, builtIn);
+      else if (!custom.includes(roleUid)) custom.push(roleUid);
+    }
+    const roleRows = custom.length ? await this.resources.table(roles.type).find(oneOf('uid', custom), byUid, -1) : [];
+    for (const r of roleRows) capabilities.set(r.uid as string, (r.capabilities as string[] | null) ?? []);
+    return { confinedTo: (identity.parentUid as string | null) ?? null, bindings, capabilities };
   }
 
   private locked?: LockedGrants;
@@ -205,7 +235,7 @@ export class Policy {
       table(identities.type),
       table(roleBindings.type),
       table(roles.type),
-      this.model.roles.map((r) => r.uid),
+      this.builtIn,
     ));
   }
 
@@ -412,11 +442,11 @@ export class Policy {
    * widened before this write commits (a widening that went first is read here); built-in roles never change.
    */
   private async requireRole(grants: Grants, sql: Sql, roleUid: string, scope: string | undefined): Promise<void> {
-    const builtIn = this.model.roles.some((role) => role.uid === roleUid);
-    const role = await this.resources
-      .table(this.model.resources.roles.type)
-      .get(roleUid, sql, builtIn ? undefined : 'share');
-    const caps = (role?.capabilities as string[] | null) ?? [];
+    const caps =
+      this.builtIn.get(roleUid) ??
+      ((await this.resources.table(this.model.resources.roles.type).get(roleUid, sql, 'share'))?.capabilities as
+        string[] | null | undefined) ??
+      [];
     if (caps.length > 0) this.holds(grants, caps, scope);
   }
 
