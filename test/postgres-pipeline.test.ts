@@ -101,12 +101,108 @@ test('reads asked for in one turn are one round trip on one connection; a failed
     assert.equal((await read(10)).rows, [{ q: 1, j: { n: 10 } }]);
     // A burst goes in batches of at most maxBatch, each on a connection of its own as the pool has them.
     const before = counter.roundTrips();
-    const burst = await Promise.all(Array.from({ length: 2 * PipelinedReads.maxBatch + 1 }, (_, n) => read(n + 1)));
-    assert.equal(burst.at(-1)!.rows, [{ q: 0, j: { n: 2 * PipelinedReads.maxBatch + 1 } }]);
+    const burst = await Promise.all(Array.from({ length: 2 * reads.maxBatch + 1 }, (_, n) => read(n + 1)));
+    assert.equal(burst.at(-1)!.rows, [{ q: 0, j: { n: 2 * reads.maxBatch + 1 } }]);
     assert.is(counter.roundTrips() - before, 3);
   } finally {
     await pool.end();
     await counter.close();
+  }
+});
+
+/** A pool of `max` connections on a database of its own, ended after fn. */
+async function withPool(options: pg.PoolConfig, fn: (pool: pg.Pool) => Promise<void>): Promise<void> {
+  const pool = new pg.Pool({ connectionString: await newDatabase(), ...options });
+  pool.on('error', () => undefined);
+  try {
+    await fn(pool);
+  } finally {
+    await pool.end();
+  }
+}
+
+/** The outcome of each, or 'pending' for one not settled within ms. */
+const outcomes = (reads: Promise<pg.QueryResult>[], ms: number) =>
+  Promise.all(
+    reads.map((r) =>
+      Promise.race([
+        settled(r).then((a) => ('ok' in a ? a.ok.rows : (a.error.code ?? String(a.error)))),
+        new Promise((resolve) => setTimeout(() => resolve('pending'), ms)),
+      ]),
+    ),
+  );
+
+test('reads after one PostgreSQL ended its connection under fail with it, not wait forever', async () => {
+  await withPool({ max: 1 }, async (pool) => {
+    const reads = new PipelinedReads(pool, (e) => (e as { code?: string }).code === '57P01');
+    const pid = (await reads.query('select pg_backend_pid() as pid', [], 'pipeline-pid')).rows[0].pid;
+    const batch = [
+      reads.query('select pg_sleep(2)', [], 'pipeline-sleep'),
+      reads.query('select 1 as n', [], 'pipeline-one'),
+      reads.query('select 2 as n', [], 'pipeline-two'),
+    ];
+    const answered = outcomes(batch, 4000);
+    await new Promise((resolve) => setTimeout(resolve, 300));
+    const other = new pg.Client({ connectionString: pool.options.connectionString });
+    await other.connect();
+    await other.query('select pg_terminate_backend($1)', [pid]);
+    await other.end();
+    assert.equal(await answered, ['57P01', '57P01', '57P01']);
+    // The connection was not given back: the next read connects anew.
+    assert.equal((await reads.query('select 1 as n', [], 'pipeline-one')).rows, [{ n: 1 }]);
+  });
+});
+
+test('a statement parsed after an unnamed one and skipped after a failure is parsed when sent again', async () => {
+  await withPool({ max: 1, statement_timeout: 200 }, async (pool) => {
+    const reads = new PipelinedReads(pool, () => false);
+    const fresh = () => reads.query('select 2 as n', [], 'pipeline-fresh');
+    const batch = [
+      reads.query('select 1 as n', [], undefined),
+      reads.query('select pg_sleep(1)', [], 'pipeline-slow'),
+      fresh(),
+    ];
+    assert.equal(await outcomes(batch, 3000), [[{ n: 1 }], '57014', [{ n: 2 }]]);
+    assert.equal((await fresh()).rows, [{ n: 2 }]);
+  });
+});
+
+test('reads that may take long each go alone: none waits behind another; reads waiting for a connection are counted', async () => {
+  await withPool({ max: 2 }, async (pool) => {
+    const alone = new PipelinedReads(pool, () => false, 1);
+    const order: string[] = [];
+    const slow = alone.query('select pg_sleep(0.5)', [], 'pipeline-sleep').then(() => order.push('slow'));
+    const quick = alone.query('select 1 as n', [], 'pipeline-one').then(() => order.push('quick'));
+    await Promise.all([slow, quick]);
+    assert.equal(order, ['quick', 'slow']);
+    // Both connections held: three reads wait for one, then none.
+    const held = await Promise.all([pool.connect(), pool.connect()]);
+    const waiting = [1, 2, 3].map(() => alone.query('select 1 as n', [], 'pipeline-one'));
+    await new Promise((resolve) => setImmediate(resolve));
+    assert.is(alone.waiting(), 3);
+    for (const c of held) c.release();
+    await Promise.all(waiting);
+    assert.is(alone.waiting(), 0);
+  });
+});
+
+test('a row the driver cannot read fails its own read only', async () => {
+  const point = 600 as never; // PostgreSQL's point: no parser of pg's own
+  pg.types.setTypeParser(point, () => {
+    throw new Error('unreadable point');
+  });
+  try {
+    await withPool({ max: 1 }, async (pool) => {
+      const reads = new PipelinedReads(pool, () => false);
+      const batch = [
+        reads.query("select point '(1,2)' as p", [], 'pipeline-point'),
+        reads.query('select 1 / 0 as q', [], 'pipeline-zero'),
+        reads.query('select 1 as n', [], 'pipeline-one'),
+      ];
+      assert.equal(await outcomes(batch, 3000), ['Error: unreadable point', '22012', [{ n: 1 }]]);
+    });
+  } finally {
+    pg.types.setTypeParser(point, (v: string) => v);
   }
 });
 

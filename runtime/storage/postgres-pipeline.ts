@@ -62,10 +62,11 @@ const descriptions = new WeakMap<Connection, Map<string, unknown>>();
 class Batch {
   /** the statement whose answer is being read */
   private at = 0;
-  /** statements sent with a Parse of a name, in order, until PostgreSQL confirms it (ParseComplete) */
+  /** statements sent with a Parse (named or not), in order, until PostgreSQL confirms it (ParseComplete) */
   private readonly parsing: Statement[] = [];
   private connection?: Connection;
-  private parseFailure?: unknown;
+  /** a row of the statement being read that the driver could not read: the statement fails with it */
+  private rowFailure?: unknown;
 
   constructor(
     private readonly statements: Statement[],
@@ -76,9 +77,10 @@ class Batch {
   ) {}
 
   // A name is marked parsed only once PostgreSQL has parsed it: a batch that fails before may leave it unparsed.
+  // Every Parse is answered by a ParseComplete in turn, an unnamed one's too.
   private readonly parsed = () => {
     const s = this.parsing.shift();
-    if (s && this.connection) this.connection.parsedStatements[s.name!] = s.text;
+    if (s?.name !== undefined && this.connection) this.connection.parsedStatements[s.name] = s.text;
   };
 
   submit(connection: Connection): null {
@@ -96,7 +98,7 @@ class Batch {
           (parsedStatements[s.name] === undefined && !this.parsing.some((p) => p.name === s.name))
         ) {
           connection.parse({ text: s.text, name: s.name ?? '' });
-          if (s.name !== undefined) this.parsing.push(s);
+          this.parsing.push(s);
         }
         connection.bind({ statement: s.name ?? '', values: s.values });
         const fields =
@@ -125,13 +127,16 @@ class Batch {
     try {
       s.result.addRow(s.result.parseRow(msg.fields));
     } catch (e) {
-      this.parseFailure ??= e;
+      this.rowFailure ??= e;
     }
   }
 
   handleCommandComplete(msg: { text: string }): void {
     const s = this.statements[this.at++];
     if (!s) return;
+    const failure = this.rowFailure;
+    this.rowFailure = undefined;
+    if (failure !== undefined) return s.reject(failure);
     s.result.addCommandComplete(msg);
     s.resolve(s.result);
   }
@@ -151,8 +156,6 @@ class Batch {
   }
 
   handleReadyForQuery(): void {
-    // Every statement has answered by now; a row the driver could not read fails the batch's statements.
-    if (this.parseFailure) for (const s of this.statements) s.reject(this.parseFailure);
     this.finish();
   }
 
@@ -162,7 +165,7 @@ class Batch {
 
   private finish(): void {
     this.connection?.off('parseComplete', this.parsed);
-    this.done(this.parseFailure ? [] : this.statements.slice(this.at));
+    this.done(this.statements.slice(this.at));
   }
 }
 
@@ -225,18 +228,26 @@ export class PipelinedStatements {
  * Reads outside a transaction, on the pool: the reads asked for in the same turn of the event loop (the gets of
  * requests that arrived together) go in one batch on one connection, one write and one answer for them all
  * rather than one round trip each. Each is answered on its own: one that fails (a statement timeout) fails alone,
- * and the reads after it, which the database skipped, are sent again on the same connection.
+ * and the reads after it, which the database skipped, are sent again on the same connection. A read waits for
+ * those before it in its batch: reads that may take long (`maxBatch` 1) each go alone.
  */
 export class PipelinedReads {
-  /** reads in one batch at most: a burst takes several connections rather than queueing behind one */
-  static readonly maxBatch = 16;
   private queued: Statement[] = [];
+  /** reads whose batch waits for a connection */
+  private connecting = 0;
 
   constructor(
     private readonly pool: pg.Pool,
     /** whether a connection that failed so is broken (not given back to the pool) */
     private readonly broken: (error: unknown) => boolean,
+    /** reads in one batch at most: a burst takes several connections rather than queueing behind one */
+    readonly maxBatch = 16,
   ) {}
+
+  /** Reads waiting for a connection (not those asked for in this turn, which have not asked for one yet). */
+  waiting(): number {
+    return this.connecting;
+  }
 
   query(text: string, params: unknown[], name?: string, rowMode?: 'array'): Promise<pg.QueryResult> {
     let values: unknown[];
@@ -249,7 +260,7 @@ export class PipelinedReads {
       const first = this.queued.length === 0;
       const result = new Answer(rowMode);
       this.queued.push({ text, name, values, result, resolve: resolve as (r: Answer) => void, reject });
-      if (this.queued.length === PipelinedReads.maxBatch) this.send();
+      if (this.queued.length === this.maxBatch) this.send();
       else if (first) setImmediate(() => this.send());
     });
   }
@@ -258,9 +269,17 @@ export class PipelinedReads {
     const statements = this.queued;
     if (statements.length === 0) return;
     this.queued = [];
+    this.connecting += statements.length;
+    const sent = () => (this.connecting -= statements.length);
     this.pool.connect().then(
-      (client) => this.run(client, statements),
-      (e: unknown) => statements.forEach((s) => s.reject(e)),
+      (client) => {
+        sent();
+        this.run(client, statements);
+      },
+      (e: unknown) => {
+        sent();
+        for (const s of statements) s.reject(e);
+      },
     );
   }
 
@@ -269,15 +288,21 @@ export class PipelinedReads {
     const watched = statements.map((s) => ({
       ...s,
       reject: (e: unknown) => {
-        if (this.broken(e)) failure = e;
+        if (this.broken(e)) failure ??= e;
         s.reject(e);
       },
     }));
     const batch = new Batch(
       watched,
       (unsent) => {
-        if (unsent.length > 0 && failure === undefined) this.run(client, unsent);
-        else client.release(failure as Error | undefined);
+        if (failure === undefined) {
+          if (unsent.length > 0) this.run(client, unsent);
+          else client.release();
+          return;
+        }
+        // The connection is gone (PostgreSQL ended it: a restart, a terminated backend): so are the reads after.
+        for (const s of unsent) s.reject(failure);
+        client.release(failure as Error);
       },
       true,
     );

@@ -236,7 +236,11 @@ export async function openPostgresStore(
     await pool.end();
     throw e;
   }
-  const read = sqlOn(new PipelinedReads(pool, isOutage), { ...limits, waiting: () => pool.waitingCount });
+  // Reads that may take long each go alone: none waits in a batch behind another's long read.
+  const [reads, slowReads] = [new PipelinedReads(pool, isOutage), new PipelinedReads(pool, isOutage, 1)];
+  const readsWaiting = () => reads.waiting() + slowReads.waiting();
+  const read = sqlOn(reads, { ...limits, waiting: readsWaiting });
+  const slowRead = sqlOn(slowReads, { ...limits, waiting: readsWaiting });
   // Write transactions of this process waiting for a connection (the metrics' queue depth).
   let waiting = 0;
   const writers = new WriterSlots(maxWriters);
@@ -288,7 +292,7 @@ export async function openPostgresStore(
     orm,
     dialect: postgresql,
     read,
-    slowRead: read,
+    slowRead,
     transaction,
     schemaChanged: async () => (await fingerprint()) !== started,
     writeQueueDepth: () => waiting,
