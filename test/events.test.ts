@@ -581,6 +581,14 @@ test('quotas: an organization past its subscriptions, outstanding deliveries or 
   }
 });
 
+/** The whole log lines holding `text`: the last line may still be arriving. */
+function loggedLines(output: string, text: string): string[] {
+  return output
+    .slice(0, output.lastIndexOf('\n') + 1)
+    .split('\n')
+    .filter((line) => line.includes(text));
+}
+
 // Issue 33, item 6: the mutation writes only its outbox row; the fan-out is many short transactions, and the
 // health probe answers while it runs.
 test('a fan-out is written in bounded batches, outside the changes, and /healthz answers meanwhile', async () => {
@@ -607,11 +615,9 @@ test('a fan-out is written in bounded batches, outside the changes, and /healthz
     const batch = 20;
     worker = await spawnServer({ ...quiet.env, LOG: 'on', EVENTS_DISPATCH_BATCH: String(batch), EVENTS_POLL_MS: '20' });
     const dispatches = () =>
-      worker!
-        .output()
-        .split('\n')
-        .filter((line) => line.includes('"dispatched"'))
-        .map((line) => JSON.parse(line) as { dispatched: number; deliveries: number });
+      loggedLines(worker!.output(), '"dispatched"').map(
+        (line) => JSON.parse(line) as { dispatched: number; deliveries: number },
+      );
     const total = () => dispatches().reduce((n, d) => n + d.deliveries, 0);
     const health: number[] = [];
     while (total() < expected) {
@@ -642,14 +648,10 @@ test('events written one after another are dispatched together, about one pass p
   assert.is(subscribed.status, 200, JSON.stringify(subscribed.body));
   const worker = await spawnServer({ ...quiet.env, LOG: 'on', EVENTS_POLL_MS: String(pollMs) });
   try {
-    // Whole lines only: the last may still be arriving.
     const dispatched = () =>
-      worker
-        .output()
-        .slice(0, worker.output().lastIndexOf('\n') + 1)
-        .split('\n')
-        .filter((line) => line.includes('"dispatched"'))
-        .map((line) => (JSON.parse(line) as { dispatched: number }).dispatched);
+      loggedLines(worker.output(), '"dispatched"').map(
+        (line) => (JSON.parse(line) as { dispatched: number }).dispatched,
+      );
     const started = Date.now();
     let made = 0;
     // Written through the first server (its worker off), by four writers at once, dispatched by the second's.
