@@ -169,6 +169,25 @@ class Batch {
   }
 }
 
+/** A statement asked for, handed to `queue` to be sent; its result once it has run. */
+function statementAsked(
+  text: string,
+  params: unknown[],
+  name: string | undefined,
+  rowMode: 'array' | undefined,
+  queue: (s: Statement) => void,
+): Promise<pg.QueryResult> {
+  let values: unknown[];
+  try {
+    values = params.map((p) => prepareValue(p));
+  } catch (e) {
+    return Promise.reject(e);
+  }
+  return new Promise((resolve, reject) =>
+    queue({ text, name, values, result: new Answer(rowMode), resolve: resolve as (r: Answer) => void, reject }),
+  );
+}
+
 export class PipelinedStatements {
   private queued: Statement[] = [];
   private out = false;
@@ -183,22 +202,8 @@ export class PipelinedStatements {
    * it (a transaction's begin), rather than making a batch of its own.
    */
   query(text: string, params: unknown[], name?: string, rowMode?: 'array', later = false): Promise<pg.QueryResult> {
-    let values: unknown[];
-    try {
-      values = params.map((p) => prepareValue(p));
-    } catch (e) {
-      return Promise.reject(e);
-    }
-    return new Promise((resolve, reject) => {
-      const result = new Answer(rowMode);
-      this.queued.push({
-        text,
-        name,
-        values,
-        result,
-        resolve: resolve as (r: Answer) => void,
-        reject,
-      });
+    return statementAsked(text, params, name, rowMode, (s) => {
+      this.queued.push(s);
       if (later) return;
       this.asked = true;
       if (this.out || this.scheduled) return;
@@ -250,16 +255,9 @@ export class PipelinedReads {
   }
 
   query(text: string, params: unknown[], name?: string, rowMode?: 'array'): Promise<pg.QueryResult> {
-    let values: unknown[];
-    try {
-      values = params.map((p) => prepareValue(p));
-    } catch (e) {
-      return Promise.reject(e);
-    }
-    return new Promise((resolve, reject) => {
+    return statementAsked(text, params, name, rowMode, (s) => {
       const first = this.queued.length === 0;
-      const result = new Answer(rowMode);
-      this.queued.push({ text, name, values, result, resolve: resolve as (r: Answer) => void, reject });
+      this.queued.push(s);
       if (this.queued.length === this.maxBatch) this.send();
       else if (first) setImmediate(() => this.send());
     });
