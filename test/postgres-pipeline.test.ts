@@ -153,6 +153,40 @@ test('reads after one PostgreSQL ended its connection under fail with it, not wa
   });
 });
 
+test('a connection that ends under a read or a transaction fails their statements, and the process goes on', async () => {
+  await withPool({ max: 2 }, async (pool) => {
+    // Not taken for an outage: the reads after the terminated one are sent again on the same connection, which ends.
+    const reads = new PipelinedReads(pool, () => false);
+    const client = await pool.connect();
+    const transaction = new PipelinedStatements(client);
+    void transaction.query('begin', [], undefined, undefined, true).catch(() => undefined);
+    await transaction.query('select 1', [], undefined);
+    const asked = [
+      reads.query('select pg_sleep(2)', [], 'pipeline-sleep'),
+      reads.query('select 1 as n', [], 'pipeline-one'),
+      transaction.query('select pg_sleep(2)', [], 'pipeline-sleep'),
+    ];
+    const answered = outcomes(asked, 4000);
+    await new Promise((resolve) => setTimeout(resolve, 300));
+    const other = new pg.Client({ connectionString: pool.options.connectionString });
+    await other.connect();
+    // Both connections, each in its pg_sleep.
+    const ended = await other.query(
+      'select pg_terminate_backend(pid) from pg_stat_activity ' +
+        "where datname = current_database() and query = 'select pg_sleep(2)' and pid <> pg_backend_pid()",
+    );
+    await other.end();
+    assert.is(ended.rowCount, 2);
+    const [read, after, slept] = await answered;
+    client.release(new Error('ended'));
+    assert.is(read, '57P01');
+    assert.match(String(after), /terminated|not queryable/i);
+    assert.is(slept, '57P01');
+    // The process is still here, and the pool connects anew.
+    assert.equal((await reads.query('select 1 as n', [], 'pipeline-one')).rows, [{ n: 1 }]);
+  });
+});
+
 test('a statement parsed after an unnamed one and skipped after a failure is parsed when sent again', async () => {
   await withPool({ max: 1, statement_timeout: 200 }, async (pool) => {
     const reads = new PipelinedReads(pool, () => false);

@@ -55,6 +55,20 @@ interface Message {
  */
 const descriptions = new WeakMap<Connection, Map<string, unknown>>();
 
+const listened = new WeakSet<pg.ClientBase>();
+
+/**
+ * A client taken from the pool reports a connection that ends under it (a killed backend, a network cut) to its
+ * statements, and also as an 'error' event, which pg-pool listens for only while the client is idle: without a
+ * listener of its own the event would end the process. Nothing is lost: its statements are failed with it, and the
+ * pool drops a client that can no longer query when it is given back.
+ */
+function listenForErrors(client: pg.ClientBase): void {
+  if (listened.has(client)) return;
+  listened.add(client);
+  client.on('error', () => undefined);
+}
+
 /**
  * One batch, handed to pg's client as a Submittable: pg sends it when the connection is ready and routes each
  * answer message here, in order.
@@ -65,13 +79,17 @@ class Batch {
   /** statements sent with a Parse (named or not), in order, until PostgreSQL confirms it (ParseComplete) */
   private readonly parsing: Statement[] = [];
   private connection?: Connection;
+  private error?: unknown;
   /** a row of the statement being read that the driver could not read: the statement fails with it */
   private rowFailure?: unknown;
 
   constructor(
     private readonly statements: Statement[],
-    /** called once every statement has answered or failed; `unsent`: those a failure before them kept from running */
-    private readonly done: (unsent: Statement[]) => void,
+    /**
+     * called once every statement has answered or failed; `unsent`: those a failure before them kept from running;
+     * `error`: the failure the batch ended with, if any (one after the last answer included)
+     */
+    private readonly done: (unsent: Statement[], error?: unknown) => void,
     /** statements that do not depend on each other: a failure fails its own statement only, and `done` gets the rest */
     private readonly independent = false,
   ) {}
@@ -147,6 +165,7 @@ class Batch {
   }
 
   handleError(error: unknown): void {
+    this.error = error;
     // The database skips what follows a failure up to the Sync; a lost connection ends them all.
     const alone = this.independent && error instanceof pg.DatabaseError;
     const failed = this.statements.slice(this.at, alone ? this.at + 1 : undefined);
@@ -165,7 +184,7 @@ class Batch {
 
   private finish(): void {
     this.connection?.off('parseComplete', this.parsed);
-    this.done(this.statements.slice(this.at));
+    this.done(this.statements.slice(this.at), this.error);
   }
 }
 
@@ -195,7 +214,9 @@ export class PipelinedStatements {
   /** whether a statement was asked for (not only held): a transaction that asked none has nothing to end */
   asked = false;
 
-  constructor(private readonly client: pg.PoolClient) {}
+  constructor(private readonly client: pg.PoolClient) {
+    listenForErrors(client);
+  }
 
   /**
    * A statement's result once it has run. `later`: it waits for the next statement asked for and goes with
@@ -282,25 +303,19 @@ export class PipelinedReads {
   }
 
   private run(client: pg.PoolClient, statements: Statement[]): void {
-    let failure: unknown;
-    const watched = statements.map((s) => ({
-      ...s,
-      reject: (e: unknown) => {
-        if (this.broken(e)) failure ??= e;
-        s.reject(e);
-      },
-    }));
+    listenForErrors(client);
     const batch = new Batch(
-      watched,
-      (unsent) => {
-        if (failure === undefined) {
+      statements,
+      (unsent, error) => {
+        if (error === undefined || !this.broken(error)) {
           if (unsent.length > 0) this.run(client, unsent);
           else client.release();
           return;
         }
-        // The connection is gone (PostgreSQL ended it: a restart, a terminated backend): so are the reads after.
-        for (const s of unsent) s.reject(failure);
-        client.release(failure as Error);
+        // The connection is gone (PostgreSQL ended it: a restart, a terminated backend), perhaps after the last
+        // answer: so are the reads after it, and it is not given back.
+        for (const s of unsent) s.reject(error);
+        client.release(error as Error);
       },
       true,
     );
