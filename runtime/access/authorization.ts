@@ -142,7 +142,7 @@ export class Policy {
   private readonly storedMark?: () => number;
   /** The built-in roles' capabilities, by uid: the spec's, never changed through the API (so never read). */
   private readonly builtIn: ReadonlyMap<string, string[]>;
-  /** Grants by the rows they are made of: a write reads its caller's rows again, and the same rows make the same grants. */
+  /** Grants by the rows they are made of: each write reads its caller's rows again, the same rows each time. */
   private readonly grantsOfRows = new Map<string, Grants>();
 
   constructor(
@@ -187,17 +187,14 @@ export class Policy {
     return rows && this.grantsMadeOf(rows);
   }
 
-  /** The grants the rows make, made once for the same rows (a built-in role's capabilities go by its uid). */
+  /** The grants the rows make, made once for the same rows. */
   private grantsMadeOf(rows: GrantRows): Grants {
-    const key = [
-      rows.confinedTo ?? '',
-      ...rows.bindings
-        .map(
-          (b) =>
-            `${b.parentUid} ${b.roleUid}${this.builtIn.has(b.roleUid) ? '' : ` ${JSON.stringify(rows.capabilities.get(b.roleUid))}`}`,
-        )
-        .sort(),
-    ].join('\n');
+    // A custom role's capabilities are in the key; a built-in role's go by its uid.
+    const binding = ({ parentUid, roleUid }: GrantRows['bindings'][number]) =>
+      this.builtIn.has(roleUid)
+        ? `${parentUid} ${roleUid}`
+        : `${parentUid} ${roleUid} ${JSON.stringify(rows.capabilities.get(roleUid))}`;
+    const key = [rows.confinedTo ?? '', ...rows.bindings.map(binding).sort()].join('\n');
     let grants = this.grantsOfRows.get(key);
     if (grants === undefined) {
       if (this.grantsOfRows.size >= maxCachedSubjects) this.grantsOfRows.clear();

@@ -1,10 +1,11 @@
 // The rows that grant an identity its capabilities, read in a write's transaction in one statement, locked until
 // it ends: the identity and its role bindings FOR KEY SHARE (neither deleted before the commit), the custom roles
 // they bind FOR SHARE (none widened). The built-in roles are not read: they are the spec's, never changed through
-// the API (their capabilities come from the model; the owner's are 4 KB of JSON, read and parsed at every write). One statement is one round trip on PostgreSQL where reading the three in turn was three, most of a
-// create's. A lock cannot reach the nullable side of an outer join, so each table is read by a query of its own,
-// with its own lock, in a WITH, and their rows answered together by UNION ALL, tagged with the table they are of
-// (on SQLite, one writer at a time and no locks, the same statement reads the same rows).
+// the API (their capabilities come from the model; the owner's are 4 KB of JSON, read and parsed at every write).
+// One statement is one round trip on PostgreSQL where reading the three in turn was three, most of a create's.
+// A lock cannot reach the nullable side of an outer join, so each table is read by a query of its own, with its
+// own lock, in a WITH, and their rows answered together by UNION ALL, tagged with the table they are of (on
+// SQLite, one writer at a time and no locks, the same statement reads the same rows).
 import type { Sql } from '../storage/sql.js';
 import type { Table } from '../tables/table.js';
 
