@@ -57,8 +57,9 @@ export interface Dialect {
    * JavaScript. PostgreSQL has none. Measured with named statements (planned once per connection), rendering a
    * page of 50 repos in the database took a quarter to a third of the instance's CPU off (515/488 to 395/319 µs per
    * list) and put it on the database, for no more lists per second on one machine (1,909/1,999 shaped in JavaScript,
-   * 1,780/2,266 rendered): the database is the one part instances share, so the work stays with the instances. And jsonb prints its lists and objects
-   * with spaces (["a", "b"]), so the same record would be answered in two spellings on the two engines.
+   * 1,780/2,266 rendered): the database is the one part instances share, so the work stays with the instances.
+   * And jsonb prints its lists and objects with spaces (["a", "b"]), so the same record would be answered in two
+   * spellings on the two engines.
    */
   readonly json?: JsonSql;
   /** Rows each scope's counts are spread over (runtime/storage/scope-counts.ts): several where several processes write. */
