@@ -7,7 +7,7 @@ import { test } from 'uvu';
 import * as assert from 'uvu/assert';
 import { ApiError } from '../runtime/model/errors.js';
 import { createApp } from '../runtime/http/app.js';
-import { compose, HttpContext, type Middleware } from '../runtime/http/context.js';
+import { HttpContext, type Middleware } from '../runtime/http/context.js';
 import { Router } from '../runtime/http/router.js';
 
 const said =
@@ -28,10 +28,11 @@ let server: Server;
 let base: string;
 
 test.before(async () => {
-  const run = compose([router.routes(), (ctx) => void (ctx.status = 404)]);
   server = createServer((req, res) => {
     const ctx = new HttpContext(req, res);
-    void run(ctx).then(() => ctx.respond());
+    const answered = router.dispatch(ctx);
+    if (!answered) ctx.status = 404;
+    void Promise.resolve(answered).then(() => ctx.respond());
   });
   await new Promise<void>((r) => server.listen(0, '127.0.0.1', r));
   base = `http://127.0.0.1:${(server.address() as AddressInfo).port}`;
@@ -171,9 +172,9 @@ test('router-wide middleware runs before the route that answers, never when none
   });
   const ctx = (path: string) => new HttpContext({ method: 'GET', url: path, headers: {} } as never, {} as never);
   const first = ctx('/x');
-  await r.routes()(first, async () => undefined);
+  await r.dispatch(first);
   assert.equal(first.body, { seen: ['/x'] });
-  await r.routes()(ctx('/y'), async () => undefined);
+  assert.is(r.dispatch(ctx('/y')), undefined);
   assert.equal(seen, ['/x']);
 });
 

@@ -1,7 +1,7 @@
 // The HTTP application: request id and log, errors, body, public routes, authenticate, then the route tables.
 import { randomUUID } from 'node:crypto';
 import type { IncomingMessage, ServerResponse } from 'node:http';
-import { compose, HttpContext, type Middleware, type Next } from './context.js';
+import { HttpContext } from './context.js';
 import { Router } from './router.js';
 import type { RouteTemplate } from './route-template.js';
 import { ApiError, internal, invalidArgument, unauthenticated } from '../model/errors.js';
@@ -58,10 +58,14 @@ function methodNotAllowed(method: string, path: string, allowed: string[]): ApiE
   return e;
 }
 
-/** The table's routes as middleware, skipped for paths it does not serve. */
-function dispatch(t: RouteTable): Middleware {
-  const routes = t.router.routes();
-  return t.serves ? (ctx, next) => (t.serves!(ctx.path) ? routes(ctx, next) : next()) : routes;
+/** The first of the tables serving the path whose route answers the request; undefined when none does. */
+function dispatch(tables: RouteTable[], ctx: HttpContext): Promise<void> | undefined {
+  for (const t of tables) {
+    if (t.serves && !t.serves(ctx.path)) continue;
+    const answered = t.router.dispatch(ctx);
+    if (answered) return answered;
+  }
+  return undefined;
 }
 
 /** The matched route's template with its captures as "*", never the path (it holds uids); "(none)" if none matched. */
@@ -86,6 +90,9 @@ function levelOf(status: number): string {
   return status >= 500 ? 'error' : status >= 400 ? 'warn' : 'info';
 }
 
+/** What runs a request once it has its id: undefined when it was answered at once. */
+type Handle = (ctx: HttpContext) => Promise<void> | void;
+
 /**
  * The outermost step: a request id, every error as the API's error body, and one log line per request with its
  * outcome. The line has the route template, the caller (identity, address) and the error's reason, never the
@@ -94,20 +101,35 @@ function levelOf(status: number): string {
 function answer(
   log: AppOptions['log'],
   errorDomain: (path: string) => string,
-  tables: () => RouteTable[],
+  tables: RouteTable[],
   proxies: TrustedProxies | undefined,
-): Middleware {
-  return (ctx, next) => {
+): (ctx: HttpContext, handle: Handle, then: (fault?: { thrown: unknown }) => void) => void {
+  return (ctx, handle, then) => {
     const started = log === undefined ? 0 : performance.now();
     // A caller's request id is echoed only when it is a plain token: a header value is the client's to choose.
     const given = ctx.get('x-request-id');
     // Random, not a count: a count would tell anyone how many requests this instance answers.
     const requestId = given !== '' && /^[\w.:-]{1,128}$/.test(given) ? given : randomUUID();
     ctx.set('x-request-id', requestId);
-    // compose's next() rejects rather than throws
-    return next().then(
-      () => answered(ctx, requestId, started),
-      (e: unknown) => answered(ctx, requestId, started, { thrown: e }),
+    // then: the answer written, or what kept answered() from making it (a fault of the server's own)
+    const settle = (failure?: { thrown: unknown }) => {
+      try {
+        answered(ctx, requestId, started, failure);
+      } catch (e) {
+        return then({ thrown: e });
+      }
+      then();
+    };
+    let handled: Promise<void> | void;
+    try {
+      handled = handle(ctx);
+    } catch (e) {
+      return settle({ thrown: e });
+    }
+    if (handled === undefined) return settle();
+    handled.then(
+      () => settle(),
+      (e: unknown) => settle({ thrown: e }),
     );
   };
 
@@ -139,7 +161,7 @@ function answer(
         : error.body(errorDomain(ctx.path));
     }
     // Refused before a route ran it (a bad token, 405, 415, malformed JSON, 429): named by the route it was for.
-    if (ctx.route === undefined) ctx.route = routeAt(tables(), ctx);
+    if (ctx.route === undefined) ctx.route = routeAt(tables, ctx);
     if (log === undefined || (ctx.status < 400 && probePaths.has(ctx.path))) return;
     const subject = ctx.state.principal?.subject;
     const address = callerAddress(ctx.ip, undefined);
@@ -176,12 +198,15 @@ function addressOf(ctx: HttpContext, proxies: TrustedProxies | undefined): strin
  * A refused token costs its caller's address a request: forging or replaying tokens is limited as any anonymous
  * calling is, and past the limit the answer is 429, not another verdict on a token.
  */
-function refusedToken(rateLimit: RateLimit | undefined, ctx: HttpContext, proxies: TrustedProxies | undefined) {
-  return (e: unknown): never => {
-    if (rateLimit && e instanceof ApiError && e.codeName === 'UNAUTHENTICATED')
-      rateLimit.require(`address ${addressOf(ctx, proxies)}`);
-    throw e;
-  };
+function refusedToken(
+  rateLimit: RateLimit | undefined,
+  ctx: HttpContext,
+  proxies: TrustedProxies | undefined,
+  e: unknown,
+): never {
+  if (rateLimit && e instanceof ApiError && e.codeName === 'UNAUTHENTICATED')
+    rateLimit.require(`address ${addressOf(ctx, proxies)}`);
+  throw e;
 }
 
 /**
@@ -210,111 +235,120 @@ function fault(
 /**
  * Authenticate: presented credentials must be good on every route, whether or not it needs a capability, so a
  * refused token is refused the same way everywhere. Whether a caller is needed at all is the route's business.
+ * The caller is in ctx.state at once when the token's principal is known, else once the promise is kept.
  */
-function authentication(o: AppOptions): Middleware {
-  const { authenticate } = o;
-  const authenticated = (ctx: HttpContext, next: Next, principal: Principal) => {
+function authentication(o: AppOptions): (ctx: HttpContext) => Promise<void> | void {
+  const { authenticate, rateLimit, trustedProxies } = o;
+  const authenticated = (ctx: HttpContext, principal: Principal) => {
     ctx.state.principal = principal;
-    if (o.rateLimit) limit(o.rateLimit, ctx, o.trustedProxies);
-    return next();
+    if (rateLimit) limit(rateLimit, ctx, trustedProxies);
   };
-  return (ctx, next) => {
+  return (ctx) => {
     const header = ctx.get('authorization');
-    if (!header) return authenticated(ctx, next, {});
-    const refused = refusedToken(o.rateLimit, ctx, o.trustedProxies);
+    if (!header) return authenticated(ctx, {});
     const m = /^Bearer +([^\s]+) *$/i.exec(header);
-    if (!m) return refused(unauthenticated('the Authorization header must be "Bearer <token>"'));
     let principal: Principal | Promise<Principal>;
     try {
+      if (!m) throw unauthenticated('the Authorization header must be "Bearer <token>"');
       principal = authenticate(m[1]);
     } catch (e) {
-      return refused(e);
+      return refusedToken(rateLimit, ctx, trustedProxies, e);
     }
-    return principal instanceof Promise
-      ? principal.then((p) => authenticated(ctx, next, p), refused)
-      : authenticated(ctx, next, principal);
+    if (!(principal instanceof Promise)) return authenticated(ctx, principal);
+    return principal.then(
+      (p) => authenticated(ctx, p),
+      (e: unknown) => refusedToken(rateLimit, ctx, trustedProxies, e),
+    );
   };
 }
 
-/** What answers each request: the middleware below in order, then the answer written. */
+/** What answers each request: the steps below in order, then the answer written. */
 export type RequestListener = (req: IncomingMessage, res: ServerResponse) => void;
 
-export function createApp(o: AppOptions): RequestListener {
-  const { model, openapi, issuer, publicRoutes, routes } = o;
-  const log = o.log ?? (() => {});
-  const steps: Middleware[] = [];
-  const app = { use: (step: Middleware) => steps.push(step) };
-  const domains = new Set(model.domains);
-  const errorDomain = (path: string) => {
-    const first = path.split('/')[1] ?? '';
-    return `${domains.has(first) ? first : 'api'}.${model.service}.dev`;
-  };
-
-  // The tables are made below, before any request comes.
-  let tables: RouteTable[] = [];
-  app.use(answer(o.log, errorDomain, () => tables, o.trustedProxies));
-  if (o.corsOrigins) app.use(cors(o.corsOrigins));
-
-  app.use((ctx, next) => {
-    const unsafe = unsafeRequestLine(ctx.path, ctx.query, ctx.get('host') || undefined, ctx.req.httpVersion);
-    if (unsafe) throw invalidArgument([unsafe]);
-    return next();
-  });
-  app.use(jsonBody(o.maxBodyBytes));
-
-  // The documents, and the routes that read their own credentials, come before authentication. A wrong method
-  // on one of their paths is answered here too, before another issuer's token could be refused as ours.
-  const documents = new Router();
-  const documentPaths = new Set<string>();
+/** The documents this server describes itself with: routes before authentication, as anyone may read them. */
+function documentRoutes(openapi: unknown, issuer: () => TokenIssuer): RouteTable {
+  const router = new Router();
+  const paths = new Set<string>();
   for (const [path, document] of Object.entries<() => unknown>({
     // The document names this server as its server: its public URL, the issuer of its tokens.
     '/openapi.json': () => ({ ...(openapi as object), servers: [{ url: issuer().issuer }] }),
     '/.well-known/openid-configuration': () => issuer().discovery(),
     '/.well-known/jwks.json': () => issuer().jwks(),
   })) {
-    documentPaths.add(path);
-    documents.get(path, (ctx) => {
+    paths.add(path);
+    router.get(path, (ctx) => {
       checkParameterNames(ctx.query);
       ctx.body = document();
     });
   }
-  const before: RouteTable[] = [{ router: documents, serves: (path) => documentPaths.has(path) }, ...publicRoutes];
-  tables = [...before, ...routes];
-  // One step for them all: the first table serving the path answers, or refuses the method.
-  app.use((ctx, next) => {
+  return { router, serves: (path) => paths.has(path) };
+}
+
+/** A known path with another method is 405 with Allow (whichever table knows it), else 404. */
+function notRouted(tables: RouteTable[], ctx: HttpContext): ApiError {
+  const allowed = allowedMethods(tables, ctx.path);
+  if (allowed.length === 0) return new ApiError('NOT_FOUND', `Not found: no route ${ctx.method} ${ctx.path}`);
+  ctx.set('Allow', allowed.join(', '));
+  return methodNotAllowed(ctx.method, ctx.path, allowed);
+}
+
+/**
+ * The steps of a request after its id, called one after the other rather than composed as middleware: CORS, the
+ * request line's safety, the body, the routes before authentication, authentication, the other routes. Each is
+ * a direct call, and a step that is done at once costs no promise.
+ */
+function requestSteps(o: AppOptions, before: RouteTable[], tables: RouteTable[]): Handle {
+  const { routes, rateLimit, trustedProxies } = o;
+  const preflight = o.corsOrigins ? cors(o.corsOrigins) : undefined;
+  const readBody = jsonBody(o.maxBodyBytes);
+  const authenticate = authentication(o);
+  // The routes that read their own credentials come before authentication. A wrong method on one of their paths
+  // is answered there too, before another issuer's token could be refused as ours.
+  const publicRoute = (ctx: HttpContext): Promise<void> | undefined => {
     let limited = false;
     for (const t of before) {
       if (t.serves && !t.serves(ctx.path)) continue;
       // Who calls these is not known yet: an anonymous caller's bucket, by address.
-      if (o.rateLimit && !limited) limit(o.rateLimit, ctx, o.trustedProxies);
+      if (rateLimit && !limited) limit(rateLimit, ctx, trustedProxies);
       limited = true;
       const answered = t.router.dispatch(ctx);
       if (answered) return answered;
-      if (t.router.methodsAt(ctx.path).length > 0) {
-        const allowed = allowedMethods(tables, ctx.path);
-        ctx.set('Allow', allowed.join(', '));
-        throw methodNotAllowed(ctx.method, ctx.path, allowed);
-      }
+      if (t.router.methodsAt(ctx.path).length > 0) throw notRouted(tables, ctx);
     }
-    return next();
-  });
+    return undefined;
+  };
+  const route = (ctx: HttpContext): Promise<void> => {
+    const answered = dispatch(routes, ctx);
+    if (answered) return answered;
+    throw notRouted(tables, ctx);
+  };
+  const routed = (ctx: HttpContext): Promise<void> => {
+    const answered = publicRoute(ctx);
+    if (answered) return answered;
+    const caller = authenticate(ctx);
+    return caller ? caller.then(() => route(ctx)) : route(ctx);
+  };
+  return (ctx) => {
+    if (preflight?.(ctx)) return;
+    const unsafe = unsafeRequestLine(ctx.path, ctx.query, ctx.get('host') || undefined, ctx.req.httpVersion);
+    if (unsafe) throw invalidArgument([unsafe]);
+    const reading = readBody(ctx);
+    return reading ? reading.then(() => routed(ctx)) : routed(ctx);
+  };
+}
 
-  app.use(authentication(o));
-
-  for (const t of routes) app.use(dispatch(t));
-
-  // One set of routing rules for every table: a known path with another method is 405 with Allow, else 404.
-  app.use(async (ctx) => {
-    const allowed = allowedMethods(tables, ctx.path);
-    if (allowed.length > 0) {
-      ctx.set('Allow', allowed.join(', '));
-      throw methodNotAllowed(ctx.method, ctx.path, allowed);
-    }
-    throw new ApiError('NOT_FOUND', `Not found: no route ${ctx.method} ${ctx.path}`);
-  });
-
-  const run = compose(steps);
-  const { metrics } = o;
+export function createApp(o: AppOptions): RequestListener {
+  const { model, openapi, issuer, publicRoutes, routes, metrics } = o;
+  const log = o.log ?? (() => {});
+  const domains = new Set(model.domains);
+  const errorDomain = (path: string) => {
+    const first = path.split('/')[1] ?? '';
+    return `${domains.has(first) ? first : 'api'}.${model.service}.dev`;
+  };
+  const before = [documentRoutes(openapi, issuer), ...publicRoutes];
+  const tables = [...before, ...routes];
+  const answerWith = answer(o.log, errorDomain, tables, o.trustedProxies);
+  const handle = requestSteps(o, before, tables);
   return (req, res) => {
     const started = performance.now();
     metrics?.requestStarted();
@@ -322,19 +356,14 @@ export function createApp(o: AppOptions): RequestListener {
     // Counted and timed from its arrival to its answer, whichever step answered it.
     const finished = () =>
       metrics?.requestFinished(routeTemplate(ctx), ctx.method, ctx.status, (performance.now() - started) / 1000);
-    run(ctx).then(
-      () => {
-        try {
-          ctx.respond();
-        } catch (e) {
-          fault(ctx, e, log, errorDomain);
-        }
-        finished();
-      },
-      (e: unknown) => {
+    answerWith(ctx, handle, (failure) => {
+      try {
+        if (failure) throw failure.thrown;
+        ctx.respond();
+      } catch (e) {
         fault(ctx, e, log, errorDomain);
-        finished();
-      },
-    );
+      }
+      finished();
+    });
   };
 }

@@ -1,7 +1,7 @@
 // CORS (Fetch standard), for browsers calling the API from the origins CORS_ORIGINS allows. Credentials are bearer
 // tokens, never cookies, so no Allow-Credentials. An origin not allowed gets no CORS header at all: the browser
 // then refuses the response, and a preflight from it gets the answer OPTIONS gets without CORS.
-import type { Middleware } from './context.js';
+import type { HttpContext } from './context.js';
 
 const methods = 'GET, HEAD, POST, PUT, PATCH, DELETE';
 /** How long a browser may keep a preflight's answer (10 minutes, as Chromium caps it at 2 hours anyway). */
@@ -9,16 +9,19 @@ const maxAgeSeconds = '600';
 /** Request headers as a preflight lists them: field names separated by commas. */
 const headerList = /^[!#$%&'*+.^_`|~\w-]+(?:\s*,\s*[!#$%&'*+.^_`|~\w-]+)*$/;
 
-/** origins: those allowed, or ['*'] for any. */
-export function cors(origins: string[]): Middleware {
+/**
+ * origins: those allowed, or ['*'] for any. Sets the answer's CORS headers before the request goes on; true when
+ * the request was a preflight and is answered.
+ */
+export function cors(origins: string[]): (ctx: HttpContext) => boolean {
   const any = origins.includes('*');
   const allowed = new Set(origins);
-  return async (ctx, next) => {
+  return (ctx) => {
     const origin = ctx.get('origin');
-    if (!origin) return next();
+    if (!origin) return false;
     // The answer depends on Origin whenever the origin is checked: caches must keep one per origin.
     if (!any) ctx.vary('Origin');
-    if (!any && !allowed.has(origin.toLowerCase())) return next();
+    if (!any && !allowed.has(origin.toLowerCase())) return false;
     ctx.set('Access-Control-Allow-Origin', any ? '*' : origin);
     const requested = ctx.get('access-control-request-method');
     if (ctx.method === 'OPTIONS' && requested) {
@@ -29,9 +32,9 @@ export function cors(origins: string[]): Middleware {
       if (headerList.test(headers)) ctx.set('Access-Control-Allow-Headers', headers);
       ctx.set('Access-Control-Max-Age', maxAgeSeconds);
       ctx.status = 204;
-      return;
+      return true;
     }
     ctx.set('Access-Control-Expose-Headers', 'x-request-id, retry-after, allow');
-    await next();
+    return false;
   };
 }

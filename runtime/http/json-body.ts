@@ -1,6 +1,6 @@
 // Reads a JSON request body: bounded size, right content type, parse errors as INVALID_ARGUMENT.
 import type { IncomingMessage } from 'node:http';
-import type { Middleware } from './context.js';
+import type { HttpContext } from './context.js';
 import { ApiError, invalidArgument } from '../model/errors.js';
 import { unsafeJson } from '../pipeline/input-safety.js';
 
@@ -52,12 +52,13 @@ function mediaType(contentType: string): string {
 /** Methods whose body is read; any other request goes on at once. */
 const withBody = new Set(['POST', 'PUT', 'PATCH']);
 
-export function jsonBody(limit = maxBodyBytes): Middleware {
-  const read: Middleware = async (ctx, next) => {
+/** Reads the request's body into ctx.requestBody; undefined at once when the method sends none. */
+export function jsonBody(limit = maxBodyBytes): (ctx: HttpContext) => Promise<void> | undefined {
+  const read = async (ctx: HttpContext): Promise<void> => {
     const declared = Number(ctx.get('content-length') || 0);
     if (declared > limit) throw tooLarge(limit);
     const text = await readBody(ctx.req, limit);
-    if (text.trim() === '') return next();
+    if (text.trim() === '') return;
     if (mediaType(ctx.get('content-type')) !== 'application/json') {
       throw withStatus(
         invalidArgument([{ field: 'Content-Type', description: 'the body must be sent as application/json' }]),
@@ -73,7 +74,6 @@ export function jsonBody(limit = maxBodyBytes): Middleware {
     const unsafe = unsafeJson(parsed);
     if (unsafe) throw invalidArgument([unsafe]);
     ctx.requestBody = parsed;
-    return next();
   };
-  return (ctx, next) => (withBody.has(ctx.method) ? read(ctx, next) : next());
+  return (ctx) => (withBody.has(ctx.method) ? read(ctx) : undefined);
 }

@@ -147,9 +147,4 @@ export class Router {
     ctx.captures = found.captures;
     return found.route.run(ctx);
   }
-
-  /** The table as one middleware: the matching route answers, or the next middleware when none matches. */
-  routes(): Middleware {
-    return (ctx, next) => this.dispatch(ctx) ?? next();
-  }
 }
