@@ -45,7 +45,8 @@ export function readTemplate(template: string): RouteTemplate {
 /** The raw captures of the path (not decoded), in the template's order; undefined when it does not match. */
 export function matchTemplate(t: RouteTemplate, path: string): string[] | undefined {
   if (t.captures.length === 0) return path === t.prefix ? [] : undefined;
-  if (!path.startsWith(t.prefix)) return undefined;
+  // The text after the last capture ends every path the template matches: most templates fail here, at once.
+  if (!path.startsWith(t.prefix) || !path.endsWith(t.literals[t.literals.length - 1])) return undefined;
   const out: string[] = [];
   return captureFrom(t, path, 0, t.prefix.length, out) ? out : undefined;
 }
