@@ -9,6 +9,8 @@ import pg from 'pg';
 import { test } from 'uvu';
 import * as assert from 'uvu/assert';
 import { PipelinedReads, PipelinedStatements } from '../runtime/storage/postgres-pipeline.js';
+import { faultOf, isOutage } from '../runtime/storage/postgres-faults.js';
+import { ApiError } from '../runtime/model/errors.js';
 import { newDatabase, stopOwnCluster } from './support/postgres.js';
 import { countRoundTrips } from './support/round-trip-counter.js';
 import { startTestServer } from './support/server.js';
@@ -162,6 +164,20 @@ test('reads after one PostgreSQL ended its connection under fail with it, not wa
     // The connection was not given back: the next read connects anew.
     assert.equal((await reads.query('select 1 as n', [], 'pipeline-one')).rows, [{ n: 1 }]);
   });
+});
+
+test('a read asked for once the pool has ended (a server shutting down) is UNAVAILABLE, not an internal error', async () => {
+  const pool = new pg.Pool({ connectionString: await newDatabase() });
+  await pool.end();
+  const reads = new PipelinedReads(pool, isOutage);
+  const refused = await reads.query('select 1 as n', [], 'pipeline-one').then(
+    () => undefined,
+    (e: unknown) => e,
+  );
+  assert.match(String(refused), /after calling end/);
+  const answer = faultOf(refused);
+  assert.instance(answer, ApiError);
+  assert.is((answer as ApiError).codeName, 'UNAVAILABLE');
 });
 
 test('a connection that ends under a read or a transaction fails their statements, and the process goes on', async () => {

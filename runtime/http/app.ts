@@ -152,7 +152,7 @@ function answer(
       ctx.status = error.status();
       // What the route said of its own answer does not describe this one.
       ctx.type = undefined;
-      ctx.res.removeHeader('Cache-Control');
+      ctx.unset('Cache-Control');
       const retryAfter = error.retryAfterSeconds();
       if (retryAfter !== undefined) ctx.set('Retry-After', String(retryAfter));
       // v1 answers errors with its code and message only, whichever step refused the request.

@@ -79,13 +79,40 @@ export class HttpContext {
     return v === undefined ? '' : Array.isArray(v) ? v.join(', ') : v;
   }
 
+  /**
+   * The answer's headers, as name and value in turn: written with the status in one writeHead (Node validates them
+   * there), rather than each kept in the response's own table as it is set.
+   */
+  private readonly headers: string[] = [];
+
+  /** Sets an answer header, replacing one of the same name. */
   set(name: string, value: string): void {
-    this.res.setHeader(name, value);
+    const at = this.headerAt(name);
+    if (at < 0) this.headers.push(name, value);
+    else this.headers[at + 1] = value;
+  }
+
+  /** An answer header's value, if set. */
+  header(name: string): string | undefined {
+    const at = this.headerAt(name);
+    return at < 0 ? undefined : this.headers[at + 1];
+  }
+
+  /** Removes an answer header. */
+  unset(name: string): void {
+    const at = this.headerAt(name);
+    if (at >= 0) this.headers.splice(at, 2);
+  }
+
+  private headerAt(name: string): number {
+    const lower = name.toLowerCase();
+    for (let i = 0; i < this.headers.length; i += 2) if (this.headers[i].toLowerCase() === lower) return i;
+    return -1;
   }
 
   /** Adds a request header's name to Vary, once. */
   vary(field: string): void {
-    const now = String(this.res.getHeader('vary') ?? '');
+    const now = this.header('vary') ?? '';
     const fields = now === '' ? [] : now.split(/\s*,\s*/);
     if (!fields.some((f) => f.toLowerCase() === field.toLowerCase())) this.set('Vary', [...fields, field].join(', '));
   }
@@ -98,21 +125,21 @@ export class HttpContext {
   respond(): void {
     const res = this.res;
     if (res.headersSent || res.destroyed) return;
-    res.statusCode = this.status;
     if (!this.req.complete) {
       const socket = this.req.socket;
       answeredEarly.add(socket);
       this.req.once('end', () => answeredEarly.delete(socket));
     }
     if (this.status === 204 || this.status === 304 || this.body === undefined) {
-      res.end();
+      res.writeHead(this.status, this.headers).end();
       return;
     }
     const raw = typeof this.body === 'string' || Buffer.isBuffer(this.body);
     const payload = raw ? (this.body as string | Buffer) : JSON.stringify(this.body);
-    res.setHeader('Content-Type', this.type ?? (raw ? textType : jsonType));
+    this.set('Content-Type', this.type ?? (raw ? textType : jsonType));
     // Set here, not left to Node: Node adds it for HTTP/1.1 only, and HEAD is told the length GET would have.
-    res.setHeader('Content-Length', Buffer.byteLength(payload));
+    this.set('Content-Length', String(Buffer.byteLength(payload)));
+    res.writeHead(this.status, this.headers);
     if (this.method === 'HEAD') res.end();
     else res.end(payload);
   }

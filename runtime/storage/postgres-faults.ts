@@ -28,8 +28,10 @@ const socketCodes = new Set([
   'EHOSTUNREACH',
   'EAI_AGAIN',
 ]);
+// "after calling end": a call still running while the server shuts down, after its pool was ended (its caller is
+// gone or about to be: another instance answers the retry).
 const lostConnection =
-  /Connection terminated|connection error|not queryable|timeout exceeded when trying to connect|Connection ended/i;
+  /Connection terminated|connection error|not queryable|timeout exceeded when trying to connect|Connection ended|pool after calling end/i;
 
 /**
  * Whether the error says the database cannot be reached or the connection was lost: SQLSTATE class 08
