@@ -224,6 +224,7 @@ function fault(
     if (ctx.res.headersSent) return void ctx.res.destroy();
     ctx.status = 500;
     ctx.type = undefined;
+    ctx.unset('Cache-Control');
     ctx.body = internal().body(errorDomain(ctx.path));
     ctx.respond();
   } catch {

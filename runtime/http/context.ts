@@ -3,7 +3,7 @@
 // functions composed in order. This replaces Koa, whose context, delegation and response guessing cost about a
 // quarter of a small request's CPU; the subset here is what the server uses, and nothing is guessed: an object
 // body is JSON, text is plain text, unless a route set the type.
-import type { IncomingMessage, ServerResponse } from 'node:http';
+import { validateHeaderName, validateHeaderValue, type IncomingMessage, type ServerResponse } from 'node:http';
 import { parse as parseQuery, type ParsedUrlQuery } from 'node:querystring';
 import type { Principal } from '../access/authorization.js';
 import type { RouteTemplate } from './route-template.js';
@@ -85,8 +85,10 @@ export class HttpContext {
    */
   private readonly headers: string[] = [];
 
-  /** Sets an answer header, replacing one of the same name. */
+  /** Sets an answer header, replacing one of the same name; throws, as Node would, on a name or value HTTP cannot hold. */
   set(name: string, value: string): void {
+    validateHeaderName(name);
+    validateHeaderValue(name, value);
     const at = this.headerAt(name);
     if (at < 0) this.headers.push(name, value);
     else this.headers[at + 1] = value;
@@ -130,7 +132,13 @@ export class HttpContext {
       answeredEarly.add(socket);
       this.req.once('end', () => answeredEarly.delete(socket));
     }
-    if (this.status === 204 || this.status === 304 || this.body === undefined) {
+    if (this.status === 204 || this.status === 304) {
+      res.writeHead(this.status, this.headers).end();
+      return;
+    }
+    if (this.body === undefined) {
+      // Written before end(), the headers would leave Node to send an empty body chunked.
+      this.set('Content-Length', '0');
       res.writeHead(this.status, this.headers).end();
       return;
     }
