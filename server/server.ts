@@ -242,7 +242,7 @@ function rpcTable(
 ): Record<string, RpcMethod> {
   const { tokenService } = parts.model.proto;
   const dispatchV1 = (ctx: HttpContext) =>
-    v1Routes.reduce<Promise<void> | undefined>((a, r) => a ?? r.dispatch(ctx), undefined);
+    v1Routes.reduce<Promise<void> | true | undefined>((a, r) => a ?? r.dispatch(ctx), undefined);
   return {
     ...parts.createRpcTable(createRpcOperations(operations), parts.handlers),
     ...v1Rpcs(parts.v1Rpcs, parts.v1Unimplemented, dispatchV1),

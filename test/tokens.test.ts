@@ -70,6 +70,14 @@ test('the control: a token as the server issues it works on every route', async 
   }
 });
 
+test('the scheme in any case, with one or more spaces before the token and any after it', async () => {
+  const good = await ours();
+  for (const authorization of [`bearer ${good}`, `BEARER ${good}`, `Bearer   ${good}`, `Bearer ${good}   `]) {
+    const r = await s.call('GET', '/registry/v2/repos', undefined, { authorization });
+    assert.is(r.status, 200, `${JSON.stringify(authorization.replace(good, '<token>'))}: ${JSON.stringify(r.body)}`);
+  }
+});
+
 test('the server signs with low-S only, so it never refuses its own tokens', async () => {
   for (let i = 0; i < 40; i++) {
     const t = await s.mint(s.bootstrap.owner);
@@ -97,6 +105,8 @@ test('signature attacks: none, HMAC with the public key, another key under our k
   await expectRefused('another key under our kid', `Bearer ${forged}`, /signature/);
   await expectRefused('high-S form of a valid signature', `Bearer ${highS(good)}`, /low-S/);
   const claims = JSON.parse(Buffer.from(p, 'base64url').toString());
+  // The good token verified and kept first: the swapped one ends as it does, where the server keeps verified tokens.
+  assert.is((await s.call('GET', '/registry/v2/repos', undefined, { authorization: `Bearer ${good}` })).status, 200);
   await expectRefused(
     'payload swapped under a valid signature',
     `Bearer ${h}.${b64({ ...claims, sub: 'f'.repeat(40) })}.${good.split('.')[2]}`,
@@ -201,6 +211,10 @@ test('encoding attacks: padding, non-canonical base64url, oversized, malformed A
   );
   await expectRefused('spaces in the JSON', `Bearer ${await signRaw(`{ ${claims} }`)}`, /malformed/);
   await expectRefused('two tokens', `Bearer ${good} ${good}`, /Bearer <token>/);
+  await expectRefused('a tab inside the token', `Bearer ${h}.${p}\t.${sig}`, /Bearer <token>/);
+  await expectRefused('a no-break space inside the token', `Bearer ${h}.${p}\xa0.${sig}`, /Bearer <token>/);
+  await expectRefused('a tab after the scheme', `Bearer\t${good}`, /Bearer <token>/);
+  await expectRefused('no token', 'Bearer ', /Bearer <token>/);
   await expectRefused('Basic scheme', `Basic ${good}`, /Bearer <token>/);
 });
 

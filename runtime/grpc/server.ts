@@ -6,6 +6,7 @@ import { join } from 'node:path';
 import type * as grpc from '@grpc/grpc-js';
 import type protobuf from 'protobufjs';
 import type { Principal } from '../access/authorization.js';
+import { bearerToken } from '../access/bearer-token.js';
 import { ApiError, internal, unauthenticated } from '../model/errors.js';
 import type { Row } from '../model/records.js';
 import type { RpcMethod } from './operations.js';
@@ -80,9 +81,9 @@ function bearerOf(metadata: grpc.Metadata): string | undefined {
   // Node's HTTP/2 keeps the first of repeated values, as its HTTP/1.1 does: the same caller on both.
   const [value] = metadata.get('authorization');
   if (value === undefined) return undefined;
-  const m = /^Bearer +([^\s]+) *$/i.exec(String(value));
-  if (!m) throw unauthenticated('the authorization metadata must be "Bearer <token>"');
-  return m[1];
+  const token = bearerToken(String(value));
+  if (token === undefined) throw unauthenticated('the authorization metadata must be "Bearer <token>"');
+  return token;
 }
 
 async function principalOf(metadata: grpc.Metadata, authenticate: GrpcOptions['authenticate']): Promise<Principal> {

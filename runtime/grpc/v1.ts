@@ -13,8 +13,8 @@ import type { Row } from '../model/records.js';
 import type { RpcMethod } from './operations.js';
 import type { NameTree, V1RpcRoute } from './rpc.js';
 
-/** Runs a request through the HTTP routes that serve v1; undefined when none serves it. */
-export type V1Dispatch = (ctx: HttpContext) => Promise<void> | undefined;
+/** Runs a request through the HTTP routes that serve v1: true when answered at once; undefined when none serves it. */
+export type V1Dispatch = (ctx: HttpContext) => Promise<void> | true | undefined;
 
 const unimplemented = (path: string) =>
   new ApiError('UNIMPLEMENTED', `Unimplemented: ${path.slice(1)} is not served by this server`);

@@ -8,6 +8,7 @@ import { ApiError, internal, invalidArgument, unauthenticated } from '../model/e
 import { unsafeRequestLine } from '../pipeline/input-safety.js';
 import { checkParameterNames } from '../pipeline/validation.js';
 import type { Principal } from '../access/authorization.js';
+import { bearerToken } from '../access/bearer-token.js';
 import { jsonBody } from './json-body.js';
 import type { TokenIssuer } from '../access/issuer.js';
 import type { ApiModel } from '../model/api-model.js';
@@ -58,8 +59,11 @@ function methodNotAllowed(method: string, path: string, allowed: string[]): ApiE
   return e;
 }
 
-/** The first of the tables serving the path whose route answers the request; undefined when none does. */
-function dispatch(tables: RouteTable[], ctx: HttpContext): Promise<void> | undefined {
+/**
+ * The first of the tables serving the path whose route answers the request (Router.dispatch: true when it
+ * answered at once); undefined when none does.
+ */
+function dispatch(tables: RouteTable[], ctx: HttpContext): Promise<void> | true | undefined {
   for (const t of tables) {
     if (t.serves && !t.serves(ctx.path)) continue;
     const answered = t.router.dispatch(ctx);
@@ -110,7 +114,7 @@ function answer(
     const given = ctx.get('x-request-id');
     // Random, not a count: a count would tell anyone how many requests this instance answers.
     const requestId = given !== '' && /^[\w.:-]{1,128}$/.test(given) ? given : randomUUID();
-    ctx.set('x-request-id', requestId);
+    ctx.setOwn('x-request-id', 'x-request-id', requestId);
     // then: the answer written, or what kept answered() from making it (a fault of the server's own)
     const settle = (failure?: { thrown: unknown }) => {
       try {
@@ -247,11 +251,11 @@ function authentication(o: AppOptions): (ctx: HttpContext) => Promise<void> | vo
   return (ctx) => {
     const header = ctx.get('authorization');
     if (!header) return authenticated(ctx, {});
-    const m = /^Bearer +([^\s]+) *$/i.exec(header);
+    const token = bearerToken(header);
     let principal: Principal | Promise<Principal>;
     try {
-      if (!m) throw unauthenticated('the Authorization header must be "Bearer <token>"');
-      principal = authenticate(m[1]);
+      if (token === undefined) throw unauthenticated('the Authorization header must be "Bearer <token>"');
+      principal = authenticate(token);
     } catch (e) {
       return refusedToken(rateLimit, ctx, trustedProxies, e);
     }
@@ -305,7 +309,7 @@ function requestSteps(o: AppOptions, before: RouteTable[], tables: RouteTable[])
   const authenticate = authentication(o);
   // The routes that read their own credentials come before authentication. A wrong method on one of their paths
   // is answered there too, before another issuer's token could be refused as ours.
-  const publicRoute = (ctx: HttpContext): Promise<void> | undefined => {
+  const publicRoute = (ctx: HttpContext): Promise<void> | true | undefined => {
     let limited = false;
     for (const t of before) {
       if (t.serves && !t.serves(ctx.path)) continue;
@@ -318,14 +322,14 @@ function requestSteps(o: AppOptions, before: RouteTable[], tables: RouteTable[])
     }
     return undefined;
   };
-  const route = (ctx: HttpContext): Promise<void> => {
+  const route = (ctx: HttpContext): Promise<void> | undefined => {
     const answered = dispatch(routes, ctx);
-    if (answered) return answered;
-    throw notRouted(tables, ctx);
+    if (answered === undefined) throw notRouted(tables, ctx);
+    return answered === true ? undefined : answered;
   };
-  const routed = (ctx: HttpContext): Promise<void> => {
+  const routed = (ctx: HttpContext): Promise<void> | undefined => {
     const answered = publicRoute(ctx);
-    if (answered) return answered;
+    if (answered !== undefined) return answered === true ? undefined : answered;
     const caller = authenticate(ctx);
     return caller ? caller.then(() => route(ctx)) : route(ctx);
   };

@@ -8,7 +8,8 @@ import { parse as parseQuery, type ParsedUrlQuery } from 'node:querystring';
 import type { Principal } from '../access/authorization.js';
 import type { RouteTemplate } from './route-template.js';
 
-export type Next = () => Promise<void>;
+/** The steps after this one: undefined when they answered at once. */
+export type Next = () => Promise<void> | void;
 export type Middleware = (ctx: HttpContext, next: Next) => Promise<void> | void;
 
 /** Connections whose request was answered while its body still arrived, until it has. */
@@ -17,6 +18,16 @@ const answeredEarly = new WeakSet<object>();
 /** Whether the connection's request has had its answer while its body still arrives (Node reads on). */
 export function answeredBeforeItsBody(socket: object): boolean {
   return answeredEarly.has(socket);
+}
+
+/**
+ * Whether more of the request's body may still arrive. One without a body is whole once its headers are parsed,
+ * though Node marks it complete only after the 'request' event, when a route answering at once has answered.
+ */
+function bodyMayFollow(req: IncomingMessage): boolean {
+  if (req.complete) return false;
+  const length = req.headers['content-length'];
+  return req.headers['transfer-encoding'] !== undefined || (length !== undefined && length !== '0');
 }
 
 /** The Content-Type of a JSON answer. */
@@ -73,43 +84,57 @@ export class HttpContext {
     return (this.parsedQuery ??= this.search === '' ? {} : parseQuery(this.search, '&', '=', { maxKeys: 0 }));
   }
 
-  /** A request header's value ('' when absent; repeated ones joined with ", "). */
+  /** A request header's value, by its name in lower case ('' when absent; repeated ones joined with ", "). */
   get(name: string): string {
-    const v = this.req.headers[name.toLowerCase()];
+    const v = this.req.headers[name];
     return v === undefined ? '' : Array.isArray(v) ? v.join(', ') : v;
   }
 
   /**
-   * The answer's headers, as name and value in turn: written with the status in one writeHead (Node validates them
-   * there), rather than each kept in the response's own table as it is set.
+   * The answer's headers, as name and value in turn: written with the status in one writeHead, rather than each
+   * kept in the response's own table as it is set. Node checks them there again.
    */
   private readonly headers: string[] = [];
+  /** their names in lower case, in the same order */
+  private readonly names: string[] = [];
 
   /** Sets an answer header, replacing one of the same name; throws, as Node would, on a name or value HTTP cannot hold. */
   set(name: string, value: string): void {
     validateHeaderName(name);
     validateHeaderValue(name, value);
-    const at = this.headerAt(name);
-    if (at < 0) this.headers.push(name, value);
-    else this.headers[at + 1] = value;
+    this.put(name, name.toLowerCase(), value);
+  }
+
+  /**
+   * Sets a header of the server's own, its name and value known to be good (the request id, the body's type and
+   * length), its name also in lower case: not checked here, only by Node as it writes them.
+   */
+  setOwn(name: string, lower: string, value: string): void {
+    this.put(name, lower, value);
+  }
+
+  private put(name: string, lower: string, value: string): void {
+    const at = this.names.indexOf(lower);
+    if (at >= 0) {
+      this.headers[2 * at + 1] = value;
+      return;
+    }
+    this.names.push(lower);
+    this.headers.push(name, value);
   }
 
   /** An answer header's value, if set. */
   header(name: string): string | undefined {
-    const at = this.headerAt(name);
-    return at < 0 ? undefined : this.headers[at + 1];
+    const at = this.names.indexOf(name.toLowerCase());
+    return at < 0 ? undefined : this.headers[2 * at + 1];
   }
 
   /** Removes an answer header. */
   unset(name: string): void {
-    const at = this.headerAt(name);
-    if (at >= 0) this.headers.splice(at, 2);
-  }
-
-  private headerAt(name: string): number {
-    const lower = name.toLowerCase();
-    for (let i = 0; i < this.headers.length; i += 2) if (this.headers[i].toLowerCase() === lower) return i;
-    return -1;
+    const at = this.names.indexOf(name.toLowerCase());
+    if (at < 0) return;
+    this.names.splice(at, 1);
+    this.headers.splice(2 * at, 2);
   }
 
   /** Adds a request header's name to Vary, once. */
@@ -127,7 +152,7 @@ export class HttpContext {
   respond(): void {
     const res = this.res;
     if (res.headersSent || res.destroyed) return;
-    if (!this.req.complete) {
+    if (bodyMayFollow(this.req)) {
       const socket = this.req.socket;
       answeredEarly.add(socket);
       this.req.once('end', () => answeredEarly.delete(socket));
@@ -138,15 +163,16 @@ export class HttpContext {
     }
     if (this.body === undefined) {
       // Written before end(), the headers would leave Node to send an empty body chunked.
-      this.set('Content-Length', '0');
+      this.setOwn('Content-Length', 'content-length', '0');
       res.writeHead(this.status, this.headers).end();
       return;
     }
     const raw = typeof this.body === 'string' || Buffer.isBuffer(this.body);
     const payload = raw ? (this.body as string | Buffer) : JSON.stringify(this.body);
-    this.set('Content-Type', this.type ?? (raw ? textType : jsonType));
+    // A type HTTP cannot hold (a route's mistake) fails at writeHead, and the fault's answer sets its own over it.
+    this.setOwn('Content-Type', 'content-type', this.type ?? (raw ? textType : jsonType));
     // Set here, not left to Node: Node adds it for HTTP/1.1 only, and HEAD is told the length GET would have.
-    this.set('Content-Length', String(Buffer.byteLength(payload)));
+    this.setOwn('Content-Length', 'content-length', String(Buffer.byteLength(payload)));
     res.writeHead(this.status, this.headers);
     if (this.method === 'HEAD') res.end();
     else res.end(payload);
@@ -154,22 +180,18 @@ export class HttpContext {
 }
 
 /**
- * The middleware run in order, each reaching the next through `next`. No async frame of its own per step: a
- * step that answers synchronously costs a call, not a promise and a turn of the microtask queue.
+ * The middleware run in order, each reaching the next through `next`. No promise of its own: steps that answer
+ * synchronously (a get on SQLite) cost calls, not promises and turns of the microtask queue, and the whole
+ * chain then answers undefined.
  */
-export function compose(middleware: Middleware[]): (ctx: HttpContext, next?: Next) => Promise<void> {
+export function compose(middleware: Middleware[]): (ctx: HttpContext, last?: Next) => Promise<void> | void {
   return (ctx, last) => {
     let reached = -1;
-    const step = (i: number): Promise<void> => {
-      if (i <= reached) return Promise.reject(new Error('next() called twice'));
+    const step = (i: number): Promise<void> | void => {
+      if (i <= reached) throw new Error('next() called twice');
       reached = i;
       const fn = i < middleware.length ? middleware[i] : undefined;
-      try {
-        if (fn) return Promise.resolve(fn(ctx, () => step(i + 1)));
-        return last ? last() : Promise.resolve();
-      } catch (e) {
-        return Promise.reject(e);
-      }
+      return fn ? fn(ctx, () => step(i + 1)) : last?.();
     };
     return step(0);
   };

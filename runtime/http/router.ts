@@ -9,7 +9,8 @@ import { matchTemplate, readTemplate, type RouteTemplate } from './route-templat
 export interface Route extends RouteTemplate {
   /** GET brings HEAD */
   methods: string[];
-  run: (ctx: HttpContext) => Promise<void>;
+  /** undefined when the route answered at once */
+  run: (ctx: HttpContext) => Promise<void> | void;
 }
 
 /** The methods a route can be added for. */
@@ -65,7 +66,7 @@ export class Router {
   private add(methods: string[], template: string, stack: Middleware[]): this {
     const shared = this.shared;
     // Composed at the first request, when every use() has been made.
-    let composed: ((ctx: HttpContext) => Promise<void>) | undefined;
+    let composed: ((ctx: HttpContext) => Promise<void> | void) | undefined;
     const run = (ctx: HttpContext) => (composed ??= compose([...shared, ...stack]))(ctx);
     const read = readTemplate(template);
     this.table.push({ ...read, methods, run, fixed: fixedSegments(read) });
@@ -139,12 +140,15 @@ export class Router {
     return this.find(method, path)?.route ?? this.candidates(path).routes.find((r) => matchTemplate(r, path));
   }
 
-  /** Runs the route that answers the request; undefined when none does. */
-  dispatch(ctx: HttpContext): Promise<void> | undefined {
+  /**
+   * Runs the route that answers the request: true when it answered at once, else the promise of its answer;
+   * undefined when no route does.
+   */
+  dispatch(ctx: HttpContext): Promise<void> | true | undefined {
     const found = this.find(ctx.method, ctx.path);
     if (!found) return undefined;
     ctx.route = found.route;
     ctx.captures = found.captures;
-    return found.route.run(ctx);
+    return found.route.run(ctx) ?? true;
   }
 }
