@@ -51,6 +51,11 @@ const sizes = values.repos
     ? [2000]
     : [10_000, 100_000];
 const seconds = quick ? 2 : 8;
+/**
+ * Each scenario's seconds are split into rounds, the three servers taking turns in each: the speed of a shared
+ * machine drifts by a third over minutes, and servers measured one after the other would be compared across it.
+ */
+const rounds = quick ? 2 : 4;
 /** Unmeasured load before each measured scenario. */
 const warmUpSeconds = quick ? 1 : 2;
 const connections = 10;
@@ -258,10 +263,10 @@ function scenariosOf(list: string, deepPageToken: string, target: string, folder
  * Lists while creates run in the same scope (10 list connections, 2 create connections): every commit changes
  * what the list counts, so a count that is not kept up to date is a scan per list.
  */
-async function mixed(url: string, list: string, create: Scenario, headers: Record<string, string>) {
+async function mixed(url: string, list: string, create: Scenario, headers: Record<string, string>, duration: number) {
   const [lists, creates] = await Promise.all([
-    load(url, { name: 'list under creates', method: 'GET', path: list }, headers),
-    load(url, create, headers, 2),
+    load(url, { name: 'list under creates', method: 'GET', path: list }, headers, connections, duration),
+    load(url, create, headers, 2, duration),
   ]);
   return { 'list under creates': lists, 'creates beside lists': creates };
 }
@@ -339,35 +344,102 @@ interface Run {
   warnings: string[];
 }
 
-/** Every scenario against one server, each with the CPU it cost that server per request. */
-async function runServer(server: Server, deepPageToken: string, run: Run) {
-  const children = run.servers.map((s) => s.child);
-  const label = `${run.size} repos, ${labels[server.name]}`;
-  const note = (scenario: string, othersCores: number) => {
-    if (othersCores <= othersAllowance) return;
-    const line = `warning: ${label}, ${scenario}: other processes took ${othersCores.toFixed(2)} of a core; its figures are suspect`;
-    run.warnings.push(line);
-    say(line);
+/** One load's figures as the table shows them: summed over the rounds of a scenario. */
+interface Figures {
+  rps: number;
+  p50: number;
+  p99: number;
+  requests: number;
+  cpuUs: number;
+}
+
+/** Adds up the rounds: requests per second over their whole time, p50 weighted by requests, the worst p99. */
+function summed(loads: { result: Awaited<ReturnType<typeof load>>; serverUs: number }[], secondsEach: number): Figures {
+  const requests = loads.reduce((n, l) => n + l.result.requests, 0);
+  return {
+    rps: Math.round(requests / (secondsEach * loads.length)),
+    p50: Math.round(loads.reduce((n, l) => n + l.result.p50 * l.result.requests, 0) / requests),
+    p99: Math.max(...loads.map((l) => l.result.p99)),
+    requests,
+    cpuUs: Math.round(loads.reduce((n, l) => n + l.serverUs, 0) / requests),
   };
-  const scenarios = scenariosOf(run.list, deepPageToken, run.target, run.folder);
-  const results: Record<string, object> = {};
-  for (const s of scenarios) {
-    say(`${label}: ${s.name}`);
+}
+
+/**
+ * Every scenario against every server, each with the CPU it cost that server per request. The servers take turns
+ * within each scenario (`rounds` of it), after a warm-up of each; the floor's writes are recounted after each of
+ * its turns (recountAfterFloor).
+ */
+async function runScenarios(run: Run, deepTokens: Map<Name, string>, databaseFile: string) {
+  const children = run.servers.map((s) => s.child);
+  const secondsEach = seconds / rounds;
+  const results = new Map<Name, Record<string, Figures>>(run.servers.map((s) => [s.name, {}]));
+  const othersUs = new Map<string, { us: number; wallUs: number }>();
+  const note = (server: Server, scenario: string, othersCores: number, wallUs: number) => {
+    const key = `${run.size} repos, ${labels[server.name]}, ${scenario}`;
+    const o = othersUs.get(key) ?? { us: 0, wallUs: 0 };
+    othersUs.set(key, { us: o.us + othersCores * wallUs, wallUs: o.wallUs + wallUs });
+  };
+  const turns = async (
+    name: string,
+    writes: boolean,
+    warm: (server: Server) => Promise<unknown>,
+    one: (server: Server) => Promise<Record<string, Awaited<ReturnType<typeof load>>>>,
+  ) => {
+    say(`${run.size} repos: ${name}, ${rounds} rounds of ${secondsEach} s, the servers in turn`);
+    for (const server of run.servers) await warm(server);
+    const taken = new Map<Name, { result: Record<string, Awaited<ReturnType<typeof load>>>; serverUs: number }[]>();
+    for (let round = 0; round < rounds; round++) {
+      for (const server of run.servers) {
+        const t0 = performance.now();
+        const m = await measure(children, server.child, () => one(server));
+        note(server, name, m.othersCores, (performance.now() - t0) * 1000);
+        taken.set(server.name, [...(taken.get(server.name) ?? []), { result: m.result, serverUs: m.serverUs }]);
+        if (writes && server.name === 'baseline') await recountAfterFloor(databaseFile, run.folder);
+      }
+    }
+    for (const [serverName, loads] of taken) {
+      // Loads run together in one turn (lists beside creates) share the server: its CPU is spread over both.
+      const scenarios = Object.keys(loads[0].result);
+      for (const scenario of scenarios) {
+        const figures = summed(
+          loads.map((l) => {
+            const served = Object.values(l.result).reduce((n, r) => n + r.requests, 0);
+            return { result: l.result[scenario], serverUs: (l.serverUs * l.result[scenario].requests) / served };
+          }),
+          secondsEach,
+        );
+        results.get(serverName)![scenario] = figures;
+      }
+    }
+  };
+  for (const s of scenariosOf(run.list, '', run.target, run.folder)) {
+    // Each server reads its own deep page token: the floor's and the strong baseline's are their own.
+    const of = (server: Server): Scenario =>
+      s.name === 'list deep page' ? { ...s, path: `${run.list}&page_token=${deepTokens.get(server.name)}` } : s;
     // Warmed first, unmeasured: a server in use has compiled its code paths, and a benchmark of a few
     // seconds would otherwise count the compiler's work against the first scenario of each path.
-    await load(server.url, s, run.auth, connections, warmUpSeconds);
-    const m = await measure(children, server.child, () => load(server.url, s, run.auth));
-    results[s.name] = { ...m.result, cpuUs: Math.round(m.serverUs / m.result.requests) };
-    note(s.name, m.othersCores);
+    await turns(
+      s.name,
+      s.method !== 'GET',
+      (server) => load(server.url, of(server), run.auth, connections, warmUpSeconds),
+      async (server) => ({ [s.name]: await load(server.url, of(server), run.auth, connections, secondsEach) }),
+    );
   }
-  say(`${label}: lists under creates`);
-  const create = scenarios.find((s) => s.name === 'create')!;
-  const m = await measure(children, server.child, () => mixed(server.url, run.list, create, run.auth));
-  // The two loads share the server: its CPU is spread over the requests of both.
-  const served = Object.values(m.result).reduce((n, r) => n + r.requests, 0);
-  for (const [scenario, r] of Object.entries(m.result))
-    results[scenario] = { ...r, cpuUs: Math.round(m.serverUs / served) };
-  note('lists under creates', m.othersCores);
+  const create = scenariosOf(run.list, '', run.target, run.folder).find((s) => s.name === 'create')!;
+  await turns(
+    'lists under creates',
+    true,
+    async () => undefined,
+    (server) => mixed(server.url, run.list, create, run.auth, secondsEach),
+  );
+  for (const [key, o] of othersUs) {
+    const cores = o.us / o.wallUs;
+    if (cores <= othersAllowance) continue;
+    const line = `warning: ${key}: other processes took ${cores.toFixed(2)} of a core; its figures are suspect`;
+    run.warnings.push(line);
+    say(line);
+  }
   return results;
 }
 
@@ -537,10 +609,11 @@ async function main(): Promise<void> {
     const target = (third.find((r) => r.sync_config !== undefined) ?? third[0]).uid;
     const run: Run = { list, target, folder, auth, size, servers, warnings };
     await checkSameAnswers(call, run);
+    const deepTokens = new Map<Name, string>();
+    for (const server of servers) deepTokens.set(server.name, await deepToken(server.url));
+    const measured = await runScenarios(run, deepTokens, databaseFile.DATABASE_FILE);
     for (const server of servers) {
-      const results = await runServer(server, await deepToken(server.url), run);
-      if (server.name === 'baseline') await recountAfterFloor(databaseFile.DATABASE_FILE, folder);
-      for (const [scenario, result] of Object.entries(results)) {
+      for (const [scenario, result] of Object.entries(measured.get(server.name)!)) {
         const row =
           rows.find((x) => x.size === size && x.scenario === scenario) ?? rows[rows.push({ size, scenario }) - 1];
         row[server.name] = result;
