@@ -8,11 +8,15 @@ import * as assert from 'uvu/assert';
 import { createApp } from '../runtime/http/app.js';
 import { Router } from '../runtime/http/router.js';
 
-async function withApp(routes: Router, fn: (url: string) => Promise<void>): Promise<void> {
+async function withApp(
+  routes: Router,
+  fn: (url: string) => Promise<void>,
+  log: (line: Record<string, unknown>) => void = () => {},
+): Promise<void> {
   const app = createApp({
     model: { domains: ['t'], service: 'test' } as never,
     openapi: {},
-    log: () => {},
+    log,
     issuer: () => ({ issuer: 'http://test' }) as never,
     authenticate: async () => ({}),
     publicRoutes: [],
@@ -52,18 +56,26 @@ test('an answer with no body that is not 204/304 has Content-Length: 0, not a ch
   });
 });
 
-test('a body JSON cannot hold is a 500 in JSON that no cache keeps', async () => {
+test('a body JSON cannot hold is a 500 in JSON that no cache keeps, and logged as the 500 it was', async () => {
   const routes = new Router().get('/t/v2/big', (ctx) => {
     ctx.set('Cache-Control', 'public, max-age=60');
     ctx.body = { n: 1n };
   });
-  await withApp(routes, async (url) => {
-    const res = await fetch(`${url}/t/v2/big`);
-    assert.is(res.status, 500);
-    assert.is(res.headers.get('cache-control'), null);
-    assert.ok(res.headers.get('x-request-id'));
-    assert.is((await res.json()).code, 13);
-  });
+  const lines: Record<string, unknown>[] = [];
+  await withApp(
+    routes,
+    async (url) => {
+      const res = await fetch(`${url}/t/v2/big`);
+      assert.is(res.status, 500);
+      assert.is(res.headers.get('cache-control'), null);
+      const requestId = res.headers.get('x-request-id');
+      assert.ok(requestId);
+      assert.is((await res.json()).code, 13);
+      const line = lines.find((l) => l.requestId === requestId && l.route !== undefined);
+      assert.equal([line?.status, line?.level, line?.reason], [500, 'error', 'INTERNAL'], JSON.stringify(lines));
+    },
+    (line) => lines.push(line),
+  );
 });
 
 test.run();

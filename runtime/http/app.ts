@@ -107,7 +107,7 @@ function answer(
   errorDomain: (path: string) => string,
   tables: RouteTable[],
   proxies: TrustedProxies | undefined,
-): (ctx: HttpContext, handle: Handle, then: (fault?: { thrown: unknown }) => void) => void {
+): (ctx: HttpContext, handle: Handle, then: (fault?: { thrown: unknown }) => boolean) => void {
   return (ctx, handle, then) => {
     const started = log === undefined ? 0 : performance.now();
     // A caller's request id is echoed only when it is a plain token: a header value is the client's to choose.
@@ -115,14 +115,21 @@ function answer(
     // Random, not a count: a count would tell anyone how many requests this instance answers.
     const requestId = given !== '' && /^[\w.:-]{1,128}$/.test(given) ? given : randomUUID();
     ctx.setOwn('x-request-id', 'x-request-id', requestId);
-    // then: the answer written, or what kept answered() from making it (a fault of the server's own)
+    // then: writes the answer, or what kept errorAnswer() from making it (a fault of the server's own), and says
+    // whether a fault's 500 went instead. The log line comes after it, with the status the caller got.
     const settle = (failure?: { thrown: unknown }) => {
+      let error: ApiError | undefined;
+      let unanswerable: { thrown: unknown } | undefined;
       try {
-        answered(ctx, requestId, started, failure);
+        if (failure) error = errorAnswer(ctx, requestId, failure.thrown);
       } catch (e) {
-        return then({ thrown: e });
+        unanswerable = { thrown: e };
       }
-      then();
+      // Refused before a route ran it (a bad token, 405, 415, malformed JSON, 429): logged and counted under the
+      // route it was for.
+      if (ctx.route === undefined) ctx.route = routeAt(tables, ctx);
+      const faulted = then(unanswerable);
+      logged(ctx, requestId, started, faulted ? internal() : error);
     };
     let handled: Promise<void> | void;
     try {
@@ -137,35 +144,35 @@ function answer(
     );
   };
 
-  /** What was thrown, if anything, as the API's error body; then the request's log line. */
-  function answered(ctx: HttpContext, requestId: string, started: number, failure?: { thrown: unknown }): void {
-    let error: ApiError | undefined;
-    if (failure) {
-      const e = failure.thrown;
-      if (e instanceof ApiError) error = e;
-      else {
-        error = internal();
-        log?.({
-          level: 'error',
-          requestId,
-          method: ctx.method,
-          path: ctx.path,
-          error: e instanceof Error ? e.stack : String(e),
-        });
-      }
-      ctx.status = error.status();
-      // What the route said of its own answer does not describe this one.
-      ctx.type = undefined;
-      ctx.unset('Cache-Control');
-      const retryAfter = error.retryAfterSeconds();
-      if (retryAfter !== undefined) ctx.set('Retry-After', String(retryAfter));
-      // v1 answers errors with its code and message only, whichever step refused the request.
-      ctx.body = /^\/[a-z]+\/v1\//.test(ctx.path)
-        ? { code: error.code, message: error.message, details: [] }
-        : error.body(errorDomain(ctx.path));
+  /** What was thrown as the API's error answer (a fault of our own logged, and answered as INTERNAL). */
+  function errorAnswer(ctx: HttpContext, requestId: string, e: unknown): ApiError {
+    let error: ApiError;
+    if (e instanceof ApiError) error = e;
+    else {
+      error = internal();
+      log?.({
+        level: 'error',
+        requestId,
+        method: ctx.method,
+        path: ctx.path,
+        error: e instanceof Error ? e.stack : String(e),
+      });
     }
-    // Refused before a route ran it (a bad token, 405, 415, malformed JSON, 429): named by the route it was for.
-    if (ctx.route === undefined) ctx.route = routeAt(tables, ctx);
+    ctx.status = error.status();
+    // What the route said of its own answer does not describe this one.
+    ctx.type = undefined;
+    ctx.unset('Cache-Control');
+    const retryAfter = error.retryAfterSeconds();
+    if (retryAfter !== undefined) ctx.set('Retry-After', String(retryAfter));
+    // v1 answers errors with its code and message only, whichever step refused the request.
+    ctx.body = /^\/[a-z]+\/v1\//.test(ctx.path)
+      ? { code: error.code, message: error.message, details: [] }
+      : error.body(errorDomain(ctx.path));
+    return error;
+  }
+
+  /** The request's log line, once its answer is written. */
+  function logged(ctx: HttpContext, requestId: string, started: number, error: ApiError | undefined): void {
     if (log === undefined || (ctx.status < 400 && probePaths.has(ctx.path))) return;
     const subject = ctx.state.principal?.subject;
     const address = callerAddress(ctx.ip, undefined);
@@ -362,13 +369,16 @@ export function createApp(o: AppOptions): RequestListener {
     const finished = () =>
       metrics?.requestFinished(routeTemplate(ctx), ctx.method, ctx.status, (performance.now() - started) / 1000);
     answerWith(ctx, handle, (failure) => {
+      let faulted = false;
       try {
         if (failure) throw failure.thrown;
         ctx.respond();
       } catch (e) {
         fault(ctx, e, log, errorDomain);
+        faulted = true;
       }
       finished();
+      return faulted;
     });
   };
 }
