@@ -16,6 +16,7 @@ import {
   type JWTPayload,
 } from 'jose';
 import { recordedEmail } from '../../runtime/access/email-domain.js';
+import { bearerToken } from '../../runtime/access/bearer-token.js';
 import { ApiError, invalidArgument, permissionDenied, unauthenticated } from '../../runtime/model/errors.js';
 import { clockSkewSeconds, type TokenIssuer } from '../../runtime/access/issuer.js';
 import { now, type RecordTypes } from '../../runtime/model/records.js';
@@ -299,9 +300,9 @@ export class TokenExchange {
    */
   router(): Router {
     const bearer = (ctx: HttpContext, what: string) => {
-      const m = /^Bearer\s+(\S+)\s*$/i.exec(ctx.get('authorization'));
-      if (!m) throw unauthenticated(`present the ${what} as Authorization: Bearer <token>`);
-      return m[1];
+      const token = bearerToken(ctx.get('authorization'));
+      if (token === undefined) throw unauthenticated(`present the ${what} as Authorization: Bearer <token>`);
+      return token;
     };
     const audiences = (ctx: HttpContext) => [ctx.query.aud ?? []].flat().filter(Boolean);
     const exchange = async (ctx: HttpContext) => {
