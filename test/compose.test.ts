@@ -149,6 +149,8 @@ maybe('a write through one instance is read through the other, directly and thro
 });
 
 maybe('HAProxy balances every request in turn, HTTP on one connection and gRPC', async () => {
+  // A request's log line is written after its answer: the last ones before are let in first.
+  await new Promise((r) => setTimeout(r, 200));
   const [before1, before2] = [served(api1!, '/ping/v2/ping'), served(api2!, '/ping/v2/ping')];
   // fetch keeps its connection to HAProxy open: the balance is per request, not per connection.
   for (let i = 0; i < 10; i++) assert.is(await ping(lb), 200);
@@ -189,6 +191,8 @@ maybe('a stopping instance is taken out by the health checks: every request thro
     statuses.every((s) => s === 200),
     `every request answered: ${statuses.join(',')}`,
   );
+  // A request's log line is written after its answer: the last ones above are let in first.
+  await new Promise((r) => setTimeout(r, 200));
   const before1 = served(api1!, '/ping/v2/ping');
   for (let i = 0; i < 6; i++) assert.is(await ping(lb), 200);
   await new Promise((r) => setTimeout(r, 200));
