@@ -78,4 +78,29 @@ test('a body JSON cannot hold is a 500 in JSON that no cache keeps, and logged a
   );
 });
 
+test('a log that throws on a request line leaves the answer as it was and the server serving', async () => {
+  const routes = new Router()
+    .get('/t/v2/now', (ctx) => {
+      ctx.body = { now: true };
+    })
+    .get('/t/v2/later', async (ctx) => {
+      await new Promise((r) => setTimeout(r, 5));
+      ctx.body = { later: true };
+    });
+  const failing = (line: Record<string, unknown>) => {
+    if (line.route !== undefined) throw new Error('the log cannot take the line');
+  };
+  await withApp(
+    routes,
+    async (url) => {
+      for (let i = 0; i < 2; i++)
+        for (const path of ['now', 'later']) {
+          const res = await fetch(`${url}/t/v2/${path}`);
+          assert.equal([res.status, await res.json()], [200, { [path]: true }], path);
+        }
+    },
+    failing,
+  );
+});
+
 test.run();

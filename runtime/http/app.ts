@@ -129,7 +129,12 @@ function answer(
       // route it was for.
       if (ctx.route === undefined) ctx.route = routeAt(tables, ctx);
       const faulted = then(unanswerable);
-      logged(ctx, requestId, started, faulted ? internal() : error);
+      try {
+        logged(ctx, requestId, started, faulted ? internal() : error);
+      } catch {
+        // The answer is out; a log that cannot take the line must not end the process (a throw here would be
+        // uncaught in the 'request' event, or an unhandled rejection).
+      }
     };
     let handled: Promise<void> | void;
     try {
