@@ -162,6 +162,26 @@ test('PATCH: no mask changes present fields; a mask ignores other fields; * repl
   assert.equal(after.body, r.body, 'a rejected update changes nothing');
 });
 
+test('an object is answered in the order of its fields, however its members were sent or patched in', async () => {
+  const { body: repo } = await s.call('POST', `/registry/v2/repos/${org}`, {
+    name: 'ordered',
+    sync_config: { apkoOverlay: 'o', source: 's' },
+  });
+  assert.ok(repo.sync_config, JSON.stringify(repo));
+  assert.equal(Object.keys(repo.sync_config), ['source', 'apkoOverlay']);
+  const patched = await s.call('PATCH', `/registry/v2/repos/${repo.uid}?update_mask=sync_config.google`, {
+    sync_config: { google: 'g' },
+  });
+  assert.is(patched.status, 200, JSON.stringify(patched.body));
+  const order = ['source', 'google', 'apkoOverlay'];
+  assert.equal(Object.keys(patched.body.sync_config), order);
+  const got = await s.call('GET', `/registry/v2/repos/${repo.uid}`);
+  assert.equal(Object.keys(got.body.sync_config), order);
+  assert.equal(got.body, patched.body);
+  const listed = await s.call('GET', `/registry/v2/repos?uidp.children_of=${org}&name=ordered`);
+  assert.equal(Object.keys(listed.body.repos[0].sync_config), order);
+});
+
 test('immutable fields cannot change; restating them is fine', async () => {
   const { body: repo } = await s.call('POST', `/registry/v2/repos/${org}`, { name: 'tagged' });
   const digest = `sha256:${'b'.repeat(64)}`;

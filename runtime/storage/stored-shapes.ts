@@ -1,0 +1,36 @@
+// What a SQLite database records of the JSON its object columns hold: for each, the shape its rows were last
+// checked against (the spec's members of the object, in order) and whether every row held its answer as it is
+// then (runtime/tables/objects-as-shown.ts). A start whose shape is the recorded one reads the record instead
+// of every row again.
+import { EntitySchema } from '@mikro-orm/core';
+import type { Sql } from './sql.js';
+
+interface StoredShape {
+  name: string;
+  shape: string;
+  asShown: boolean;
+}
+
+export const storedShapeEntity = new EntitySchema<StoredShape>({
+  name: 'StoredShape',
+  tableName: 'stored_shapes',
+  properties: {
+    name: { type: 'text', primary: true },
+    shape: { type: 'text' },
+    asShown: { type: 'boolean' },
+  },
+});
+
+/** The recorded shape of the column `name` ("table.column"), and whether its rows held their answers. */
+export async function recordedShape(sql: Sql, name: string): Promise<{ shape: string; asShown: boolean } | undefined> {
+  const [row] = await sql.all('select shape, as_shown as "asShown" from stored_shapes where name = ?', [name]);
+  return row && { shape: String(row.shape), asShown: row.asShown === 1 || row.asShown === true };
+}
+
+export async function recordShape(sql: Sql, name: string, shape: string, asShown: boolean): Promise<void> {
+  await sql.run(
+    'insert into stored_shapes (name, shape, as_shown) values (?, ?, ?) ' +
+      'on conflict (name) do update set shape = excluded.shape, as_shown = excluded.as_shown',
+    [name, shape, asShown ? 1 : 0],
+  );
+}
