@@ -170,4 +170,48 @@ test('at start, rows stored in another form are brought to the shown one and rec
   assert.equal(JSON.parse(text as string).sync_config, { source: 's' });
 });
 
+test('a column the spec stops keeping as shown (a member made input-only) is checked again when it is kept so again: its stored secret is never shown', async () => {
+  const r = model.resources.repos;
+  const f = r.fields.sync_config;
+  // The rows of the tests before gone, and what was recorded of them.
+  await store.transaction(async (sql) => {
+    await sql.run("delete from repos where uid like 'aaaa%'");
+    await sql.run('delete from stored_shapes');
+  });
+  const kept = new Table(store, r.type, r);
+  await findObjectsAsShown(store, [kept]);
+  assert.ok(kept.storedAsShown.has('sync_config'));
+  // A spec whose sync_config has an input-only member: stored with the object, never shown.
+  const withSecret = {
+    ...r,
+    fields: { ...r.fields, sync_config: { ...f, fields: { ...f.fields, token: { type: 'string', inputOnly: true } } } },
+  } as typeof r;
+  const secretTable = new Table(store, r.type, withSecret);
+  await findObjectsAsShown(store, [secretTable]);
+  assert.not.ok(secretTable.storedAsShown.has('sync_config'));
+  await store.transaction((sql) =>
+    secretTable.insert(sql, {
+      uid: repoUid(20),
+      parentUid: 'a'.repeat(40),
+      createTime: time,
+      updateTime: time,
+      sync_config: { token: 'secret', source: 's' },
+    }),
+  );
+  assert.match(String((await storedSyncConfigs()).get(repoUid(20))), /secret/);
+  // The member made output again is gone from the spec; the column is kept as shown again, and checked.
+  const again = new Table(store, r.type, r);
+  await findObjectsAsShown(store, [again]);
+  assert.not.ok(again.storedAsShown.has('sync_config'));
+  const expression = answerJsonSql(
+    store.dialect.json!,
+    r,
+    again.selection(resourceProperties(r)).columns,
+    again.storedAsShown,
+  )!;
+  const [[text]] = await store.read.values(`select ${expression} from repos where uid = ?`, [repoUid(20)]);
+  assert.not.match(String(text), /secret/);
+  assert.equal(JSON.parse(text as string).sync_config, { source: 's' });
+});
+
 test.run();

@@ -27,6 +27,18 @@ export async function recordedShape(sql: Sql, name: string): Promise<{ shape: st
   return row && { shape: String(row.shape), asShown: row.asShown === 1 || row.asShown === true };
 }
 
+/** Forgets the records of every column but these: rows written while a column was not kept as shown are unchecked. */
+export async function forgetShapesBut(sql: Sql, kept: readonly string[]): Promise<void> {
+  const [stale] = await sql.all(
+    `select 1 as "stale" from stored_shapes where name not in (select value from json_each(?)) limit 1`,
+    [JSON.stringify(kept)],
+  );
+  if (stale)
+    await sql.run('delete from stored_shapes where name not in (select value from json_each(?))', [
+      JSON.stringify(kept),
+    ]);
+}
+
 export async function recordShape(sql: Sql, name: string, shape: string, asShown: boolean): Promise<void> {
   await sql.run(
     'insert into stored_shapes (name, shape, as_shown) values (?, ?, ?) ' +

@@ -4,7 +4,7 @@
 // form once, and the result is recorded with the shape checked (runtime/storage/stored-shapes.ts), so that the
 // next start reads one row. A row holding a member the spec no longer has keeps it (nothing stored is dropped),
 // and its column keeps being rebuilt at every read, which leaves that member out.
-import { recordShape, recordedShape } from '../storage/stored-shapes.js';
+import { forgetShapesBut, recordShape, recordedShape } from '../storage/stored-shapes.js';
 import type { Store } from '../storage/store.js';
 import { objectJson } from './answer-json.js';
 import type { Table } from './table.js';
@@ -14,12 +14,14 @@ export async function findObjectsAsShown(store: Store, tables: readonly Table[])
   // PostgreSQL's jsonb orders an object's members its own way: its answers are shaped in JavaScript.
   const json = store.dialect.json;
   if (!json) return;
+  const kept: string[] = [];
   for (const table of tables)
     for (const [prop, f] of table.objectsWrittenAsShown()) {
       const column = table.sqlColumn(prop);
       const rebuilt = objectJson(json, column, f);
       if (!rebuilt) continue;
       const name = `${table.sqlName}.${column}`;
+      kept.push(name);
       const recorded = await recordedShape(store.read, name);
       let asShown = recorded?.shape === rebuilt && recorded.asShown;
       if (recorded?.shape !== rebuilt)
@@ -43,4 +45,7 @@ export async function findObjectsAsShown(store: Store, tables: readonly Table[])
         });
       if (asShown) table.storedAsShown.add(prop);
     }
+  // A column the spec has stopped keeping as shown (a member made input-only: it is stored, never shown) is
+  // written otherwise from now on: were it kept as shown again, its rows must be checked again.
+  await store.transaction((sql) => forgetShapesBut(sql, kept));
 }
