@@ -2,8 +2,8 @@
 // SQLite, where the database renders answers. Every write stores such an object as it is shown (table.ts); rows
 // written before (by an older version, or in another member order by a patch of one member) are brought to that
 // form once, and the result is recorded with the shape checked (runtime/storage/stored-shapes.ts), so that the
-// next start reads one row. A row holding a member the spec no longer has keeps it (nothing stored is dropped),
-// and its column keeps being rebuilt at every read, which leaves that member out.
+// next start reads one row. A row holding a member the spec no longer has keeps it until its object is written
+// again (this step drops nothing), and its column keeps being rebuilt at every read, which leaves that member out.
 import { forgetShapesBut, recordShape, recordedShape } from '../storage/stored-shapes.js';
 import type { Store } from '../storage/store.js';
 import { objectJson } from './answer-json.js';
