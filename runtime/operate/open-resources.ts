@@ -84,7 +84,6 @@ export async function openResources(
     const pageTokens = new PageToken(await pageTokenSecret(config.dataDir, shared));
     const secrets = SecretSeal.open(config.dataDir, config.secretsKeys);
     const resources = new Resources(store, parts.model, pageTokens, secrets, config.v1ListMax);
-    await resources.findObjectsAsShown();
     return { store, resources, ...(shared && { shared }) };
   } catch (e) {
     await store.close();

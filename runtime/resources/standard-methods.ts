@@ -23,7 +23,6 @@ import type { Store, TransactionOptions } from '../storage/store.js';
 import type { RowLock } from '../storage/dialect.js';
 import { Table } from '../tables/table.js';
 import { answerFormsOf, type AnswerForm, type AnswerForms } from '../tables/answer-forms.js';
-import { findObjectsAsShown } from '../tables/objects-as-shown.js';
 import { checkUid, newChildUid, newUid } from '../model/uid.js';
 import type { ListScope } from '../lists/total-count.js';
 import { listConditions, listOrder, readPage, type ListResult } from '../lists/list-query.js';
@@ -190,26 +189,10 @@ export class Resources {
     return sealed;
   }
 
-  /** The resource stored as this entity, if one is. */
-  private resourceOf(entity: string): ResourceModel | undefined {
-    return Object.values(this.model.resources).find((r) => r.type === entity);
-  }
-
-  /**
-   * Finds which object columns hold their answers as they are, bringing rows stored in another form to it: run
-   * at each start, before any request (runtime/tables/objects-as-shown.ts).
-   */
-  findObjectsAsShown(): Promise<void> {
-    return findObjectsAsShown(
-      this.store,
-      Object.values(this.model.resources).map((r) => this.table(r.type)),
-    );
-  }
-
   /** One entity's table, for statements of our own (hand-written handlers use it too). */
   table(entity: string): Table {
     let table = this.tables.get(entity);
-    if (!table) this.tables.set(entity, (table = new Table(this.store, entity, this.resourceOf(entity))));
+    if (!table) this.tables.set(entity, (table = new Table(this.store, entity)));
     return table;
   }
 

@@ -28,7 +28,7 @@ export interface AnswerForms {
 /** The forms of r's answers read in the order of `orderedBy` (a get reads them as a list by uid would). */
 export function answerFormsOf(table: Table, r: ResourceModel, orderedBy: string, json?: JsonSql): AnswerForms {
   const selection = table.selection([...resourceProperties(r), orderedBy]);
-  const rendered = json && answerJsonSql(json, r, table.selection(resourceProperties(r)).columns, table.storedAsShown);
+  const rendered = json && answerJsonSql(json, r, table.selection(resourceProperties(r)).columns);
   const keys = table.selection(['uid', orderedBy], rendered);
   const uidAt = keys.columns.findIndex(([property]) => property === 'uid');
   return {

@@ -21,24 +21,10 @@ const key = (name: string) => literal(`,${JSON.stringify(name)}:`);
 const unlessNull = (json: string) => `nullif(${json}, 'null')`;
 
 /**
- * Whether an object field's stored JSON can be its answer as it is: every member is shown, as it is stored. Its
- * column then holds exactly what toResource shows (runtime/tables/table.ts writes it so, and
- * runtime/tables/objects-as-shown.ts checks the rows written before), and a read need not rebuild it: that
- * rebuild, eight `->` lookups for a repo's sync_config, cost a get about a tenth of its CPU.
- */
-export function showsAsStored(f: FieldModel): boolean {
-  return (
-    f.type === 'object' &&
-    !f.repeated &&
-    Object.values(f.fields ?? {}).every((sub) => !sub.inputOnly && asStored.has(sub.type))
-  );
-}
-
-/**
  * The JSON of an object column: rebuilt from its shown members, in the field's order, unset ones left out, as
  * toResource shows it; a value that is not an object as it is. NULL when unset.
  */
-export function objectJson(json: JsonSql, column: string, f: FieldModel): string | undefined {
+function objectJson(json: JsonSql, column: string, f: FieldModel): string | undefined {
   const members: string[] = [];
   for (const [name, sub] of shownFields(f.fields ?? {})) {
     if (!asStored.has(sub.type)) return undefined;
@@ -52,19 +38,11 @@ export function objectJson(json: JsonSql, column: string, f: FieldModel): string
  * A field's member of the answer (`,"name":value`) from its column, NULL when the answer leaves it out;
  * undefined when SQL cannot render it exactly.
  */
-function memberJson(
-  json: JsonSql,
-  name: string,
-  column: string,
-  c: Column,
-  f: FieldModel,
-  asShown: boolean,
-): string | undefined {
+function memberJson(json: JsonSql, name: string, column: string, c: Column, f: FieldModel): string | undefined {
   let value: string | undefined;
   if (c.kind === 'json') {
     // JSON text as stored (always JSON.stringify's, runtime/storage/dialect.ts): a list of scalars is shown as it is.
-    if (asShown) value = unlessNull(column);
-    else if (f.type === 'object' && !f.repeated) value = objectJson(json, column, f);
+    if (f.type === 'object' && !f.repeated) value = objectJson(json, column, f);
     else if (f.repeated && asStored.has(f.type)) value = unlessNull(column);
     return value && `${key(name)} || ${value}`;
   }
@@ -80,14 +58,12 @@ function memberJson(
  * shown field cannot be rendered exactly; NULL for a row where a JSON column it cannot render is set. A field
  * without a column is left out, as toResource leaves out an
  * absent property; so is a NULL column, or a JSON column holding null. Members that are NULL vanish in
- * concat(), which also makes the text once instead of once per `||`. `asShown`: the object fields whose every
- * stored row holds their answer (runtime/tables/objects-as-shown.ts).
+ * concat(), which also makes the text once instead of once per `||`.
  */
 export function answerJsonSql(
   json: JsonSql,
   r: ResourceModel,
   columns: readonly (readonly [string, Column])[],
-  asShown: ReadonlySet<string> = new Set(),
 ): string | undefined {
   const at = new Map(columns);
   const uid = at.get('uid');
@@ -101,7 +77,7 @@ export function answerJsonSql(
     const c = at.get(name);
     if (!c) continue;
     const column = quoteIdentifier(c.name);
-    const member = memberJson(json, name, column, c, f, asShown.has(name));
+    const member = memberJson(json, name, column, c, f);
     if (member === undefined && c.kind === 'json' && f.type === 'object' && !f.repeated)
       unset.push(`(${column} is null or ${column} = 'null')`);
     else if (member === undefined) return undefined;

@@ -3,9 +3,7 @@
 // the statement itself, and nothing here needs them. Rows are shaped as the ORM shapes them (property names,
 // JSON parsed, booleans), from the ORM's own metadata, so the ORM still defines and migrates the tables.
 import { CountCache } from '../storage/count-cache.js';
-import { outputObject, type Row } from '../model/records.js';
-import type { FieldModel, ResourceModel } from '../model/api-model.js';
-import { showsAsStored } from './answer-json.js';
+import type { Row } from '../model/records.js';
 import { CountChanges, isCounted, readCounts } from '../storage/scope-counts.js';
 import type { PendingCounts, Sql } from '../storage/sql.js';
 import { and, equal, oneOf, type Condition, type Value } from './condition.js';
@@ -41,19 +39,10 @@ export class Table<T = Row> {
   private readonly conditions: ConditionCompiler;
   /** the name its per-scope counts are kept under (runtime/storage/scope-counts.ts), when they are */
   readonly counted?: string;
-  /** object fields written as they are shown (answer-json.ts showsAsStored), by property */
-  private readonly writtenAsShown = new Map<string, FieldModel>();
-  /**
-   * Those of them whose every stored row was found to hold its answer (runtime/tables/objects-as-shown.ts): a read
-   * takes their JSON as it is.
-   */
-  readonly storedAsShown = new Set<string>();
 
-  /** r: the resource whose records the table holds; its objects that can be are written as they are shown. */
   constructor(
     private readonly store: Store,
     private readonly entity: string,
-    r?: ResourceModel,
   ) {
     const meta = store.orm.getMetadata().find(entity);
     if (!meta) throw new Error(`no entity ${entity}`);
@@ -72,8 +61,6 @@ export class Table<T = Row> {
               : 'plain';
       this.columns.set(p.name, { name: p.fieldNames[0], kind, notNull: p.primary || !p.nullable });
     }
-    for (const [name, f] of Object.entries(r?.fields ?? {}))
-      if (this.columns.get(name)?.kind === 'json' && showsAsStored(f)) this.writtenAsShown.set(name, f);
     this.conditions = new ConditionCompiler(this.columns, this.dialect);
     this.everyColumn = [...this.columns];
     this.findColumns = this.everyColumn.filter(([prop]) => !prop.startsWith('subresource_'));
@@ -358,18 +345,8 @@ export class Table<T = Row> {
   private parameters(values: Row, props: string[]): unknown[] {
     return props.map((prop) => {
       const { kind } = this.columnOf(prop);
-      let value = values[prop];
-      const shown = this.writtenAsShown.get(prop);
-      // In the field's order, unset members left out: what toResource shows, byte for byte.
-      if (shown && typeof value === 'object' && value !== null && !Array.isArray(value))
-        value = outputObject(value as Row, shown.fields ?? {});
-      return this.dialect.parameter(kind === 'json' ? 'storedJson' : kind, value);
+      return this.dialect.parameter(kind === 'json' ? 'storedJson' : kind, values[prop]);
     });
-  }
-
-  /** The object fields written as they are shown, by property. */
-  objectsWrittenAsShown(): ReadonlyMap<string, FieldModel> {
-    return this.writtenAsShown;
   }
 
   /** Sets these properties on every row matching; resolves to how many rows changed. */
