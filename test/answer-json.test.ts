@@ -9,7 +9,7 @@ import type { Store } from '../runtime/storage/store.js';
 import { Table } from '../runtime/tables/table.js';
 import { answerJsonSql } from '../runtime/tables/answer-json.js';
 import { quoteIdentifier } from '../runtime/storage/dialect.js';
-import { resourceProperties, toResource } from '../runtime/model/records.js';
+import { outputObject, resourceProperties, toResource, type Row } from '../runtime/model/records.js';
 import type { ApiModel } from '../runtime/model/api-model.js';
 import { answerStore, chooser, seededRow } from './support/seeded-rows.js';
 
@@ -71,6 +71,110 @@ test('a JSON column holds JSON text whatever value was written to it, so an answ
   );
   const [[text]] = await store.read.values(`select ${expression} from repos where uid = ?`, [uid]);
   assert.equal(JSON.parse(text as string), { uid, aliases: forged, createTime: time, updateTime: time });
+});
+
+const repoUid = (n: number) => `${'a'.repeat(40)}/${n.toString(16).padStart(16, '0')}`;
+const time = '2026-11-27T00:00:00.000Z';
+const storedSyncConfig = async (uid: string) =>
+  (await store.read.values('select sync_config from repos where uid = ?', [uid]))[0][0] as string | null;
+
+/** The repo's answer as the database renders it under the model r. */
+async function rendered(r: ApiModel['resources'][string], uid: string): Promise<string> {
+  const table = new Table(store, r.type, r);
+  const expression = answerJsonSql(store.dialect.json!, r, table.selection(resourceProperties(r)).columns)!;
+  const [[text]] = await store.read.values(`select ${expression} from repos where uid = ?`, [uid]);
+  return text as string;
+}
+
+test('an object whose members are all shown as stored is written as it is shown, with its shape mark, and read as stored is what toResource shows', async () => {
+  const r = model.resources.repos;
+  const table = new Table(store, r.type, r);
+  const f = r.fields.sync_config;
+  // Members in another order than the spec's, unset (null) members, text JSON must escape, an empty object.
+  const written: Row[] = [
+    { apkoOverlay: 'o', source: 's' },
+    { azure: 'az', google: null, source: 'say "hi"\n', uniqueTags: true, expirationTime: time },
+    { gracePeriod: false, amazon: '\u2028 漢字 \u0007' },
+    {},
+  ];
+  const marks = new Set<string>();
+  for (const [i, value] of written.entries()) {
+    const uid = repoUid(i);
+    await store.transaction((sql) =>
+      table.insert(sql, { uid, parentUid: 'a'.repeat(40), createTime: time, updateTime: time, sync_config: value }),
+    );
+    const stored = (await storedSyncConfig(uid))!;
+    const shown = JSON.stringify(outputObject(value, f.fields!));
+    assert.ok(stored.startsWith(shown), stored);
+    const mark = stored.slice(shown.length);
+    assert.match(mark, /^[ \t\n\r]{24}$/);
+    marks.add(mark);
+    const want = JSON.stringify(toResource((await table.get(uid))!, r));
+    assert.is(await rendered(r, uid), want, `answer ${i}`);
+  }
+  assert.is(marks.size, 1, 'one shape, one mark');
+});
+
+test('a value stored without the mark, or under another shape, is rebuilt: members the spec does not show stay hidden, in the spec order', async () => {
+  const r = model.resources.repos;
+  const f = r.fields.sync_config;
+  // The same object with a member this spec does not have: its mark differs from this spec's.
+  const older = {
+    ...r,
+    fields: { ...r.fields, sync_config: { ...f, fields: { retired: { type: 'string' }, ...f.fields } } },
+  } as typeof r;
+  const hand = [
+    '{"apkoOverlay":"o","source":"s"}',
+    '{"source":"s","google":null,"azure":"a"}',
+    '{"retired":"x","source":"s"}',
+    'null',
+  ];
+  await store.transaction(async (sql) => {
+    for (const [i, text] of hand.entries())
+      await sql.run(
+        'insert into repos (uid, parent_uid, create_time, update_time, sync_config) values (?, ?, ?, ?, ?)',
+        [repoUid(10 + i), 'a'.repeat(40), time, time, text],
+      );
+    await new Table(store, r.type, older).insert(sql, {
+      uid: repoUid(20),
+      parentUid: 'a'.repeat(40),
+      createTime: time,
+      updateTime: time,
+      sync_config: { retired: 'x', apkoOverlay: 'o', source: 's' },
+    });
+  });
+  assert.match(
+    (await storedSyncConfig(repoUid(20)))!,
+    /^\{"retired":"x","source":"s","apkoOverlay":"o"\}[ \t\n\r]{24}$/,
+  );
+  const want = [{ source: 's', apkoOverlay: 'o' }, { source: 's', azure: 'a' }, { source: 's' }, undefined];
+  for (const [i, expected] of want.entries()) {
+    const text = await rendered(r, repoUid(10 + i));
+    assert.equal(JSON.parse(text).sync_config, expected, text);
+    if (expected) assert.ok(text.includes(`"sync_config":${JSON.stringify(expected)},`), text);
+  }
+  const text = await rendered(r, repoUid(20));
+  assert.ok(text.includes('"sync_config":{"source":"s","apkoOverlay":"o"},'), text);
+  // Under the shape it was written with, it is read as stored.
+  assert.ok(
+    (await rendered(older, repoUid(20))).includes('"sync_config":{"retired":"x","source":"s","apkoOverlay":"o"},'),
+  );
+});
+
+test('a member the spec does not have is kept when the object is written, and stays hidden', async () => {
+  const r = model.resources.repos;
+  const table = new Table(store, r.type, r);
+  await store.transaction((sql) =>
+    table.insert(sql, {
+      uid: repoUid(30),
+      parentUid: 'a'.repeat(40),
+      createTime: time,
+      updateTime: time,
+      sync_config: { retired: 'kept', source: 's' },
+    }),
+  );
+  assert.is(await storedSyncConfig(repoUid(30)), '{"retired":"kept","source":"s"}');
+  assert.equal(JSON.parse(await rendered(r, repoUid(30))).sync_config, { source: 's' });
 });
 
 test.run();

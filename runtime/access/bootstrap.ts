@@ -41,7 +41,7 @@ export async function ensureBootstrap(
   shared?: ServerState,
 ): Promise<Bootstrap> {
   const [groups, identities, roles, roleBindings] = ['groups', 'identities', 'roles', 'roleBindings'].map(
-    (c) => new Table(store, model.resources[c].type),
+    (c) => new Table(store, model.resources[c].type, model.resources[c]),
   );
   const made = await store.transaction(
     async (sql) => {

@@ -189,10 +189,15 @@ export class Resources {
     return sealed;
   }
 
+  /** The resource stored as this entity, if one is. */
+  private resourceOf(entity: string): ResourceModel | undefined {
+    return Object.values(this.model.resources).find((r) => r.type === entity);
+  }
+
   /** One entity's table, for statements of our own (hand-written handlers use it too). */
   table(entity: string): Table {
     let table = this.tables.get(entity);
-    if (!table) this.tables.set(entity, (table = new Table(this.store, entity)));
+    if (!table) this.tables.set(entity, (table = new Table(this.store, entity, this.resourceOf(entity))));
     return table;
   }
 

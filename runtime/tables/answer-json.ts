@@ -4,9 +4,10 @@
 // and serialised, and about 60 µs rendered so. Only fields whose answer is their stored value in another
 // spelling are rendered by SQL; a resource with another kind of field (a map, a double, an object holding such
 // a field) has no SQL answer and is shaped in JavaScript (runtime/tables/answer-shape.ts).
+import { createHash } from 'node:crypto';
 import { quoteIdentifier, type Column, type JsonSql } from '../storage/dialect.js';
 import type { FieldModel, ResourceModel } from '../model/api-model.js';
-import { shownFields } from '../model/records.js';
+import { outputObject, shownFields, type Row } from '../model/records.js';
 
 /** Field types whose answer is the stored value itself (int64 is shown as decimal text, objects are rebuilt). */
 const asStored = new Set<FieldModel['type']>(['string', 'enum', 'timestamp', 'duration', 'int32', 'bool']);
@@ -21,8 +22,51 @@ const key = (name: string) => literal(`,${JSON.stringify(name)}:`);
 const unlessNull = (json: string) => `nullif(${json}, 'null')`;
 
 /**
+ * Objects kept as they are shown. An object whose members are all shown as stored (a repo's sync_config) is
+ * written in its fields' order, unset members left out, followed by a mark in JSON's own whitespace (which every
+ * JSON reader passes over) that names the object's shape: a read takes such a value as it is, where it would
+ * rebuild it from each member (eight `->` lookups for a sync_config, a tenth of a get's CPU). The mark travels with
+ * the row: a value written without it (by an older version, a data migration, a server of another spec on the same
+ * file) or under another shape (a member since removed, or made input-only) is rebuilt, as every value was.
+ */
+const markLength = 24;
+const marks = new WeakMap<FieldModel, string | null>();
+
+/** The mark of f's shape: 24 of JSON's four whitespace characters from a hash of its members; null if not kept so. */
+function shapeMark(f: FieldModel): string | null {
+  let mark = marks.get(f);
+  if (mark === undefined) {
+    const members = Object.entries(f.fields ?? {});
+    const kept =
+      f.type === 'object' && !f.repeated && members.every(([, sub]) => !sub.inputOnly && asStored.has(sub.type));
+    const hash = createHash('sha256')
+      .update(JSON.stringify(members.map(([name, sub]) => [name, sub.type, !!sub.repeated])))
+      .digest();
+    mark = kept
+      ? Array.from({ length: markLength }, (_, i) => ' \t\n\r'[(hash[i >> 2] >> ((i & 3) * 2)) & 3]).join('')
+      : null;
+    marks.set(f, mark);
+  }
+  return mark;
+}
+
+/**
+ * The text an object field's column stores for this value where the database renders answers: its shown form and
+ * the shape's mark when f is kept as shown and the value holds only members f shows; undefined otherwise (stored
+ * as it is: a member the spec no longer has is kept, and the read rebuilds it).
+ */
+export function storedAsShown(f: FieldModel, value: unknown): string | undefined {
+  const mark = shapeMark(f);
+  if (mark === null || typeof value !== 'object' || value === null || Array.isArray(value)) return undefined;
+  const fields = f.fields ?? {};
+  if (!Object.keys(value).every((name) => Object.hasOwn(fields, name))) return undefined;
+  return JSON.stringify(outputObject(value as Row, fields)) + mark;
+}
+
+/**
  * The JSON of an object column: rebuilt from its shown members, in the field's order, unset ones left out, as
- * toResource shows it; a value that is not an object as it is. NULL when unset.
+ * toResource shows it; a value that is not an object as it is. NULL when unset. A value stored with its shape's
+ * mark is taken as it is, the mark cut off.
  */
 function objectJson(json: JsonSql, column: string, f: FieldModel): string | undefined {
   const members: string[] = [];
@@ -31,7 +75,12 @@ function objectJson(json: JsonSql, column: string, f: FieldModel): string | unde
     members.push(`${key(name)} || ${unlessNull(json.member(column, name))}`);
   }
   const rebuilt = members.length === 0 ? `'{}'` : `'{' || substr(concat(${members.join(', ')}), 2) || '}'`;
-  return `case when ${json.isObject(column)} then ${rebuilt} else ${unlessNull(column)} end`;
+  const mark = shapeMark(f);
+  const asShown =
+    mark === null
+      ? ''
+      : `when substr(${column}, -${markLength}) = ${literal(mark)} then substr(${column}, 1, length(${column}) - ${markLength}) `;
+  return `case ${asShown}when ${json.isObject(column)} then ${rebuilt} else ${unlessNull(column)} end`;
 }
 
 /**

@@ -4,6 +4,8 @@
 // JSON parsed, booleans), from the ORM's own metadata, so the ORM still defines and migrates the tables.
 import { CountCache } from '../storage/count-cache.js';
 import type { Row } from '../model/records.js';
+import type { ResourceModel } from '../model/api-model.js';
+import { storedAsShown } from './answer-json.js';
 import { CountChanges, isCounted, readCounts } from '../storage/scope-counts.js';
 import type { PendingCounts, Sql } from '../storage/sql.js';
 import { and, equal, oneOf, type Condition, type Value } from './condition.js';
@@ -40,9 +42,14 @@ export class Table<T = Row> {
   /** the name its per-scope counts are kept under (runtime/storage/scope-counts.ts), when they are */
   readonly counted?: string;
 
+  /**
+   * r: the resource whose records the table holds, when the runtime knows it: where the database renders answers,
+   * its objects that can be are stored as they are shown (runtime/tables/answer-json.ts storedAsShown).
+   */
   constructor(
     private readonly store: Store,
     private readonly entity: string,
+    private readonly r?: ResourceModel,
   ) {
     const meta = store.orm.getMetadata().find(entity);
     if (!meta) throw new Error(`no entity ${entity}`);
@@ -345,7 +352,11 @@ export class Table<T = Row> {
   private parameters(values: Row, props: string[]): unknown[] {
     return props.map((prop) => {
       const { kind } = this.columnOf(prop);
-      return this.dialect.parameter(kind === 'json' ? 'storedJson' : kind, values[prop]);
+      const f = kind === 'json' && this.dialect.json ? this.r?.fields[prop] : undefined;
+      return (
+        (f && storedAsShown(f, values[prop])) ??
+        this.dialect.parameter(kind === 'json' ? 'storedJson' : kind, values[prop])
+      );
     });
   }
 
