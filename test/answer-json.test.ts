@@ -161,7 +161,7 @@ test('a value stored without the mark, or under another shape, is rebuilt: membe
   );
 });
 
-test('a member the spec does not have is kept when the object is written, and stays hidden', async () => {
+test('a member the spec does not have is kept when the object is written, and stays hidden; so is a value JSON writes as null', async () => {
   const r = model.resources.repos;
   const table = new Table(store, r.type, r);
   await store.transaction((sql) =>
@@ -175,6 +175,18 @@ test('a member the spec does not have is kept when the object is written, and st
   );
   assert.is(await storedSyncConfig(repoUid(30)), '{"retired":"kept","source":"s"}');
   assert.equal(JSON.parse(await rendered(r, repoUid(30))).sync_config, { source: 's' });
+  // A value JSON would write as null (a handler's NaN, an invalid Date) is stored without the mark, and left out.
+  await store.transaction((sql) =>
+    table.insert(sql, {
+      uid: repoUid(31),
+      parentUid: 'a'.repeat(40),
+      createTime: time,
+      updateTime: time,
+      sync_config: { source: 's', uniqueTags: NaN, expirationTime: new Date('nope') },
+    }),
+  );
+  assert.is(await storedSyncConfig(repoUid(31)), '{"source":"s","uniqueTags":null,"expirationTime":null}');
+  assert.equal(JSON.parse(await rendered(r, repoUid(31))).sync_config, { source: 's' });
 });
 
 test.run();

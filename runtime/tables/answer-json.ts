@@ -30,6 +30,14 @@ const unlessNull = (json: string) => `nullif(${json}, 'null')`;
  * file) or under another shape (a member since removed, or made input-only) is rebuilt, as every value was.
  */
 const markLength = 24;
+const shownFormVersion = 1;
+
+/** A member's value JSON writes as it is: text, a finite number, a boolean, or a list of them (never a Date or NaN). */
+const plainJson = (v: unknown): boolean =>
+  typeof v === 'string' ||
+  typeof v === 'boolean' ||
+  (typeof v === 'number' && Number.isFinite(v)) ||
+  (Array.isArray(v) && v.every(plainJson));
 const marks = new WeakMap<FieldModel, string | null>();
 
 /** The mark of f's shape: 24 of JSON's four whitespace characters from a hash of its members; null if not kept so. */
@@ -39,8 +47,9 @@ function shapeMark(f: FieldModel): string | null {
     const members = Object.entries(f.fields ?? {});
     const kept =
       f.type === 'object' && !f.repeated && members.every(([, sub]) => !sub.inputOnly && asStored.has(sub.type));
+    // With the version of the shown form: a build that showed a type otherwise would take these rows as stored.
     const hash = createHash('sha256')
-      .update(JSON.stringify(members.map(([name, sub]) => [name, sub.type, !!sub.repeated])))
+      .update(JSON.stringify([shownFormVersion, members.map(([name, sub]) => [name, sub.type, !!sub.repeated])]))
       .digest();
     mark = kept
       ? Array.from({ length: markLength }, (_, i) => ' \t\n\r'[(hash[i >> 2] >> ((i & 3) * 2)) & 3]).join('')
@@ -60,7 +69,8 @@ export function storedAsShown(f: FieldModel, value: unknown): string | undefined
   if (mark === null || typeof value !== 'object' || value === null || Array.isArray(value)) return undefined;
   const fields = f.fields ?? {};
   if (!Object.keys(value).every((name) => Object.hasOwn(fields, name))) return undefined;
-  return JSON.stringify(outputObject(value as Row, fields)) + mark;
+  const shown = outputObject(value as Row, fields);
+  return Object.values(shown).every(plainJson) ? JSON.stringify(shown) + mark : undefined;
 }
 
 /**
