@@ -31,6 +31,7 @@ const unlessNull = (json: string) => `nullif(${json}, 'null')`;
  */
 const markLength = 24;
 const shownFormVersion = 1;
+const marks = new WeakMap<FieldModel, string | null>();
 
 /** A member's value JSON writes as it is: text, a finite number, a boolean, or a list of them (never a Date or NaN). */
 const plainJson = (v: unknown): boolean =>
@@ -38,22 +39,20 @@ const plainJson = (v: unknown): boolean =>
   typeof v === 'boolean' ||
   (typeof v === 'number' && Number.isFinite(v)) ||
   (Array.isArray(v) && v.every(plainJson));
-const marks = new WeakMap<FieldModel, string | null>();
 
 /** The mark of f's shape: 24 of JSON's four whitespace characters from a hash of its members; null if not kept so. */
 function shapeMark(f: FieldModel): string | null {
   let mark = marks.get(f);
   if (mark === undefined) {
     const members = Object.entries(f.fields ?? {});
-    const kept =
-      f.type === 'object' && !f.repeated && members.every(([, sub]) => !sub.inputOnly && asStored.has(sub.type));
-    // With the version of the shown form: a build that showed a type otherwise would take these rows as stored.
-    const hash = createHash('sha256')
-      .update(JSON.stringify([shownFormVersion, members.map(([name, sub]) => [name, sub.type, !!sub.repeated])]))
-      .digest();
-    mark = kept
-      ? Array.from({ length: markLength }, (_, i) => ' \t\n\r'[(hash[i >> 2] >> ((i & 3) * 2)) & 3]).join('')
-      : null;
+    mark = null;
+    if (f.type === 'object' && !f.repeated && members.every(([, sub]) => !sub.inputOnly && asStored.has(sub.type))) {
+      // With the version of the shown form: a build that showed a type otherwise would take these rows as stored.
+      const hash = createHash('sha256')
+        .update(JSON.stringify([shownFormVersion, members.map(([name, sub]) => [name, sub.type, !!sub.repeated])]))
+        .digest();
+      mark = Array.from({ length: markLength }, (_, i) => ' \t\n\r'[(hash[i >> 2] >> ((i & 3) * 2)) & 3]).join('');
+    }
     marks.set(f, mark);
   }
   return mark;

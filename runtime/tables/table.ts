@@ -352,7 +352,10 @@ export class Table<T = Row> {
   private parameters(values: Row, props: string[]): unknown[] {
     return props.map((prop) => {
       const { kind } = this.columnOf(prop);
-      const f = kind === 'json' && this.dialect.json ? this.r?.fields[prop] : undefined;
+      const f =
+        kind === 'json' && this.dialect.json && this.r && Object.hasOwn(this.r.fields, prop)
+          ? this.r.fields[prop]
+          : undefined;
       return (
         (f && storedAsShown(f, values[prop])) ??
         this.dialect.parameter(kind === 'json' ? 'storedJson' : kind, values[prop])
