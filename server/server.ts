@@ -25,6 +25,7 @@ import { keyRow } from '../runtime/access/signing-keys.js';
 import type { ServerState } from '../runtime/storage/server-state.js';
 import { RefreshTokens } from '../runtime/access/refresh-tokens.js';
 import { DeliveryWorker } from '../runtime/events/delivery-worker.js';
+import { startStoringObjectsAsShown } from '../runtime/tables/stored-objects.js';
 import { EventQuotas } from '../runtime/events/quotas.js';
 import { recordIssuer, recordSharedIssuer } from '../runtime/operate/issuer-record.js';
 import { Operations } from '../runtime/pipeline/operations.js';
@@ -342,6 +343,7 @@ export async function startServer(given: Config, generated?: GeneratedParts): Pr
   deliveries = config.events && new DeliveryWorker(resources, () => issuer!, config.events, quotas, log);
   deliveries?.start();
   if (metrics && deliveries) metrics.watchDeliveries(deliveries);
+  const storedObjects = startStoringObjectsAsShown(store, resources.everyTable(), log);
   return {
     url,
     ...(grpcPort !== undefined ? { grpcPort } : {}),
@@ -352,7 +354,7 @@ export async function startServer(given: Config, generated?: GeneratedParts): Pr
       drainConnections(server);
     },
     close: async () => {
-      await deliveries?.stop();
+      await Promise.all([deliveries?.stop(), storedObjects.stop()]);
       await Promise.all([grpc.close(config.shutdownGraceMs), closeWithin(server, config.shutdownGraceMs, connections)]);
       issuer?.close();
       await store.close();

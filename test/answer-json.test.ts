@@ -7,7 +7,8 @@ import { test } from 'uvu';
 import * as assert from 'uvu/assert';
 import type { Store } from '../runtime/storage/store.js';
 import { Table } from '../runtime/tables/table.js';
-import { answerJsonSql } from '../runtime/tables/answer-json.js';
+import { answerJsonSql, storedAsShown } from '../runtime/tables/answer-json.js';
+import { storeObjectsAsShown } from '../runtime/tables/stored-objects.js';
 import { quoteIdentifier } from '../runtime/storage/dialect.js';
 import { outputObject, resourceProperties, toResource, type Row } from '../runtime/model/records.js';
 import type { ApiModel } from '../runtime/model/api-model.js';
@@ -187,6 +188,55 @@ test('a member the spec does not have is kept when the object is written, and st
   );
   assert.is(await storedSyncConfig(repoUid(31)), '{"source":"s","uniqueTags":null,"expirationTime":null}');
   assert.equal(JSON.parse(await rendered(r, repoUid(31))).sync_config, { source: 's' });
+});
+
+test('the pass at start writes objects stored otherwise as a write now would, answers unchanged, once per shape', async () => {
+  const r = model.resources.repos;
+  const f = r.fields.sync_config;
+  // Rows an older version wrote (members in another order, a null member), beside those the tests above left.
+  await store.transaction(async (sql) => {
+    for (const [i, text] of ['{"apkoOverlay":"o","source":"s"}', '{"source":"s","google":null,"azure":"a"}'].entries())
+      await sql.run(
+        'insert into repos (uid, parent_uid, create_time, update_time, sync_config) values (?, ?, ?, ?, ?)',
+        [repoUid(40 + i), 'a'.repeat(40), time, time, text],
+      );
+  });
+  const rows = async () =>
+    (await store.read.values('select uid, sync_config from repos where sync_config is not null order by uid')) as [
+      string,
+      string,
+    ][];
+  const before = await rows();
+  const answers = await Promise.all(before.map(([uid]) => rendered(r, uid)));
+  const tables = Object.values(model.resources).map((m) => new Table(store, m.type, m));
+  // Stopped before it starts: nothing written, nothing recorded.
+  assert.is(await storeObjectsAsShown(store, tables, AbortSignal.abort()), 0);
+  assert.equal(await rows(), before);
+  const rewritten = await storeObjectsAsShown(store, tables, new AbortController().signal);
+  const after = await rows();
+  let changed = 0;
+  for (const [i, [uid, stored]] of before.entries()) {
+    const want = storedAsShown(f, JSON.parse(stored)) ?? stored;
+    if (want !== stored) changed++;
+    assert.equal(after[i], [uid, want], uid);
+    assert.is(await rendered(r, uid), answers[i], uid);
+  }
+  assert.is(rewritten, changed);
+  assert.ok(changed >= 2, `${changed} rewritten`);
+  assert.match(after.find(([uid]) => uid === repoUid(41))![1], /^\{"source":"s","azure":"a"\}[ \t\n\r]{24}$/);
+  // A member this spec does not have keeps its row as it was.
+  assert.ok(after.some(([, stored]) => stored === '{"retired":"kept","source":"s"}'));
+  // Recorded: the next start skips the scan, and a row written unmarked since is read as such rows always are.
+  await store.transaction((sql) =>
+    sql.run('update repos set sync_config = ? where uid = ?', ['{"apkoOverlay":"o","source":"s"}', repoUid(40)]),
+  );
+  assert.is(await storeObjectsAsShown(store, tables, new AbortController().signal), 0);
+  assert.is(await storedSyncConfig(repoUid(40)), '{"apkoOverlay":"o","source":"s"}');
+  assert.is(await rendered(r, repoUid(40)), answers[before.findIndex(([uid]) => uid === repoUid(40))]);
+  // Under another shape (a spec that changed the object) the column is scanned again.
+  await store.transaction((sql) => sql.run("update marked_columns set mark = 'other' where name = 'Repo.sync_config'"));
+  assert.is(await storeObjectsAsShown(store, tables, new AbortController().signal), 1);
+  assert.is(await storedSyncConfig(repoUid(40)), after.find(([uid]) => uid === repoUid(40))![1]);
 });
 
 test.run();

@@ -6,6 +6,7 @@
 import { spawnSync } from 'node:child_process';
 import { cpSync, mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
+import { setTimeout as delay } from 'node:timers/promises';
 import { test } from 'uvu';
 import * as assert from 'uvu/assert';
 import { loadGenerated } from '../server/server.js';
@@ -385,7 +386,22 @@ test('an enum inside an object, a list of objects or a map: a removed value is d
   ])
     assert.ok(plan.stdout.includes(`-- ${line}`), plan.stdout);
   assert.is((await migrate(v + 12)).status, 0);
+  const storedSpec = async () =>
+    (
+      await query(
+        { database: { engine: 'sqlite', file: join(db.DATA_DIR, 'platform.sqlite') } },
+        'select spec from products where uid = ?',
+        [one.uid],
+      )
+    )[0].spec as string;
+  // SQLite: the migration rewrote the object inside its JSON, without the mark of its shape (as an older version
+  // would have); the server's pass at start writes it again as shown, marked, so reads take it as stored.
+  if (!onPostgres()) assert.is(await storedSpec(), '{"size":2,"kind":"C"}');
   b = await serve(v + 12);
+  if (!onPostgres()) {
+    for (let i = 0; i < 200 && (await storedSpec()).endsWith('}'); i++) await delay(25);
+    assert.match(await storedSpec(), /^\{"size":2,"kind":"C"\}[ \t\n\r]{24}$/);
+  }
   const served = (await get(b, one.uid)).body;
   assert.equal(served.spec, { size: 2, kind: 'C' }, 'renamed in place, the object kept');
   assert.equal(served.parts, [

@@ -201,6 +201,11 @@ export class Resources {
     return table;
   }
 
+  /** The table of every resource of the model. */
+  everyTable(): Table[] {
+    return Object.values(this.model.resources).map((r) => this.table(r.type));
+  }
+
   /**
    * A collection's table, of the record type generated for it (generated/types.ts fills RecordTypes): a wrong
    * collection name or field is a compile error in hand-written handlers.

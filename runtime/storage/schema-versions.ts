@@ -10,6 +10,7 @@ import type { ApiModel, ResourceModel } from '../model/api-model.js';
 import { applyRowSteps, convertRows, describeRowSteps, rowSteps, type RowStep } from './stored-rows.js';
 import { ConfigError } from '../model/errors.js';
 import { refuseRepeatedKeys } from './natural-keys.js';
+import { forgetMarkedColumns, markedColumnEntity } from './marked-columns.js';
 
 interface SchemaMigration {
   id: number;
@@ -157,6 +158,9 @@ export async function migrate(orm: MikroORM, schema: StoredSchema | number): Pro
     const execute: Execute = (sql, params) => connection.execute(sql, params, 'all', trx);
     for (const statement of each(plan.statements)) await execute(statement);
     await applyRowSteps(execute, plan.steps);
+    // Rows a data migration rewrote no longer carry the marks a pass at start recorded (SQLite): the next pass looks.
+    if (plan.steps.length > 0 && orm.getMetadata().find(markedColumnEntity.meta.className))
+      await execute(forgetMarkedColumns);
     await execute('insert into schema_migrations (version, applied_time, statements) values (?, ?, ?)', [
       plan.to,
       new Date().toISOString(),

@@ -7,6 +7,7 @@ import { existsSync } from 'node:fs';
 import { sqlite } from './dialect.js';
 import { privateFile } from './data-dir.js';
 import { ensureSchema, schemaStateEntity } from './schema-state.js';
+import { markedColumnEntity } from './marked-columns.js';
 import type { StoredSchema } from './schema-versions.js';
 import { buildCounts } from './scope-counts.js';
 import { openSlowReads } from './slow-reads.js';
@@ -32,7 +33,7 @@ export function openSqliteOrm(databaseFile: string, entities: EntitySchema[]): P
   for (const file of [`${databaseFile}-wal`, `${databaseFile}-shm`]) if (existsSync(file)) privateFile(file);
   return MikroORM.init({
     dbName: databaseFile,
-    entities: [...storedEntities(entities), schemaStateEntity as EntitySchema],
+    entities: [...storedEntities(entities), schemaStateEntity as EntitySchema, markedColumnEntity as EntitySchema],
     debug: false,
     allowGlobalContext: false,
     // Keep the default single connection: SQLite serializes writers anyway, and one connection means

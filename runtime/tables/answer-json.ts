@@ -41,7 +41,7 @@ const plainJson = (v: unknown): boolean =>
   (Array.isArray(v) && v.every(plainJson));
 
 /** The mark of f's shape: 24 of JSON's four whitespace characters from a hash of its members; null if not kept so. */
-function shapeMark(f: FieldModel): string | null {
+export function shapeMark(f: FieldModel): string | null {
   let mark = marks.get(f);
   if (mark === undefined) {
     const members = Object.entries(f.fields ?? {});

@@ -5,7 +5,7 @@
 import { CountCache } from '../storage/count-cache.js';
 import type { Row } from '../model/records.js';
 import type { ResourceModel } from '../model/api-model.js';
-import { storedAsShown } from './answer-json.js';
+import { shapeMark, storedAsShown } from './answer-json.js';
 import { CountChanges, isCounted, readCounts } from '../storage/scope-counts.js';
 import type { PendingCounts, Sql } from '../storage/sql.js';
 import { and, equal, oneOf, type Condition, type Value } from './condition.js';
@@ -309,6 +309,53 @@ export class Table<T = Row> {
       this.statementOf('update', props, () => `update ${this.table} set ${this.assignments(props)} where "uid" = ?`),
       [...this.parameters(changes as Row, props), uid],
     );
+  }
+
+  /** The properties whose values a write stores as shown, with their marks (runtime/tables/answer-json.ts). */
+  shownObjects(): { name: string; prop: string; mark: string }[] {
+    const r = this.r;
+    if (!r || !this.dialect.json) return [];
+    const shown: { name: string; prop: string; mark: string }[] = [];
+    for (const [prop, c] of this.columns) {
+      const mark = c.kind === 'json' && Object.hasOwn(r.fields, prop) ? shapeMark(r.fields[prop]) : null;
+      if (mark !== null) shown.push({ name: `${this.entity}.${prop}`, prop, mark });
+    }
+    return shown;
+  }
+
+  /** The largest rowid in use (0 when there are no rows): where a pass over the rows as stored ends. */
+  async lastRowid(sql: Sql): Promise<number> {
+    const [[last]] = await sql.values(`select coalesce(max(rowid), 0) from ${this.table}`);
+    return last as number;
+  }
+
+  /**
+   * Writes again, as a write now would, this shown object's values in the rows from rowid `after` (exclusive) to
+   * `upTo` that are stored otherwise (without its mark): rows an older version, a migration or another spec
+   * wrote. Resolves to how many rows it wrote.
+   */
+  async storeAsShown(sql: Sql, prop: string, mark: string, after: number, upTo: number): Promise<number> {
+    const column = quoteIdentifier(this.columnOf(prop).name);
+    const rows = await sql.values(
+      `select rowid, ${column} from ${this.table} where rowid > ? and rowid <= ? and ${column} is not null ` +
+        `and substr(${column}, -${mark.length}) <> ?`,
+      [after, upTo, mark],
+    );
+    let rewritten = 0;
+    for (const [rowid, stored] of rows) {
+      if (typeof stored !== 'string') continue;
+      let value: unknown;
+      try {
+        value = JSON.parse(stored);
+      } catch {
+        continue;
+      }
+      const shown = storedAsShown(this.r!.fields[prop], value);
+      if (shown === undefined || shown === stored) continue;
+      await sql.run(`update ${this.table} set ${column} = ? where rowid = ?`, [shown, rowid]);
+      rewritten++;
+    }
+    return rewritten;
   }
 
   /** Inserts and updates by the properties they write: their text is made once per set of properties. */
