@@ -108,11 +108,13 @@ export function uidFor(r: ResourceModel, parent: string | undefined, mint = newU
  */
 function checkUpdatable(r: ResourceModel, next: Row, current: Row): void {
   for (const [name, f] of Object.entries(r.fields)) {
-    const changed = JSON.stringify(next[name]) !== JSON.stringify(current[name]);
-    if (f.immutable && changed) {
+    const guarded = f.immutable || (f.required && !f.outputOnly);
+    // Compared as JSON only where a change matters: every field of every update was two serialisations.
+    if (!guarded || JSON.stringify(next[name]) === JSON.stringify(current[name])) continue;
+    if (f.immutable) {
       throw invalidArgument([{ field: name, description: `${name} cannot be changed after create` }]);
     }
-    if (f.required && !f.outputOnly && changed && (next[name] === undefined || next[name] === '')) {
+    if (f.required && !f.outputOnly && (next[name] === undefined || next[name] === '')) {
       throw invalidArgument([{ field: name, description: `${name} is required` }]);
     }
   }
