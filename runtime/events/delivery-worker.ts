@@ -130,8 +130,8 @@ export class DeliveryWorker {
   }
 
   /**
-   * Events in sequence order without their bodies, which a dispatch does not read (a delivery reads its event's
-   * when it sends it): of every write's event, parsing the body was most of what its dispatch cost.
+   * Events in sequence order without their bodies: a dispatch has no use for them (a delivery reads its event's
+   * when it sends it), and each would be read and parsed from its JSON.
    */
   private async undispatched(
     where: Condition<OutboxEvent>,
