@@ -200,6 +200,11 @@ test('the pass at start writes objects stored otherwise as a write now would, an
         'insert into repos (uid, parent_uid, create_time, update_time, sync_config) values (?, ?, ?, ?, ?)',
         [repoUid(40 + i), 'a'.repeat(40), time, time, text],
       );
+    // Far past the others: the pass reaches it without a window per rowid between.
+    await sql.run(
+      'insert into repos (rowid, uid, parent_uid, create_time, update_time, sync_config) values (?, ?, ?, ?, ?, ?)',
+      [1e12, repoUid(42), 'a'.repeat(40), time, time, '{"apkoOverlay":"o","source":"s"}'],
+    );
   });
   const rows = async () =>
     (await store.read.values('select uid, sync_config from repos where sync_config is not null order by uid')) as [
@@ -222,8 +227,9 @@ test('the pass at start writes objects stored otherwise as a write now would, an
     assert.is(await rendered(r, uid), answers[i], uid);
   }
   assert.is(rewritten, changed);
-  assert.ok(changed >= 2, `${changed} rewritten`);
+  assert.ok(changed >= 3, `${changed} rewritten`);
   assert.match(after.find(([uid]) => uid === repoUid(41))![1], /^\{"source":"s","azure":"a"\}[ \t\n\r]{24}$/);
+  assert.match(after.find(([uid]) => uid === repoUid(42))![1], /^\{"source":"s","apkoOverlay":"o"\}[ \t\n\r]{24}$/);
   // A member this spec does not have keeps its row as it was.
   assert.ok(after.some(([, stored]) => stored === '{"retired":"kept","source":"s"}'));
   // Recorded: the next start skips the scan, and a row written unmarked since is read as such rows always are.

@@ -18,9 +18,13 @@ export async function storeObjectsAsShown(store: Store, tables: Table[], signal:
       if ((await markedWith(store.read, name)) === mark) continue;
       // Rows added after this are written by this version, as shown.
       const last = await table.lastRowid(store.read);
-      for (let after = 0; after < last; after += window) {
+      // Each window starts at a row: rowids far apart cost no empty windows.
+      let from = await table.rowidAfter(store.read, Number.MIN_SAFE_INTEGER);
+      while (from !== undefined && from <= last) {
         if (signal.aborted) return rewritten;
+        const after = from - 1;
         rewritten += await store.transaction((sql) => table.storeAsShown(sql, prop, mark, after, after + window));
+        from = await table.rowidAfter(store.read, after + window);
       }
       await store.transaction((sql) => recordMarked(sql, name, mark));
     }

@@ -323,6 +323,12 @@ export class Table<T = Row> {
     return shown;
   }
 
+  /** The first rowid after this one, if a row has one: where a pass over the rows as stored goes on. */
+  async rowidAfter(sql: Sql, after: number): Promise<number | undefined> {
+    const [[next]] = await sql.values(`select min(rowid) from ${this.table} where rowid > ?`, [after]);
+    return (next ?? undefined) as number | undefined;
+  }
+
   /** The largest rowid in use (0 when there are no rows): where a pass over the rows as stored ends. */
   async lastRowid(sql: Sql): Promise<number> {
     const [[last]] = await sql.values(`select coalesce(max(rowid), 0) from ${this.table}`);
