@@ -4,7 +4,7 @@
 // JSON parsed, booleans), from the ORM's own metadata, so the ORM still defines and migrates the tables.
 import { CountCache } from '../storage/count-cache.js';
 import type { Row } from '../model/records.js';
-import type { ResourceModel } from '../model/api-model.js';
+import type { FieldModel, ResourceModel } from '../model/api-model.js';
 import { shapeMark, storedAsShown } from './answer-json.js';
 import { CountChanges, isCounted, readCounts } from '../storage/scope-counts.js';
 import type { PendingCounts, Sql } from '../storage/sql.js';
@@ -313,14 +313,21 @@ export class Table<T = Row> {
 
   /** The properties whose values a write stores as shown, with their marks (runtime/tables/answer-json.ts). */
   shownObjects(): { name: string; prop: string; mark: string }[] {
-    const r = this.r;
-    if (!r || !this.dialect.json) return [];
     const shown: { name: string; prop: string; mark: string }[] = [];
-    for (const [prop, c] of this.columns) {
-      const mark = c.kind === 'json' && Object.hasOwn(r.fields, prop) ? shapeMark(r.fields[prop]) : null;
-      if (mark !== null) shown.push({ name: `${this.entity}.${prop}`, prop, mark });
+    for (const prop of this.columns.keys()) {
+      const f = this.storedField(prop);
+      const mark = f && shapeMark(f);
+      if (mark) shown.push({ name: `${this.entity}.${prop}`, prop, mark });
     }
     return shown;
+  }
+
+  /** The field of a JSON column, where the database renders answers and the table knows its resource. */
+  private storedField(prop: string): FieldModel | undefined {
+    const r = this.r;
+    return this.dialect.json && r && this.columns.get(prop)?.kind === 'json' && Object.hasOwn(r.fields, prop)
+      ? r.fields[prop]
+      : undefined;
   }
 
   /** The first rowid after this one, if a row has one: where a pass over the rows as stored goes on. */
@@ -405,10 +412,7 @@ export class Table<T = Row> {
   private parameters(values: Row, props: string[]): unknown[] {
     return props.map((prop) => {
       const { kind } = this.columnOf(prop);
-      const f =
-        kind === 'json' && this.dialect.json && this.r && Object.hasOwn(this.r.fields, prop)
-          ? this.r.fields[prop]
-          : undefined;
+      const f = this.storedField(prop);
       return (
         (f && storedAsShown(f, values[prop])) ??
         this.dialect.parameter(kind === 'json' ? 'storedJson' : kind, values[prop])
