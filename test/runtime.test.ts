@@ -6,8 +6,10 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { ApiError } from '../runtime/model/errors.js';
 import { TokenIssuer } from '../runtime/access/issuer.js';
-import { applyFieldMask, parseFieldMask } from '../runtime/model/field-mask.js';
-import type { FieldModel } from '../runtime/model/api-model.js';
+import { applyFieldMask, maskedFields, parseFieldMask } from '../runtime/model/field-mask.js';
+import { groupOf } from '../runtime/storage/outbox.js';
+import { now } from '../runtime/model/records.js';
+import type { ApiModel, FieldModel, ResourceModel } from '../runtime/model/api-model.js';
 import { PageToken, pageTokenLifetimeMs } from '../runtime/lists/page-token.js';
 import { ancestorsOf, isUidPath, newChildUid, newRootUid, parentOf } from '../runtime/model/uid.js';
 
@@ -68,6 +70,60 @@ test('field masks: nested paths, clearing, full replacement', () => {
       bad,
     );
   }
+});
+
+test('the fields a mask can change: the first segment of each path, once; every field for "*"', () => {
+  assert.equal(maskedFields(parseFieldMask('oidc.issuer,description,oidc', {}, fields), fields), [
+    'oidc',
+    'description',
+  ]);
+  assert.equal(maskedFields(parseFieldMask(undefined, { name: 'n', other: 1 }, fields), fields), ['name']);
+  assert.equal(maskedFields(parseFieldMask('*', {}, fields), fields), Object.keys(fields));
+});
+
+test("a record's group: the uid less one segment per level up to the group, as splitting and joining gives", () => {
+  const resource = (collection: string, parent?: string, uid?: string) =>
+    ({ collection, parent, uid }) as unknown as ResourceModel;
+  const resources = {
+    groups: resource('groups', 'groups'),
+    repos: resource('repos', 'groups'),
+    tags: resource('tags', 'repos'),
+    accounts: resource('accounts', 'groups', 'parent'),
+    orphans: resource('orphans'),
+  };
+  const model = { resources } as unknown as ApiModel;
+  // The definition it replaces: drop the last segment per level that has its own.
+  const bySegments = (r: ResourceModel, uid: string) => {
+    let segments = uid.split('/');
+    for (
+      let c: ResourceModel | undefined = r;
+      c && c.collection !== 'groups';
+      c = c.parent ? model.resources[c.parent] : undefined
+    )
+      if (c.uid !== 'parent') segments = segments.slice(0, -1);
+    const top = (function up(c: ResourceModel | undefined): ResourceModel | undefined {
+      return !c || c.collection === 'groups' ? c : up(c.parent ? model.resources[c.parent] : undefined);
+    })(r);
+    return top && segments.length > 0 ? segments.join('/') : null;
+  };
+  const uids = ['', '/', 'a', '/a', 'a/', 'a//b', 'a/b', 'a/b/c', 'a/b/c/d', '//', 'a/b/'];
+  for (const r of Object.values(resources))
+    for (const uid of uids)
+      assert.is(groupOf(model, r, uid), bySegments(r, uid), `${r.collection} ${JSON.stringify(uid)}`);
+  assert.is(groupOf(model, resources.tags, 'g1/g2/repo/tag'), 'g1/g2');
+  assert.is(groupOf(model, resources.accounts, 'g1/g2'), 'g1/g2');
+  assert.is(groupOf(model, resources.orphans, 'a/b'), null);
+});
+
+test('now: RFC 3339 UTC with milliseconds, never behind the clock', async () => {
+  const before = Date.now();
+  const first = now();
+  assert.match(first, /^\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\.\d{3}Z$/);
+  assert.ok(Date.parse(first) >= before && Date.parse(first) <= Date.now());
+  await new Promise((resolve) => setTimeout(resolve, 5));
+  const later = now();
+  assert.ok(Date.parse(later) > Date.parse(first), 'a later call tells a later time');
+  assert.is(Date.parse(later), Math.min(Date.parse(later), Date.now()));
 });
 
 test('uid paths', () => {

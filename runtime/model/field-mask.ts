@@ -57,6 +57,11 @@ function checkPath(path: string, fields: Record<string, FieldModel>): string | u
   return 'cannot address inside this field';
 }
 
+/** The fields an update with this mask can change: the first segment of each path, or every field. */
+export function maskedFields(mask: FieldMask, fields: Record<string, FieldModel>): string[] {
+  return mask.kind === 'replace' ? Object.keys(fields) : [...new Set(mask.paths.map((p) => p.split('.', 1)[0]))];
+}
+
 /**
  * The record after the update. A mask path names a field (or a nested field with dots): it takes the body's
  * value, or is cleared when the body lacks it. "replace" sets every updatable field from the body.

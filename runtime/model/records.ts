@@ -130,9 +130,17 @@ export function withDefaults(data: Row, fields: Record<string, FieldModel>, crea
   return out;
 }
 
-/** RFC 3339 UTC with millisecond precision. */
+let lastMs = NaN;
+let lastText = '';
+
+/** RFC 3339 UTC with millisecond precision (made once per millisecond: a write asks two or three times). */
 export function now(): string {
-  return new Date().toISOString();
+  const ms = Date.now();
+  if (ms !== lastMs) {
+    lastText = new Date(ms).toISOString();
+    lastMs = ms;
+  }
+  return lastText;
 }
 
 /**

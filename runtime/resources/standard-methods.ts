@@ -1,6 +1,6 @@
 // The one implementation of list, get, create, update and delete, shared by every resource of the model.
 import { ApiError, failedPrecondition, invalidArgument, notFound } from '../model/errors.js';
-import { applyFieldMask, parseFieldMask } from '../model/field-mask.js';
+import { applyFieldMask, maskedFields, parseFieldMask } from '../model/field-mask.js';
 import type { ListRequest } from '../lists/list-request.js';
 import { operationOf, type ApiModel, type ResourceModel } from '../model/api-model.js';
 import type { PageToken } from '../lists/page-token.js';
@@ -106,8 +106,9 @@ export function uidFor(r: ResourceModel, parent: string | undefined, mint = newU
  * passes: a row stored before the field was required may lack it (runtime/storage/stored-rows.ts), and a
  * change of another field must not fail for it.
  */
-function checkUpdatable(r: ResourceModel, next: Row, current: Row): void {
-  for (const [name, f] of Object.entries(r.fields)) {
+function checkUpdatable(r: ResourceModel, next: Row, current: Row, masked: string[]): void {
+  for (const name of masked) {
+    const f = r.fields[name];
     const guarded = f.immutable || (f.required && !f.outputOnly);
     // Compared as JSON only where a change matters: every field of every update was two serialisations.
     if (!guarded || JSON.stringify(next[name]) === JSON.stringify(current[name])) continue;
@@ -120,10 +121,13 @@ function checkUpdatable(r: ResourceModel, next: Row, current: Row): void {
   }
 }
 
-/** Only the columns that change: SQLite rewrites the index entries of every column an UPDATE sets. */
-function changedColumns(r: ResourceModel, row: Row, next: Row): Row {
+/**
+ * Only the columns that change: SQLite rewrites the index entries of every column an UPDATE sets. Of the fields
+ * the mask names: the others keep their values (applyFieldMask copies them).
+ */
+function changedColumns(row: Row, next: Row, masked: string[]): Row {
   const changes: Row = { updateTime: now() };
-  for (const name of Object.keys(r.fields)) {
+  for (const name of masked) {
     const value = next[name] ?? null;
     const before = row[name] ?? null;
     // Lists and objects compared as their JSON; a plain value as itself, without making text of it.
@@ -580,10 +584,11 @@ export class Resources {
           .filter(([, v]) => v !== null && v !== undefined),
       );
       const next = applyFieldMask(current, input, mask, r.fields);
-      checkUpdatable(r, next, current);
+      const masked = maskedFields(mask, r.fields);
+      checkUpdatable(r, next, current, masked);
       checkExclusive(r, next);
       await checkReferences(this, sql, r, { ...next, uid });
-      const changes = { ...changedColumns(r, row, next), ...this.subresourceColumns(r, options.subresources) };
+      const changes = { ...changedColumns(row, next, masked), ...this.subresourceColumns(r, options.subresources) };
       changed = Object.keys(changes);
       // A new name (or other part of the natural key) another record has is ALREADY_EXISTS, as at create.
       const renamed = r.naturalKey?.some((k) => k !== 'parent' && k in changes) ? { ...row, ...changes } : undefined;

@@ -38,14 +38,18 @@ export const outboxEntity = new EntitySchema<OutboxEvent>({
 
 /** The group a record of r with this uid belongs to: itself for groups, else the nearest group above it. */
 export function groupOf(model: ApiModel, r: ResourceModel, uid: string): string | null {
-  let segments = uid.split('/');
+  // The group's uid is uid's text before `end`; undefined once no segment is left.
+  let end: number | undefined = uid.length;
   let current: ResourceModel | undefined = r;
   while (current && current.collection !== 'groups') {
     // A record whose uid is its parent's (an account association) shares its parent's segments.
-    if (current.uid !== 'parent') segments = segments.slice(0, -1);
+    if (current.uid !== 'parent' && end !== undefined) {
+      const cut: number = end === 0 ? -1 : uid.lastIndexOf('/', end - 1);
+      end = cut < 0 ? undefined : cut;
+    }
     current = current.parent ? model.resources[current.parent] : undefined;
   }
-  return current && segments.length > 0 ? segments.join('/') : null;
+  return current && end !== undefined ? uid.slice(0, end) : null;
 }
 
 export type NewEvent = Omit<OutboxEvent, 'seq' | 'time' | 'dispatchedTime'>;
