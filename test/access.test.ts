@@ -508,6 +508,33 @@ test("a binding removed by another process is refused at the holder's next write
   expectCode(await s.call('PATCH', missing, { description: 'x' }, its), 403, 7, 'a missing group, the grant gone');
 });
 
+test('after another process commits, a write reads the grants it relies on once, then trusts its cache again', async () => {
+  // SQLite: the change mark tells a write that no grant row changed since its grants were cached (PostgreSQL
+  // reads them locked at every write).
+  if (onPostgres()) return;
+  const writes = async () => {
+    const text = (await s.call('GET', '/metrics')).body as string;
+    return Number(/^db_statement_duration_seconds_count\{kind="write"\} (\d+)$/m.exec(text)![1]);
+  };
+  const headers = as('teamOwner');
+  const patch = async (description: string) => {
+    const r = await s.call('PATCH', `/iam/v2/groups/${team}`, { description }, headers);
+    assert.is(r.status, 200, JSON.stringify(r.body));
+  };
+  // One patch at a time, each its own transaction: statements per patch, with the grants cached and unchanged.
+  await patch('warm');
+  const before = await writes();
+  for (let i = 0; i < 5; i++) await patch(`cached ${i}`);
+  const cached = ((await writes()) - before) / 5;
+  // Behind the server's back: a commit to a table no grant is made of.
+  await query(s, 'update groups set description = ? where uid = ?', ['written elsewhere', org], true);
+  const after = await writes();
+  for (let i = 0; i < 5; i++) await patch(`after ${i}`);
+  const spent = (await writes()) - after;
+  assert.ok(spent > 5 * cached, `the first write reads the grants again (${spent} statements, ${cached} a patch)`);
+  assert.ok(spent <= 5 * cached + 1, `only the first: ${spent} statements for 5 patches of ${cached}`);
+});
+
 test('PostgreSQL: a lost listening connection comes back and drops the caches, so no change stays unheard', async () => {
   if (!onPostgres()) return;
   const before = await invalidations(s);

@@ -183,8 +183,25 @@ export class Policy {
    * cannot be deleted, nor its custom roles changed, before the write commits.
    */
   private async loadGrants(subject: string, locked?: Sql): Promise<Grants | null> {
-    const rows = locked ? await this.lockedRows().read(locked, subject) : await this.grantRows(subject);
-    return rows && this.grantsMadeOf(rows);
+    if (!locked) {
+      const rows = await this.grantRows(subject);
+      return rows && this.grantsMadeOf(rows);
+    }
+    const version = this.resources.accessVersion;
+    const mark = this.storedMark?.() ?? NaN;
+    const rows = await this.lockedRows().read(locked, subject);
+    const grants = rows && this.grantsMadeOf(rows);
+    // Read under the write lock at this mark: what the cache keeps from now on. Without it, after another process
+    // committed anything (the mark moved), every write read the grants again until the cached ones expired.
+    const room = this.cache.size < maxCachedSubjects || this.cache.has(subject);
+    if (
+      room &&
+      mark === this.storedMark?.() &&
+      version === this.cachedVersion &&
+      version === this.resources.accessVersion
+    )
+      this.cache.set(subject, { grants, until: Date.now() + this.grantsTtlMs, mark });
+    return grants;
   }
 
   /** The grants the rows make, made once for the same rows. */
