@@ -242,6 +242,9 @@ test('an answer that cannot be written is a logged, structured 500, and the serv
     .post('/t/v2/fine', (ctx) => {
       ctx.body = { ok: true };
     })
+    .post('/t/v2/posted', (ctx) => {
+      ctx.body = { ok: true };
+    })
     .get('/t/v2/script', (ctx) => {
       ctx.type = 'application/javascript';
       ctx.set('Cache-Control', 'public, max-age=86400');
@@ -271,6 +274,15 @@ test('an answer that cannot be written is a logged, structured 500, and the serv
       'the fault is logged',
     );
     assert.equal(await (await fetch(`${url}/t/v2/fine`)).json(), { ok: true });
+    // HEAD is told what GET would be: the same status, headers and length, for an unknown path and a wrong method.
+    for (const path of ['/t/v2/nowhere', '/t/v2/posted']) {
+      const [get, head] = await Promise.all([fetch(`${url}${path}`), fetch(`${url}${path}`, { method: 'HEAD' })]);
+      const text = await get.text();
+      assert.is(head.status, get.status, path);
+      assert.ok(get.status === 404 || get.status === 405, `${path}: ${get.status}`);
+      assert.is(head.headers.get('allow'), get.headers.get('allow'), path);
+      assert.is(head.headers.get('content-length'), String(Buffer.byteLength(text)), path);
+    }
     const refused = await fetch(`${url}/t/v2/script`);
     assert.is(refused.status, 404);
     assert.is(refused.headers.get('content-type'), 'application/json; charset=utf-8', 'an error is JSON');

@@ -303,10 +303,12 @@ function documentRoutes(openapi: unknown, issuer: () => TokenIssuer): RouteTable
 
 /** A known path with another method is 405 with Allow (whichever table knows it), else 404. */
 function notRouted(tables: RouteTable[], ctx: HttpContext): ApiError {
+  // HEAD is told what GET would be, its length too: the message names GET.
+  const method = ctx.method === 'HEAD' ? 'GET' : ctx.method;
   const allowed = allowedMethods(tables, ctx.path);
-  if (allowed.length === 0) return new ApiError('NOT_FOUND', `Not found: no route ${ctx.method} ${ctx.path}`);
+  if (allowed.length === 0) return new ApiError('NOT_FOUND', `Not found: no route ${method} ${ctx.path}`);
   ctx.set('Allow', allowed.join(', '));
-  return methodNotAllowed(ctx.method, ctx.path, allowed);
+  return methodNotAllowed(method, ctx.path, allowed);
 }
 
 /**
