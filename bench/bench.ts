@@ -3,6 +3,7 @@
 // and node-sqlite3) and the strong baseline (Fastify and better-sqlite3, what a strong engineer would write).
 import { spawn, spawnSync, type ChildProcess } from 'node:child_process';
 import { closeSync, mkdirSync, openSync, readFileSync, rmSync, statSync, writeFileSync, writeSync } from 'node:fs';
+import { availableParallelism } from 'node:os';
 import { join } from 'node:path';
 import Database from 'better-sqlite3';
 import { readBootstrap } from '../runtime/access/bootstrap.js';
@@ -11,13 +12,14 @@ import { maxSkip } from '../runtime/lists/list-request.js';
 import { ancestorsOf } from '../runtime/model/uid.js';
 import { parseCommandLine } from '../scripts/cli-args.js';
 import { coldStarts, startCommand, type ColdStarts } from './cold-start.js';
+import { limitCpu } from './cpu-limit.js';
 
 const { values } = parseCommandLine({
   name: 'bench',
   usage: `
 usage: npm run bench [-- --quick] [--repos N,N...] [--json FILE]
        npm run bench -- --cold-start [--json FILE]
-       npm run bench -- --engines [--quick] [--repos N] [--json FILE]
+       npm run bench -- --engines [--quick] [--repos N] [--instance-cores F] [--json FILE]
 Our server against two hand-written baselines (the Koa floor and the Fastify strong baseline) on the same
 SQLite file, on a fresh data directory in .tmp/bench: requests/s, latency and CPU microseconds per request.
   --quick       2,000 repos, 2 s per scenario (a couple of minutes); default 10,000 then 100,000 repos, 8 s each
@@ -26,12 +28,15 @@ SQLite file, on a fresh data directory in .tmp/bench: requests/s, latency and CP
                 and on an existing one, 7 runs each, medians and where the time goes
   --engines     our server on SQLite, on PostgreSQL, and as two instances on one PostgreSQL database (a
                 throwaway cluster, scripts/tooling/postgres-cluster.mjs): requests/s and latency of each
+  --instance-cores F  with --engines: each server instance held to F cores (a cgroup CPU quota; needs root), as
+                if on a machine of its own, so that what a second instance adds shows on a small machine
   --json FILE   where the results go (default .tmp/bench-results.json)`,
   options: {
     quick: { type: 'boolean', default: false },
     'cold-start': { type: 'boolean', default: false },
     engines: { type: 'boolean', default: false },
     repos: { type: 'string' },
+    'instance-cores': { type: 'string' },
     json: { type: 'string', default: '.tmp/bench-results.json' },
   },
 });
@@ -51,13 +56,27 @@ const sizes = values.repos
     ? [2000]
     : [10_000, 100_000];
 const seconds = quick ? 2 : 8;
+const instanceCores = values['instance-cores'] === undefined ? undefined : Number(values['instance-cores']);
+if (instanceCores !== undefined && !(instanceCores > 0 && instanceCores <= availableParallelism())) {
+  console.error(
+    `bench: --instance-cores takes the cores one server instance may use, above 0 and at most this machine's ${availableParallelism()}; got "${values['instance-cores']}"`,
+  );
+  process.exit(2);
+}
+if (instanceCores !== undefined && !values.engines) {
+  console.error('bench: --instance-cores goes with --engines');
+  process.exit(2);
+}
 /**
  * Each scenario's seconds are split into rounds, the three servers taking turns in each: the speed of a shared
  * machine drifts by a third over minutes, and servers measured one after the other would be compared across it.
  */
 const rounds = quick ? 2 : 4;
-/** Unmeasured load before each measured scenario. */
-const warmUpSeconds = quick ? 1 : 2;
+/**
+ * Unmeasured load before each measured scenario; longer for a server held to a share of a core, whose compiler
+ * threads take that share too.
+ */
+const warmUpSeconds = Math.round((quick ? 1 : 2) / Math.min(1, instanceCores ?? 1));
 const connections = 10;
 const work = join(process.cwd(), '.tmp', 'bench');
 const dataDir = join(work, 'data');
@@ -102,6 +121,7 @@ async function start(
     env: { ...process.env, PORT: '0', LOG: 'off', ...env },
   });
   running.add(child);
+  if (instanceCores !== undefined) limitCpu(child.pid!, instanceCores, source);
   let out = '';
   return new Promise((resolve, reject) => {
     const onData = (d: Buffer) => {
@@ -764,7 +784,10 @@ async function engines(): Promise<void> {
   rmSync(work, { recursive: true, force: true });
   mkdirSync(work, { recursive: true });
   const size = sizes[0];
-  say(`engines: ${size} repos, ${seconds} s per scenario, ${connections} connections`);
+  say(
+    `engines: ${size} repos, ${seconds} s per scenario, ${connections} connections` +
+      (instanceCores === undefined ? '' : `, each server instance held to ${instanceCores} cores`),
+  );
   // @ts-expect-error a plain ESM script without types
   const { startCluster } = await import('../scripts/tooling/postgres-cluster.mjs');
   const cluster = await startCluster({ endWithProcess: true, durable: true });
@@ -838,7 +861,10 @@ async function engines(): Promise<void> {
   await cluster.stop();
   printEngines(table);
   mkdirSync(join(values.json!, '..'), { recursive: true });
-  writeFileSync(values.json!, `${JSON.stringify({ date: new Date().toISOString(), size, seconds, table }, null, 2)}\n`);
+  writeFileSync(
+    values.json!,
+    `${JSON.stringify({ date: new Date().toISOString(), size, seconds, instanceCores, table }, null, 2)}\n`,
+  );
   say(`results written to ${values.json}`);
 }
 
