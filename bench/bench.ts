@@ -40,6 +40,17 @@ SQLite file, on a fresh data directory in .tmp/bench: requests/s, latency and CP
     json: { type: 'string', default: '.tmp/bench-results.json' },
   },
 });
+const instanceCores = values['instance-cores'] === undefined ? undefined : Number(values['instance-cores']);
+if (instanceCores !== undefined && !(instanceCores > 0 && instanceCores <= availableParallelism())) {
+  console.error(
+    `bench: --instance-cores takes the cores one server instance may use, above 0 and at most this machine's ${availableParallelism()}; got "${values['instance-cores']}"`,
+  );
+  process.exit(2);
+}
+if (instanceCores !== undefined && !values.engines) {
+  console.error('bench: --instance-cores goes with --engines');
+  process.exit(2);
+}
 // The baselines' packages live in bench/node_modules (npm run bench installs them on its first run): loaded
 // only after the command line, so that --help and a wrong option answer without them.
 const { default: autocannon } = await import('autocannon');
@@ -56,17 +67,6 @@ const sizes = values.repos
     ? [2000]
     : [10_000, 100_000];
 const seconds = quick ? 2 : 8;
-const instanceCores = values['instance-cores'] === undefined ? undefined : Number(values['instance-cores']);
-if (instanceCores !== undefined && !(instanceCores > 0 && instanceCores <= availableParallelism())) {
-  console.error(
-    `bench: --instance-cores takes the cores one server instance may use, above 0 and at most this machine's ${availableParallelism()}; got "${values['instance-cores']}"`,
-  );
-  process.exit(2);
-}
-if (instanceCores !== undefined && !values.engines) {
-  console.error('bench: --instance-cores goes with --engines');
-  process.exit(2);
-}
 /**
  * Each scenario's seconds are split into rounds, the three servers taking turns in each: the speed of a shared
  * machine drifts by a third over minutes, and servers measured one after the other would be compared across it.
