@@ -12,7 +12,7 @@ import { maxSkip } from '../runtime/lists/list-request.js';
 import { ancestorsOf } from '../runtime/model/uid.js';
 import { parseCommandLine } from '../scripts/cli-args.js';
 import { coldStarts, startCommand, type ColdStarts } from './cold-start.js';
-import { limitCpu } from './cpu-limit.js';
+import { cpuTicks, limitCpu, ticksPerSecond } from './process-cpu.js';
 
 const { values } = parseCommandLine({
   name: 'bench',
@@ -301,17 +301,11 @@ function ownerToken(env: Record<string, string>): string {
   return r.stdout.trim();
 }
 
-const ticksPerSecond = Number(spawnSync('getconf', ['CLK_TCK'], { encoding: 'utf8' }).stdout.trim()) || 100;
 const usPerTick = 1e6 / ticksPerSecond;
 /** How much of one core others may take during a scenario before its CPU figures are flagged. */
 const othersAllowance = 0.1;
 
-function processTicks(child: ChildProcess): number {
-  const stat = readFileSync(`/proc/${child.pid}/stat`, 'utf8');
-  // Fields after the command name (which may hold spaces): state is field 3, utime 14 and stime 15.
-  const fields = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
-  return Number(fields[11]) + Number(fields[12]);
-}
+const processTicks = (child: ChildProcess) => cpuTicks(child.pid!);
 
 /** Busy ticks of the whole machine, every core: all but idle and iowait (guest time is inside user). */
 function machineBusyTicks(): number {

@@ -1,21 +1,13 @@
 // npm run bench -- --engines --instance-cores F holds each server to F cores through a cgroup of its own: a busy
 // process so held uses about that share, not the whole core it would take alone.
-import { spawn, spawnSync } from 'node:child_process';
-import { readFileSync } from 'node:fs';
+import { spawn } from 'node:child_process';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { test } from 'uvu';
 import * as assert from 'uvu/assert';
-import { limitCpu } from '../bench/cpu-limit.js';
+import { cpuTicks, limitCpu, ticksPerSecond } from '../bench/process-cpu.js';
 import { runScript } from './support/process.js';
 
-const ticksPerSecond = Number(spawnSync('getconf', ['CLK_TCK'], { encoding: 'utf8' }).stdout.trim()) || 100;
-
-/** CPU seconds of a process so far (user and system, every thread), from the kernel's accounting. */
-function cpuSeconds(pid: number): number {
-  const stat = readFileSync(`/proc/${pid}/stat`, 'utf8');
-  const fields = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
-  return (Number(fields[11]) + Number(fields[12])) / ticksPerSecond;
-}
+const cpuSeconds = (pid: number) => cpuTicks(pid) / ticksPerSecond;
 
 test('a busy process held to a quarter of a core uses about a quarter', async () => {
   const busy = spawn(process.execPath, ['-e', 'for (;;) {}']);

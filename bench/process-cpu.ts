@@ -1,8 +1,20 @@
-// A server process held to a share of the CPU through a cgroup of its own (the kernel's CFS quota), as if it ran on
-// a machine of that size: on a small machine the instances, the database and the load generator share the same
-// cores, and what a second instance adds for writes cannot show unless each instance has cores of its own.
+// A process's CPU: what it used, from the kernel's accounting, and what it may use, held to a share through a
+// cgroup of its own (the kernel's CFS quota), as if it ran on a machine of that size: on a small machine the
+// instances, the database and the load generator share the same cores, and what a second instance adds for writes
+// cannot show unless each instance has cores of its own.
+import { spawnSync } from 'node:child_process';
 import { existsSync, mkdirSync, readFileSync, rmdirSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
+
+export const ticksPerSecond = Number(spawnSync('getconf', ['CLK_TCK'], { encoding: 'utf8' }).stdout.trim()) || 100;
+
+/** CPU the process has used so far, in clock ticks: user and system time of every thread. */
+export function cpuTicks(pid: number): number {
+  const stat = readFileSync(`/proc/${pid}/stat`, 'utf8');
+  // Fields after the command name (which may hold spaces): state is field 3, utime 14 and stime 15.
+  const fields = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
+  return Number(fields[11]) + Number(fields[12]);
+}
 
 // A short period: a process that spends its quota waits at most the rest of it, not the 100 ms of the default.
 const periodUs = 10_000;
