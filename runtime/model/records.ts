@@ -27,6 +27,15 @@ export function outputValue(value: unknown, f: FieldModel): unknown {
   return value;
 }
 
+/** Each field set's fields, listed once: every write walks them, several times. */
+const fieldLists = new WeakMap<Record<string, FieldModel>, [string, FieldModel][]>();
+
+export function fieldList(fields: Record<string, FieldModel>): [string, FieldModel][] {
+  let list = fieldLists.get(fields);
+  if (!list) fieldLists.set(fields, (list = Object.entries(fields)));
+  return list;
+}
+
 /** Each field set's fields that a response shows, listed once: every row of every answer walks them. */
 const shownLists = new WeakMap<Record<string, FieldModel>, [string, FieldModel][]>();
 
@@ -74,7 +83,7 @@ export function inputObject(
   at = '',
 ): Row {
   const out: Row = {};
-  for (const [name, f] of Object.entries(fields)) {
+  for (const [name, f] of fieldList(fields)) {
     if ((f.outputOnly && source === 'request') || !(name in body) || body[name] === null) continue;
     out[name] = inputValue(body[name], f, source, at ? `${at}.${name}` : name);
   }
@@ -123,7 +132,7 @@ export function canonicalTimestamp(value: string): string {
 /** Declared defaults for fields the body leaves out; fields set on create take the record's create time. */
 export function withDefaults(data: Row, fields: Record<string, FieldModel>, createTime: string): Row {
   const out = { ...data };
-  for (const [name, f] of Object.entries(fields)) {
+  for (const [name, f] of fieldList(fields)) {
     if (f.setOnCreate) out[name] = createTime;
     else if (out[name] === undefined && f.default !== undefined) out[name] = structuredClone(f.default);
   }

@@ -2,8 +2,8 @@
 // references that name a record in reach, a natural key held by one record, and deletes that respect children
 // (restrict blocks, cascade takes them along) and the records that reference the deleted one.
 import { failedPrecondition, invalidArgument, type PreconditionViolation } from '../model/errors.js';
-import type { ApiModel, ResourceModel } from '../model/api-model.js';
-import type { Row } from '../model/records.js';
+import type { ApiModel, FieldModel, ResourceModel } from '../model/api-model.js';
+import { fieldList, type Row } from '../model/records.js';
 import { isUidPath, within } from '../model/uid.js';
 import { isDuplicateKey } from '../storage/duplicate-key.js';
 import { alreadyExists } from '../storage/natural-keys.js';
@@ -33,11 +33,31 @@ export function checkExclusive(r: ResourceModel, data: Row): void {
  * Fields that name another record must name one that exists; an `inScope` reference must name a record of
  * this record's group or of a group above it (an identity made under a subgroup is not bound above it).
  */
-export async function checkReferences(tables: ModelTables, sql: Sql, r: ResourceModel, data: Row): Promise<void> {
+export function checkReferences(tables: ModelTables, sql: Sql, r: ResourceModel, data: Row): Promise<void> | undefined {
+  // Most resources name no other record: nothing to wait for (no promise, no turn of the event loop).
+  const named = referenceFields(r).filter(([name]) => data[name] !== undefined && data[name] !== null);
+  return named.length > 0 ? checkNamed(tables, sql, r, data, named) : undefined;
+}
+
+const referenceLists = new WeakMap<ResourceModel, [string, FieldModel][]>();
+
+/** The fields of a resource that name another record, listed once. */
+function referenceFields(r: ResourceModel): [string, FieldModel][] {
+  let list = referenceLists.get(r);
+  if (!list) referenceLists.set(r, (list = fieldList(r.fields).filter(([, f]) => f.references)));
+  return list;
+}
+
+async function checkNamed(
+  tables: ModelTables,
+  sql: Sql,
+  r: ResourceModel,
+  data: Row,
+  named: [string, FieldModel][],
+): Promise<void> {
   const { model } = tables;
-  for (const [name, f] of Object.entries(r.fields)) {
-    if (!f.references || data[name] === undefined || data[name] === null) continue;
-    const target = model.resources[f.references];
+  for (const [name, f] of named) {
+    const target = model.resources[f.references!];
     const uid = String(data[name]);
     const missing = () =>
       invalidArgument([{ field: name, description: `${name}: no ${target.type.toLowerCase()} ${uid}` }]);

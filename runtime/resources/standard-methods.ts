@@ -10,6 +10,7 @@ import {
   outputObject,
   toResource,
   withDefaults,
+  fieldList,
   type RecordTypes,
   type ResourceTypes,
   type Row,
@@ -271,22 +272,22 @@ export class Resources {
   }
 
   /** Records an event in the outbox, in the caller's transaction: stored if and only if the change is. */
-  async recordEvent(sql: Sql, e: NewEvent): Promise<void> {
-    await this.table(outboxEntity.meta.className).insert(sql, { ...outboxRow(e) });
+  recordEvent(sql: Sql, e: NewEvent): Promise<void> {
+    return this.outbox().insert(sql, outboxRow(e));
   }
 
   /** Records the operation's declared event, if it declares one. */
-  private async event(
+  private event(
     sql: Sql,
     r: ResourceModel,
     type: string | undefined,
     uid: string,
     body: Row,
     actor: string | undefined,
-  ): Promise<void> {
-    if (!type) return;
+  ): Promise<void> | undefined {
+    if (!type) return undefined;
     const shown = r.eventFields ? Object.fromEntries(r.eventFields.map((f) => [f, body[f]])) : body;
-    await this.recordEvent(sql, {
+    return this.recordEvent(sql, {
       type,
       subject: uid,
       groupUid: groupOf(this.model, r, uid),
@@ -458,31 +459,32 @@ export class Resources {
       if (parent !== undefined && r.parent)
         await this.find(this.model.resources[r.parent], parent, sql, false, r.upsertOn ? 'update' : 'keyShare');
     });
-    const uid = await this.newUid(sql, r, parent);
+    const uid = r.uid === 'parent' ? await this.newUid(sql, r, parent) : uidFor(r, parent);
     const time = now();
-    let data: Row = {
-      ...withDefaults(this.secrets.sealFields(inputObject(body, r.fields), r.fields), r.fields, time),
-      uid,
-      parentUid: parent ?? null,
-      createTime: time,
-      updateTime: time,
-    };
-    for (const [name, f] of Object.entries(r.fields)) if (f.setToCreator) data[name] = actor ?? null;
+    // withDefaults made the object: what follows is set on it, in this order (the insert's columns).
+    let data = withDefaults(this.secrets.sealFields(inputObject(body, r.fields), r.fields), r.fields, time);
+    data.uid = uid;
+    data.parentUid = parent ?? null;
+    data.createTime = time;
+    data.updateTime = time;
+    for (const [name, f] of fieldList(r.fields)) if (f.setToCreator) data[name] = actor ?? null;
     Object.assign(data, this.subresourceColumns(r, options.subresources));
     let reveal: Row = {};
     if (prepare) ({ record: data, reveal = {} } = await prepare(data, new Writes(sql, this, {})));
     checkExclusive(r, data);
-    await checkReferences(this, sql, r, data);
-    const existing = await this.sameUpsertKey(sql, r, data);
+    // Each step awaited only when it has something to do: a create runs for every resource, most need few.
+    const checked = checkReferences(this, sql, r, data);
+    if (checked) await checked;
+    const existing = r.upsertOn ? await this.sameUpsertKey(sql, r, data) : undefined;
     if (existing) return this.replace(sql, r, existing, data, options);
     if (!this.indexAlone(r, data)) await refuseTakenKey(this, sql, r, data);
-    await guard?.(sql, data);
-    return { ...(await this.insertNew(sql, r, data, actor)), ...reveal };
+    if (guard) await guard(sql, data);
+    const created = await this.insertNew(sql, r, data, actor);
+    return prepare ? { ...created, ...reveal } : created;
   }
 
-  /** A new record's uid, refused when its parent already has the one record a `uid: parent` resource allows. */
+  /** A `uid: parent` record's uid (its parent's), refused when its parent already has the one record it allows. */
   private async newUid(sql: Sql, r: ResourceModel, parent: string | undefined): Promise<string> {
-    if (r.uid !== 'parent') return uidFor(r, parent);
     if (await this.table(r.type).get(parent!, sql))
       throw new ApiError('ALREADY_EXISTS', `Already exists: ${r.type} ${parent}`);
     return parent!;
@@ -701,7 +703,7 @@ export class Resources {
 
   /** The record's delete in the caller's transaction: its children as the model says, then its event. */
   private async deleteIn(sql: Sql, r: ResourceModel, uid: string, actor: string | undefined): Promise<void> {
-    const deleted = (what: ResourceModel, gone: string) =>
+    const deleted = async (what: ResourceModel, gone: string) =>
       this.event(sql, what, operationOf(what, 'delete')?.event, gone, { uid: gone }, actor);
     await deleteWithChildren(this, sql, r, uid, deleted);
     await deleted(r, uid);

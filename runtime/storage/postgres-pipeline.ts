@@ -40,7 +40,6 @@ interface Connection {
   execute(m: { portal: string }): void;
   sync(): void;
   on(event: 'parseComplete', listener: () => void): void;
-  off(event: 'parseComplete', listener: () => void): void;
 }
 
 interface Message {
@@ -56,6 +55,9 @@ interface Message {
 const descriptions = new WeakMap<Connection, Map<string, unknown>>();
 
 const listened = new WeakSet<pg.ClientBase>();
+
+/** The batch each connection is running: its one ParseComplete listener hands the message on to it. */
+const running = new WeakMap<Connection, Batch>();
 
 /**
  * A client taken from the pool reports a connection that ends under it (a killed backend, a network cut) to its
@@ -96,17 +98,21 @@ class Batch {
 
   // A name is marked parsed only once PostgreSQL has parsed it: a batch that fails before may leave it unparsed.
   // Every Parse is answered by a ParseComplete in turn, an unnamed one's too.
-  private readonly parsed = () => {
+  private parsed(): void {
     const s = this.parsing.shift();
     if (s?.name !== undefined && this.connection) this.connection.parsedStatements[s.name] = s.text;
-  };
+  }
 
   submit(connection: Connection): null {
     this.connection = connection;
-    connection.on('parseComplete', this.parsed);
+    running.set(connection, this);
+    let described = descriptions.get(connection);
+    if (!described) {
+      // Once per connection (not per batch: adding and removing a listener each time cost more than the batch).
+      connection.on('parseComplete', () => running.get(connection)?.parsed());
+      descriptions.set(connection, (described = new Map<string, unknown>()));
+    }
     const { parsedStatements } = connection;
-    const described = descriptions.get(connection) ?? new Map<string, unknown>();
-    descriptions.set(connection, described);
     connection.stream.cork?.();
     try {
       for (const s of this.statements) {
@@ -183,7 +189,7 @@ class Batch {
   handleCopyData(): void {}
 
   private finish(): void {
-    this.connection?.off('parseComplete', this.parsed);
+    if (this.connection && running.get(this.connection) === this) running.delete(this.connection);
     this.done(this.statements.slice(this.at), this.error);
   }
 }

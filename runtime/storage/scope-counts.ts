@@ -55,12 +55,32 @@ function scopeOfKey(key: string): string {
   return mark < 0 ? key : key.slice(0, mark);
 }
 
-const upsert = (rows: number) =>
-  `insert into scope_counts (collection, scope, below, children) values ${Array(rows).fill('(?, ?, ?, ?)').join(', ')} ` +
-  'on conflict (collection, scope) do update set below = scope_counts.below + excluded.below, children = scope_counts.children + excluded.children';
+/** The upsert of so many rows, made once per size: the same text each time is one lookup of its prepared form. */
+const upserts = new Map<number, string>();
+function upsert(rows: number): string {
+  let text = upserts.get(rows);
+  if (text === undefined)
+    upserts.set(
+      rows,
+      (text =
+        `insert into scope_counts (collection, scope, below, children) values ${Array(rows).fill('(?, ?, ?, ?)').join(', ')} ` +
+        'on conflict (collection, scope) do update set below = scope_counts.below + excluded.below, children = scope_counts.children + excluded.children'),
+    );
+  return text;
+}
+
+/** One count row's change in a transaction. */
+interface CountChange {
+  collection: string;
+  /** the scope's row (its shard's key) */
+  row: string;
+  below: number;
+  children: number;
+}
 
 /** Rows locked in the same order by every transaction: (collection, scope row), byte order as the index's. */
-const byRow = ([a]: [string, unknown], [b]: [string, unknown]) => (a < b ? -1 : a > b ? 1 : 0);
+const byRow = (a: CountChange, b: CountChange) =>
+  a.collection < b.collection ? -1 : a.collection > b.collection ? 1 : a.row < b.row ? -1 : a.row > b.row ? 1 : 0;
 
 /**
  * Count changes of one transaction, gathered per table and scope so that many records cost one upsert per scope
@@ -71,7 +91,7 @@ const byRow = ([a]: [string, unknown], [b]: [string, unknown]) => (a < b ? -1 : 
  */
 export class CountChanges implements PendingCounts {
   /** keyed by collection, NUL, the scope's row */
-  private readonly changes = new Map<string, [below: number, children: number]>();
+  private readonly changes = new Map<string, CountChange>();
 
   /** the shard this transaction adds to: given (a writer's own, so concurrent writers share none), or random */
   private readonly shard: number;
@@ -82,12 +102,13 @@ export class CountChanges implements PendingCounts {
   }
 
   private add(collection: string, scope: string, below: number, children: number): void {
-    const key = `${collection}\0${shardKey(scope, this.shard)}`;
+    const row = shardKey(scope, this.shard);
+    const key = `${collection}\0${row}`;
     const kept = this.changes.get(key);
     if (kept) {
-      kept[0] += below;
-      kept[1] += children;
-    } else this.changes.set(key, [below, children]);
+      kept.below += below;
+      kept.children += children;
+    } else this.changes.set(key, { collection, row, below, children });
   }
 
   /** One record of a table added (+1) or removed (-1): every scope above its uid, and its parent's children. */
@@ -107,17 +128,16 @@ export class CountChanges implements PendingCounts {
   /** The changes written, every statement asked for at once: on PostgreSQL they go in one batch, in order. */
   async write(sql: Sql): Promise<void> {
     // Changes that cancel out (a record made and removed in one transaction) lock no row.
-    const rows = [...this.changes].filter(([, [b, c]]) => b !== 0 || c !== 0).sort(byRow);
+    const rows: CountChange[] = [];
+    for (const change of this.changes.values()) if (change.below !== 0 || change.children !== 0) rows.push(change);
+    rows.sort(byRow);
     this.changes.clear();
     const statements: Promise<number>[] = [];
     for (let i = 0; i < rows.length; i += 200) {
       const batch = rows.slice(i, i + 200);
-      statements.push(
-        sql.run(
-          upsert(batch.length),
-          batch.flatMap(([key, [below, children]]) => [...key.split('\0'), below, children]),
-        ),
-      );
+      const params: unknown[] = [];
+      for (const { collection, row, below, children } of batch) params.push(collection, row, below, children);
+      statements.push(sql.run(upsert(batch.length), params));
     }
     await together(statements);
   }

@@ -7,7 +7,7 @@ import { existsSync, readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { ConfigError } from '../model/errors.js';
 import type { FieldModel } from '../model/api-model.js';
-import type { Row } from '../model/records.js';
+import { fieldList, type Row } from '../model/records.js';
 
 const prefix = 'sealed:v1:';
 
@@ -73,8 +73,10 @@ export class SecretSeal {
    * back from the database) are left as they are.
    */
   sealFields(row: Row, fields: Record<string, FieldModel>, keepSealed = false, at = ''): Row {
+    // Most resources hold no secret: their records are stored as given (every caller gives one of its own).
+    if (!fieldsHoldSecret(fields)) return row;
     const out: Row = { ...row };
-    for (const [name, f] of Object.entries(fields)) {
+    for (const [name, f] of fieldList(fields)) {
       const value = out[name];
       const path = at ? `${at}.${name}` : name;
       if (f.secret && typeof value === 'string') {
@@ -86,6 +88,15 @@ export class SecretSeal {
     }
     return out;
   }
+}
+
+const holding = new WeakMap<Record<string, FieldModel>, boolean>();
+
+/** Whether any of these fields is a secret or holds one, known once per field set. */
+function fieldsHoldSecret(fields: Record<string, FieldModel>): boolean {
+  let held = holding.get(fields);
+  if (held === undefined) holding.set(fields, (held = Object.values(fields).some(holdsSecret)));
+  return held;
 }
 
 /** Whether a field is a secret or holds one at some depth. */

@@ -11,6 +11,7 @@ import { outboxEntity } from './outbox.js';
 import { isCounted, scopeCountEntity } from './scope-counts.js';
 import { refreshTokenEntity } from './refresh-token-table.js';
 import type { Sql } from './sql.js';
+import type { Row } from '../model/records.js';
 
 export interface Store {
   orm: MikroORM;
@@ -75,36 +76,55 @@ export const defaultReadLimits: ReadLimits = { timeoutMs: 10_000, queue: 64 };
 export type StatementKind = 'read' | 'slow_read' | 'write';
 export type StatementObserver = (kind: StatementKind, seconds: number) => void;
 
-/** Statements timed as they run; observe gets seconds. */
+/**
+ * Statements timed as they run; observe gets seconds. Made for every transaction, and each statement goes
+ * through it: methods on the prototype and the statement's own promise passed on (no frame of its own).
+ */
+class TimedSql implements Sql {
+  readonly counts?: Sql['counts'];
+  readonly atCommit?: Sql['atCommit'];
+  readonly valuesNow?: Sql['valuesNow'];
+
+  constructor(
+    private readonly sql: Sql,
+    private readonly kind: StatementKind,
+    private readonly observe: StatementObserver,
+  ) {
+    if (sql.counts) this.counts = sql.counts;
+    if (sql.atCommit) this.atCommit = sql.atCommit;
+    if (sql.valuesNow) this.valuesNow = (text, params) => this.valuesTimedNow(text, params);
+  }
+
+  all(text: string, params?: unknown[]): Promise<Row[]> {
+    return this.timed(performance.now(), this.sql.all(text, params));
+  }
+
+  values(text: string, params?: unknown[]): Promise<unknown[][]> {
+    return this.timed(performance.now(), this.sql.values(text, params));
+  }
+
+  run(text: string, params?: unknown[]): Promise<number> {
+    return this.timed(performance.now(), this.sql.run(text, params));
+  }
+
+  private timed<T>(started: number, statement: Promise<T>): Promise<T> {
+    const observed = () => this.observe(this.kind, (performance.now() - started) / 1000);
+    statement.then(observed, observed);
+    return statement;
+  }
+
+  private valuesTimedNow(text: string, params?: unknown[]): unknown[][] {
+    const started = performance.now();
+    try {
+      return this.sql.valuesNow!(text, params);
+    } finally {
+      this.observe(this.kind, (performance.now() - started) / 1000);
+    }
+  }
+}
+
 export function timedSql(sql: Sql, kind: StatementKind, observe: StatementObserver): Sql {
-  const timed =
-    <T>(run: (text: string, params?: unknown[]) => Promise<T>) =>
-    async (text: string, params?: unknown[]) => {
-      const started = performance.now();
-      try {
-        return await run(text, params);
-      } finally {
-        observe(kind, (performance.now() - started) / 1000);
-      }
-    };
-  const { valuesNow, counts, atCommit } = sql;
-  return {
-    ...(counts && { counts }),
-    ...(atCommit && { atCommit }),
-    all: timed((text, params) => sql.all(text, params)),
-    values: timed((text, params) => sql.values(text, params)),
-    run: timed((text, params) => sql.run(text, params)),
-    ...(valuesNow && {
-      valuesNow: (text: string, params?: unknown[]) => {
-        const started = performance.now();
-        try {
-          return valuesNow.call(sql, text, params);
-        } finally {
-          observe(kind, (performance.now() - started) / 1000);
-        }
-      },
-    }),
-  };
+  return new TimedSql(sql, kind, observe);
 }
 
 /** The store with every statement of our own timed (the ORM's, at start, are not). */

@@ -269,7 +269,7 @@ export class Table<T = Row> {
    * Inserts a record and counts it: now, or in `counts` when given (or the transaction's own, PostgreSQL's),
    * which the caller (the store) writes in the same transaction, once for many records.
    */
-  async insert(sql: Sql, record: T, counts?: PendingCounts): Promise<void> {
+  insert(sql: Sql, record: T, counts?: PendingCounts): Promise<void> {
     const props = Object.keys(record as Row);
     // Counts gathered for the commit are noted before the insert has answered: a caller may leave its outcome
     // to the commit (Sql.atCommit), and an insert that fails fails the transaction, its counts with it.
@@ -280,14 +280,21 @@ export class Table<T = Row> {
       ((record as Row).parentUid ?? null) as string | null,
       1,
     );
-    await sql.run(
-      this.statementOf('insert', props, () => {
-        const columns = props.map((prop) => quoteIdentifier(this.columnOf(prop).name));
-        return `insert into ${this.table} (${columns.join(', ')}) values (${columns.map(() => '?').join(', ')})`;
-      }),
-      this.parameters(record as Row, props),
-    );
-    if (this.counted && !gathered) await this.countRecord(sql, record as Row, 1);
+    let inserted: Promise<unknown>;
+    try {
+      inserted = sql.run(
+        this.statementOf('insert', props, () => {
+          const columns = props.map((prop) => quoteIdentifier(this.columnOf(prop).name));
+          return `insert into ${this.table} (${columns.join(', ')}) values (${columns.map(() => '?').join(', ')})`;
+        }),
+        this.parameters(record as Row, props),
+      );
+    } catch (e) {
+      return Promise.reject(e);
+    }
+    // The insert's own promise passed on where there is nothing to do after it: each write makes several.
+    if (this.counted && !gathered) return inserted.then(() => this.countRecord(sql, record as Row, 1));
+    return inserted as Promise<void>;
   }
 
   /** A record added or removed, in the given counts, the transaction's, or (neither) written now. */
