@@ -126,6 +126,20 @@ test('now: RFC 3339 UTC with milliseconds, never behind the clock', async () => 
   assert.is(Date.parse(later), Math.min(Date.parse(later), Date.now()));
 });
 
+test("now: the same text as Date's toISOString at every millisecond, across seconds and years", () => {
+  const clock = Date.now;
+  const instants = [0, 9, 10, 99, 100, 999, 1000, 1001, 1795858392999, 1795858393000, 1795858393007, 1798761599999];
+  for (let i = 0; i < 2000; i++) instants.push(1795858392000 + i * 7, Math.floor(Math.random() * 4e12));
+  try {
+    for (const ms of instants) {
+      Date.now = () => ms;
+      assert.is(now(), new Date(ms).toISOString(), String(ms));
+    }
+  } finally {
+    Date.now = clock;
+  }
+});
+
 test('uid paths', () => {
   const root = newRootUid();
   const child = newChildUid(root);
